@@ -1,0 +1,120 @@
+/* `codecell check`: what this host supports, and whether a sandbox can
+ * actually be built here (it builds one and runs /bin/true). */
+#include <errno.h>
+#include <fcntl.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "util/fs.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "util/banned.h"
+
+static void line(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("  %-18s ", what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static void print_limits(const char *title, unsigned bits)
+{
+	printf("%s", title);
+	if (!bits)
+		printf(" (none)");
+	for (unsigned bit = 1; bit < SANDBOX_LIMIT_LANDLOCK; bit <<= 1)
+		if (bits & bit)
+			printf(" %s", sandbox_limit_name(bit));
+	putchar('\n');
+}
+
+/* Build a sandbox and run /bin/true in it: the only honest test. */
+static int try_sandbox(double *ret_ms, const char **ret_step)
+{
+	struct run_request req;
+	struct run_result res;
+	uint64_t t0 = now_ns();
+	int r;
+
+	run_request_init(&req);
+	req.lang = LANG_BASH;
+	req.code = "exit 0\n";
+	req.code_len = strlen(req.code);
+	r = engine_run(&req, &res);
+	*ret_ms = (double)(now_ns() - t0) / 1e6;
+	if (r == 0 && res.message) {
+		static char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", res.message);
+		*ret_step = msg;
+		r = -EPERM;
+	} else if (r == 0 && res.status != RESULT_OK) {
+		*ret_step = "run a program";
+		r = -EIO;
+	}
+	run_result_release(&res);
+	return r;
+}
+
+int cli_check(int argc, char **argv)
+{
+	struct sandbox_host_info hi;
+	const struct scmp_version *sv = seccomp_version();
+	struct utsname u;
+	char buf[64] = "?";
+	const char *step = NULL;
+	double ms = 0;
+	int r;
+
+	(void)argv;
+	if (argc > 1) {
+		log_error("'codecell check' takes no arguments");
+		return EXIT_CODECELL_ERROR;
+	}
+	sandbox_host_info(&hi);
+	uname(&u);
+	printf("codecell check: what this host offers the sandbox\n");
+	line("kernel:", "%s %s", u.sysname, u.release);
+	line("running as:", "%s (uid %d)", geteuid() == 0 ? "root" : "an ordinary user",
+	     (int)geteuid());
+	if (read_small_fileat(AT_FDCWD, "/proc/sys/user/max_user_namespaces", buf, sizeof(buf)) == 0)
+		buf[strcspn(buf, "\n")] = '\0';
+	line("user namespaces:", "max %s", buf);
+	if (read_small_fileat(AT_FDCWD, "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+			      buf, sizeof(buf)) == 0 && buf[0] == '1')
+		line("", "AppArmor restricts unprivileged user namespaces (Ubuntu 24.04+): "
+			 "an ordinary user needs an AppArmor profile allowing userns");
+	if (hi.seccomp_error)
+		line("seccomp:", "cannot build the filter: %s", strerror(-hi.seccomp_error));
+	else
+		line("seccomp:", "filter builds (libseccomp %u.%u.%u)", sv->major, sv->minor,
+		     sv->micro);
+	if (hi.landlock_abi)
+		line("landlock:", "ABI %d", hi.landlock_abi);
+	else
+		line("landlock:", "unavailable (the mount namespace is the only filesystem wall)");
+	if (hi.cgroup_version)
+		line("cgroups:", "v%d, sandboxes under %s", hi.cgroup_version,
+		     hi.cgroup_parent ? hi.cgroup_parent : "?");
+	else
+		line("cgroups:", "none usable: %s", hi.cgroup_why ? hi.cgroup_why : "unknown");
+	print_limits("enforced limits:", hi.enforceable);
+	print_limits("not enforced:   ", (SANDBOX_LIMIT_MEMORY | SANDBOX_LIMIT_PIDS) & ~hi.enforceable);
+	r = try_sandbox(&ms, &step);
+	if (r < 0) {
+		printf("sandbox: DOES NOT WORK: %s\n", step ? step : strerror(-r));
+		printf("codecell will refuse to run code on this host.\n");
+		return 1;
+	}
+	printf("sandbox: works (built one and ran a program in %.1f ms)\n", ms);
+	return 0;
+}

@@ -1,0 +1,31 @@
+/* cli: the subcommands.  Each returns the process exit status. */
+#ifndef CODECELL_CLI_CLI_H
+#define CODECELL_CLI_CLI_H
+
+#include <stdbool.h>
+
+#include "engine/engine.h"
+#include "util/buf.h"
+
+int cli_run(int argc, char **argv);
+int cli_check(int argc, char **argv);
+
+struct run_opts {
+	struct run_request req;
+	bool json;
+	bool help;
+	bool lang_set;
+	const char *path; /* FILE or "-" */
+	const char *files[ENGINE_MAX_FILES + 1];
+	size_t n_files;
+	const char *env[ENGINE_MAX_ENV + 1];
+	size_t n_env;
+	char **args; /* points into argv: the program's arguments */
+};
+
+/* Parse `codecell run` arguments (argv[0] is "run").  Pure: no I/O.
+ * Returns 0, or -EINVAL with a message for the user in err. */
+int run_opts_parse(int argc, char **argv, struct run_opts *o, struct buf *err);
+extern const char run_usage[];
+
+#endif

@@ -1,0 +1,148 @@
+/* `codecell run`: read the code, run it, print the output or the result
+ * object, exit with the program's status. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/banned.h"
+
+static int read_code(const char *path, struct buf *code)
+{
+	struct stat st;
+	int r;
+
+	if (!strcmp(path, "-"))
+		return buf_read_fd(code, STDIN_FILENO);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	r = buf_read_file(code, path);
+	return r;
+}
+
+static void print_json(const struct run_result *res)
+{
+	json_t *j = run_result_to_json(res);
+	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+	if (s) {
+		fputs(s, stdout);
+		fputc('\n', stdout);
+		free(s);
+	}
+	fflush(stdout);
+	json_decref(j);
+}
+
+static void warn_unenforced(unsigned bits)
+{
+	struct buf b;
+
+	if (!bits)
+		return;
+	buf_init(&b, 256);
+	for (unsigned bit = 1; bit <= SANDBOX_LIMIT_LANDLOCK; bit <<= 1)
+		if (bits & bit)
+			(void)buf_printf(&b, "%s%s", b.len ? ", " : "", sandbox_limit_name(bit));
+	log_warn("limits not enforced on this host: %s (no usable cgroup; see 'codecell check'; --strict refuses to run)",
+		 buf_str(&b));
+	buf_release(&b);
+}
+
+/* Without --json: after the program's own output, say what codecell did
+ * to it, so an exit status of 124 or 137 is not a mystery. */
+static void explain(const struct run_result *res, const struct run_request *req)
+{
+	switch (res->status) {
+	case RESULT_TIMEOUT:
+		if (res->limits_hit & SANDBOX_LIMIT_CPU)
+			log_error("stopped: CPU time limit of %llu s reached (--cpu-time)",
+				  (unsigned long long)req->limits.cpu_seconds);
+		else
+			log_error("stopped: time limit of %g s reached (--timeout)",
+				  req->limits.timeout_s);
+		break;
+	case RESULT_MEMORY_LIMIT:
+		log_error("stopped: memory limit of %llu MiB reached (--memory)",
+			  (unsigned long long)(req->limits.memory_bytes >> 20));
+		break;
+	case RESULT_OUTPUT_LIMIT:
+		log_error("stopped: the program wrote far more output than --output-limit allows");
+		break;
+	default:
+		break;
+	}
+	if (res->limits_hit & SANDBOX_LIMIT_PIDS)
+		log_warn("the process limit was reached (--pids %llu)",
+			 (unsigned long long)req->limits.pids);
+	if (res->limits_hit & SANDBOX_LIMIT_DISK)
+		log_warn("the workspace filled up (--workspace-size)");
+	if (res->limits_hit & SANDBOX_LIMIT_FILE_SIZE)
+		log_warn("a file reached the size limit (--file-size)");
+}
+
+int cli_run(int argc, char **argv)
+{
+	struct run_opts o;
+	struct run_result res;
+	struct buf err, code;
+	int r, status;
+
+	buf_init(&err, 4096);
+	r = run_opts_parse(argc, argv, &o, &err);
+	if (r < 0) {
+		log_error("%s", buf_str(&err));
+		buf_release(&err);
+		return EXIT_CODECELL_ERROR;
+	}
+	buf_release(&err);
+	if (o.help) {
+		fputs(run_usage, stdout);
+		return 0;
+	}
+	buf_init(&code, ENGINE_CODE_MAX);
+	r = read_code(o.path, &code);
+	if (r < 0) {
+		if (r == -E2BIG)
+			log_error("'%s' is too large: the limit is %u bytes", o.path, ENGINE_CODE_MAX);
+		else
+			log_error("cannot read '%s': %s", o.path, strerror(-r));
+		buf_release(&code);
+		return EXIT_CODECELL_ERROR;
+	}
+	o.req.code = buf_str(&code);
+	o.req.code_len = code.len;
+	/* tracebacks name the file as the program sees it: no host path */
+	if (strcmp(o.path, "-") != 0)
+		o.req.filename = strrchr(o.path, '/') ? strrchr(o.path, '/') + 1 : o.path;
+	if (!o.json) {
+		o.req.live_stdout = STDOUT_FILENO;
+		o.req.live_stderr = STDERR_FILENO;
+	}
+	r = engine_run(&o.req, &res);
+	buf_release(&code);
+	if (r < 0) {
+		log_error("cannot run '%s': %s", o.path, strerror(-r));
+		return EXIT_CODECELL_ERROR;
+	}
+	if (res.limits_unenforced && !res.message)
+		warn_unenforced(res.limits_unenforced);
+	if (o.json) {
+		print_json(&res);
+	} else {
+		if (res.message)
+			log_error("%s", res.message);
+		explain(&res, &o.req);
+	}
+	if (res.warning)
+		log_warn("%s", res.warning);
+	status = run_result_exit_status(&res);
+	run_result_release(&res);
+	return status;
+}

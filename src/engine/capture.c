@@ -1,0 +1,109 @@
+#include "engine/capture.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/banned.h"
+
+int capture_init(struct capture *c, size_t cap)
+{
+	memset(c, 0, sizeof(*c));
+	if (cap < 2)
+		cap = 2;
+	c->head_cap = cap / 2;
+	c->tail_cap = cap - c->head_cap;
+	c->head = malloc(c->head_cap);
+	c->tail = malloc(c->tail_cap);
+	if (!c->head || !c->tail) {
+		capture_release(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void capture_release(struct capture *c)
+{
+	free(c->head);
+	free(c->tail);
+	memset(c, 0, sizeof(*c));
+}
+
+void capture_add(struct capture *c, const char *data, size_t n, size_t *ret_live)
+{
+	size_t to_head = c->head_cap - c->head_len;
+
+	if (to_head > n)
+		to_head = n;
+	memcpy(c->head + c->head_len, data, to_head);
+	c->head_len += to_head;
+	c->total += n;
+	if (ret_live)
+		*ret_live = to_head;
+	data += to_head;
+	n -= to_head;
+	/* only the last tail_cap bytes can survive */
+	if (n > c->tail_cap) {
+		data += n - c->tail_cap;
+		n = c->tail_cap;
+	}
+	while (n > 0) {
+		size_t chunk = c->tail_cap - c->tail_pos;
+
+		if (chunk > n)
+			chunk = n;
+		memcpy(c->tail + c->tail_pos, data, chunk);
+		c->tail_pos = (c->tail_pos + chunk) % c->tail_cap;
+		if (c->tail_len < c->tail_cap)
+			c->tail_len = c->tail_len + chunk > c->tail_cap ? c->tail_cap
+								     : c->tail_len + chunk;
+		data += chunk;
+		n -= chunk;
+	}
+}
+
+bool capture_truncated(const struct capture *c)
+{
+	return c->total > (uint64_t)(c->head_len + c->tail_len);
+}
+
+static char *build(const struct capture *c, bool with_head, size_t *ret_len)
+{
+	char marker[96] = "";
+	size_t mlen = 0, len, off = 0, start;
+	char *out;
+
+	if (capture_truncated(c)) {
+		snprintf(marker, sizeof(marker), "\n[... %" PRIu64 " bytes cut ...]\n",
+			 c->total - (uint64_t)(c->head_len + c->tail_len));
+		mlen = strlen(marker);
+	}
+	len = (with_head ? c->head_len : 0) + mlen + c->tail_len;
+	out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	if (with_head) {
+		memcpy(out, c->head, c->head_len);
+		off = c->head_len;
+	}
+	memcpy(out + off, marker, mlen);
+	off += mlen;
+	/* oldest tail byte: at tail_pos once the ring has wrapped */
+	start = c->tail_len < c->tail_cap ? 0 : c->tail_pos;
+	for (size_t i = 0; i < c->tail_len; i++)
+		out[off + i] = c->tail[(start + i) % c->tail_cap];
+	out[len] = '\0';
+	*ret_len = len;
+	return out;
+}
+
+char *capture_text(const struct capture *c, size_t *ret_len)
+{
+	return build(c, true, ret_len);
+}
+
+char *capture_rest(const struct capture *c, size_t *ret_len)
+{
+	return build(c, false, ret_len);
+}

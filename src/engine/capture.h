@@ -1,0 +1,33 @@
+/* capture: keep a stream's head and tail within a byte cap (DESIGN.md:
+ * "over-long output keeps its head and tail with a marker of what was
+ * cut").  The first cap/2 bytes are the head, the last cap/2 the tail; the
+ * middle is counted and dropped. */
+#ifndef CODECELL_ENGINE_CAPTURE_H
+#define CODECELL_ENGINE_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct capture {
+	char *head; /* owned */
+	size_t head_len, head_cap;
+	char *tail; /* owned ring */
+	size_t tail_len, tail_pos, tail_cap;
+	uint64_t total; /* every byte seen */
+};
+
+/* 0 or -ENOMEM.  cap >= 2. */
+int capture_init(struct capture *c, size_t cap);
+void capture_release(struct capture *c);
+/* Add bytes.  *ret_live is set to how many leading bytes of data went to
+ * the head (and may be shown at once); the rest wait for the end. */
+void capture_add(struct capture *c, const char *data, size_t n, size_t *ret_live);
+bool capture_truncated(const struct capture *c);
+/* The text: head, then "\n[... N bytes cut ...]\n" when truncated, then
+ * the tail.  Heap string (free()), NUL-terminated; *ret_len its length. */
+char *capture_text(const struct capture *c, size_t *ret_len);
+/* What has not been shown live: marker (if truncated) and tail.  Heap. */
+char *capture_rest(const struct capture *c, size_t *ret_len);
+
+#endif

@@ -1,0 +1,109 @@
+/* engine: one request, whatever door it came in by: validate, run in a
+ * sandbox, capture and normalize the result (DESIGN.md "Data flow"). */
+#ifndef CODECELL_ENGINE_ENGINE_H
+#define CODECELL_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "sandbox/sandbox.h"
+
+/* Named limits on what a caller may hand us. */
+#define ENGINE_CODE_MAX (8u << 20)	/* bytes of code */
+#define ENGINE_REPORT_MAX (1u << 20)	/* the driver's error record */
+#define ENGINE_MAX_FILES 64		/* --file */
+#define ENGINE_MAX_ENV 64		/* --env */
+#define ENGINE_MAX_ARGS 256		/* program arguments */
+/* A program that writes this many times its output limit is stopped
+ * (status output_limit); below that the output is only truncated. */
+#define ENGINE_FLOOD_FACTOR 16
+#define ENGINE_FLOOD_MIN (16u << 20)
+
+enum engine_lang { LANG_PYTHON, LANG_JAVASCRIPT, LANG_BASH, LANG_SQL, _LANG_MAX };
+
+/* "python", "javascript", ... */
+const char *engine_lang_name(enum engine_lang l);
+/* Accepts names and aliases (py, js, node, sh, sqlite).  0 or -EINVAL. */
+int engine_lang_parse(const char *name, enum engine_lang *ret);
+/* From a file name's extension.  0 or -ENOENT. */
+int engine_lang_from_path(const char *path, enum engine_lang *ret);
+/* The list of names for messages: "python, javascript, bash, sql". */
+const char *engine_lang_list(void);
+
+enum result_status {
+	RESULT_OK,
+	RESULT_ERROR,
+	RESULT_TIMEOUT,
+	RESULT_MEMORY_LIMIT,
+	RESULT_OUTPUT_LIMIT,
+	RESULT_KILLED,
+	RESULT_REJECTED,
+};
+const char *result_status_name(enum result_status s);
+
+struct run_request {
+	enum engine_lang lang;
+	const char *code; /* not necessarily NUL-terminated */
+	size_t code_len;
+	const char *filename;	  /* shown in tracebacks: "script.py", "<stdin>" */
+	const char *const *args;  /* program arguments, NULL-terminated or NULL */
+	const char *const *env;	  /* extra KEY=VALUE, NULL-terminated or NULL */
+	const char *const *files; /* host files to copy in, or NULL */
+	const char *workspace_dir; /* host dir copied in and synced back, or NULL */
+	const char *db_path;	  /* sql: database copied in, or NULL */
+	struct sandbox_limits limits;
+	uint64_t output_limit; /* bytes kept per stream */
+	enum sandbox_net net;
+	bool strict;
+	/* Stream the head of the output here as it comes, the rest at the
+	 * end; -1 for none. */
+	int live_stdout;
+	int live_stderr;
+};
+
+/* Defaults for every field a caller does not set. */
+void run_request_init(struct run_request *req);
+
+struct run_result {
+	enum result_status status;
+	char *out; /* stdout as kept (head, marker, tail); owned */
+	size_t out_len;
+	bool out_truncated;
+	char *err; /* stderr, same */
+	size_t err_len;
+	bool err_truncated;
+	bool has_error; /* the error object */
+	char *error_name, *error_value, *error_traceback;
+	bool has_exit_code;
+	int exit_code;
+	int signal; /* 0: none */
+	double duration_ms;
+	double cpu_ms;
+	uint64_t max_rss_kb;
+	unsigned limits_unenforced; /* enum sandbox_limit bits */
+	unsigned limits_hit;
+	bool setup_failed; /* the sandbox could not be built */
+	char *message;	   /* REJECTED / setup failure: for the user */
+	char *warning;	   /* something the user should know (copy-out) */
+};
+
+/* Run a request to completion.  Problems with the request or the host
+ * come back in *ret (status REJECTED or setup_failed, with a message);
+ * the return is -errno only when the supervisor itself failed. */
+int engine_run(const struct run_request *req, struct run_result *ret);
+void run_result_release(struct run_result *r);
+/* The CLI's exit status for a result (README "Exit codes"). */
+int run_result_exit_status(const struct run_result *r);
+/* The result object of DESIGN.md.  New reference. */
+json_t *run_result_to_json(const struct run_result *r);
+
+/* codecell's own exit statuses. */
+#define EXIT_CODECELL_ERROR 125
+#define EXIT_TIMEOUT 124
+#define EXIT_MEMORY_LIMIT 137
+#define EXIT_OUTPUT_LIMIT 141
+
+#endif

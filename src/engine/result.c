@@ -1,0 +1,104 @@
+/* The result object of DESIGN.md, as JSON. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "util/buf.h"
+#include "util/parse.h"
+#include "util/banned.h"
+
+/* Program output is bytes; JSON wants UTF-8.  Invalid sequences become
+ * U+FFFD so nothing is dropped silently and the object stays valid. */
+static json_t *json_text(const char *s, size_t n)
+{
+	struct buf b;
+	uint64_t off = 0;
+	json_t *j;
+
+	if (!s)
+		return json_string("");
+	if (utf8_valid(s, n, NULL))
+		return json_stringn(s, n);
+	buf_init(&b, n * 3 + 16);
+	while (off < n) {
+		uint64_t bad;
+
+		if (utf8_valid(s + off, n - off, &bad)) {
+			(void)buf_append(&b, s + off, n - off);
+			break;
+		}
+		(void)buf_append(&b, s + off, bad);
+		(void)buf_append(&b, "\xef\xbf\xbd", 3);
+		off += bad + 1;
+	}
+	j = json_stringn(buf_str(&b), b.len);
+	buf_release(&b);
+	return j;
+}
+
+static json_t *limit_list(unsigned bits)
+{
+	json_t *a = json_array();
+
+	for (unsigned bit = 1; bit <= SANDBOX_LIMIT_LANDLOCK; bit <<= 1)
+		if (bits & bit)
+			json_array_append_new(a, json_string(sandbox_limit_name(bit)));
+	return a;
+}
+
+static json_t *signal_json(int sig)
+{
+	const char *abbrev;
+	char name[32];
+
+	if (!sig)
+		return json_null();
+	abbrev = sigabbrev_np(sig);
+	if (!abbrev)
+		return json_integer(sig);
+	snprintf(name, sizeof(name), "SIG%s", abbrev);
+	return json_string(name);
+}
+
+static json_t *error_json(const struct run_result *r)
+{
+	if (r->has_error)
+		return json_pack("{s:o, s:o, s:o}", "name",
+				 json_text(r->error_name, strlen(r->error_name)), "value",
+				 json_text(r->error_value, strlen(r->error_value)), "traceback",
+				 json_text(r->error_traceback, strlen(r->error_traceback)));
+	if (r->message)
+		return json_pack("{s:s, s:o, s:s}", "name",
+				 r->setup_failed ? "SandboxError" : "InvalidRequest", "value",
+				 json_text(r->message, strlen(r->message)), "traceback", "");
+	return json_null();
+}
+
+json_t *run_result_to_json(const struct run_result *r)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "status", json_string(result_status_name(r->status)));
+	json_object_set_new(o, "logs",
+			    json_pack("{s:o, s:o}", "stdout", json_text(r->out, r->out_len),
+				      "stderr", json_text(r->err, r->err_len)));
+	json_object_set_new(o, "results", json_array());
+	json_object_set_new(o, "error", error_json(r));
+	json_object_set_new(o, "exit_code",
+			    r->has_exit_code ? json_integer(r->exit_code) : json_null());
+	json_object_set_new(o, "signal", signal_json(r->signal));
+	json_object_set_new(o, "execution_count", json_null());
+	json_object_set_new(o, "duration_ms", json_real(r->duration_ms));
+	json_object_set_new(o, "usage",
+			    json_pack("{s:f, s:I}", "cpu_ms", r->cpu_ms, "max_rss_kb",
+				      (json_int_t)r->max_rss_kb));
+	json_object_set_new(o, "truncated",
+			    json_pack("{s:b, s:b}", "stdout", r->out_truncated, "stderr",
+				      r->err_truncated));
+	json_object_set_new(o, "limits_unenforced", limit_list(r->limits_unenforced));
+	json_object_set_new(o, "limits_hit", limit_list(r->limits_hit));
+	if (r->warning)
+		json_object_set_new(o, "warning", json_text(r->warning, strlen(r->warning)));
+	return o;
+}

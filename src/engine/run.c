@@ -1,0 +1,510 @@
+/* engine_run: one-shot execution of a request in a fresh sandbox. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "engine/capture.h"
+#include "engine/engine.h"
+#include "engine/workspace.h"
+#include "kernels.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/macro.h"
+#include "util/parse.h"
+#include "util/banned.h"
+
+#define MAX_ARGV (ENGINE_MAX_ARGS + 16)
+#define MAX_ENVP (ENGINE_MAX_ENV + 16)
+
+void run_request_init(struct run_request *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->lang = LANG_PYTHON;
+	req->filename = "<stdin>";
+	req->limits = (struct sandbox_limits){
+		.timeout_s = 30,
+		.memory_bytes = 512ull << 20,
+		.pids = 128,
+		.file_size = 128ull << 20,
+		.open_files = 1024,
+		.tmp_bytes = 64ull << 20,
+		.workspace_bytes = 128ull << 20,
+	};
+	req->output_limit = 1u << 20;
+	req->net = SANDBOX_NET_LOOPBACK;
+	req->live_stdout = -1;
+	req->live_stderr = -1;
+}
+
+/* A result that never ran: bad request, or a sandbox that failed. */
+static void reject(struct run_result *r, bool setup, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reject(struct run_result *r, bool setup, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&r->message, fmt, ap) < 0)
+		r->message = NULL;
+	va_end(ap);
+	r->setup_failed = setup;
+	r->status = setup ? RESULT_ERROR : RESULT_REJECTED;
+}
+
+static bool validate(const struct run_request *req, struct run_result *r)
+{
+	uint64_t bad;
+	size_t i;
+
+	if (req->code_len > ENGINE_CODE_MAX) {
+		reject(r, false, "'%s' is too large: %zu bytes, the limit is %u", req->filename,
+		       req->code_len, ENGINE_CODE_MAX);
+		return false;
+	}
+	for (i = 0; i < req->code_len; i++)
+		if (!strchr(" \t\r\n\f\v", req->code[i]))
+			break;
+	if (i == req->code_len) {
+		reject(r, false, "no code to run: '%s' is empty", req->filename);
+		return false;
+	}
+	if (!utf8_valid(req->code, req->code_len, &bad)) {
+		reject(r, false, "'%s' is not valid UTF-8 (bad byte at offset %llu); save it as UTF-8",
+		       req->filename, (unsigned long long)bad);
+		return false;
+	}
+	if (memchr(req->code, '\0', req->code_len)) {
+		reject(r, false, "'%s' contains a NUL byte; is it a binary file?", req->filename);
+		return false;
+	}
+	if (req->lang >= _LANG_MAX) {
+		reject(r, false, "unknown language");
+		return false;
+	}
+	return true;
+}
+
+/* The code as a sealed memfd: the program reads it, cannot change it. */
+static int code_memfd(const struct run_request *req)
+{
+	_cleanup_close_ int fd = memfd_create("codecell-code", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, req->code, req->code_len);
+	if (r < 0)
+		return r;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		return -errno;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* argv for the language; returns the count.  The code is on fd 3 (or
+ * stdin for sql). */
+static size_t build_argv(const struct run_request *req, const char **argv)
+{
+	size_t n = 0;
+
+	switch (req->lang) {
+	case LANG_PYTHON:
+		argv[n++] = "/usr/bin/python3";
+		argv[n++] = "-s";
+		argv[n++] = "-c";
+		argv[n++] = kernel_python_run_py;
+		argv[n++] = req->filename;
+		break;
+	case LANG_JAVASCRIPT:
+		argv[n++] = "/usr/bin/node";
+		argv[n++] = "-e";
+		argv[n++] = kernel_node_run_js;
+		argv[n++] = "--";
+		argv[n++] = req->filename;
+		break;
+	case LANG_BASH:
+		argv[n++] = "/bin/bash";
+		argv[n++] = "/dev/fd/3";
+		break;
+	case LANG_SQL:
+		argv[n++] = "/usr/bin/sqlite3";
+		argv[n++] = "-bail";
+		argv[n++] = "-batch";
+		argv[n++] = "-box";
+		argv[n++] = req->db_path ? base_name(req->db_path) : ":memory:";
+		break;
+	default:
+		break;
+	}
+	if (req->lang != LANG_SQL)
+		for (size_t i = 0; req->args && req->args[i] && i < ENGINE_MAX_ARGS; i++)
+			argv[n++] = req->args[i];
+	argv[n] = NULL;
+	return n;
+}
+
+static void build_envp(const struct run_request *req, const char **envp)
+{
+	static const char *const base[] = {
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" SANDBOX_HOME,
+		"USER=user",
+		"LANG=C.UTF-8",
+		"TZ=UTC",
+		"TMPDIR=/tmp",
+		"PYTHONUNBUFFERED=1",
+		"PYTHONDONTWRITEBYTECODE=1",
+		"MPLBACKEND=Agg",
+		"MPLCONFIGDIR=/tmp/.matplotlib",
+		"XDG_CACHE_HOME=/tmp/.cache",
+		NULL,
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; base[i]; i++)
+		envp[n++] = base[i];
+	for (size_t i = 0; req->env && req->env[i] && i < ENGINE_MAX_ENV; i++)
+		envp[n++] = req->env[i];
+	envp[n] = NULL;
+}
+
+struct pump_ctx {
+	const struct run_request *req;
+	struct capture out, err;
+	struct buf report;
+	uint64_t flood;
+	uint64_t total;
+};
+
+static int on_output(void *ud, int ch, const char *data, size_t n)
+{
+	struct pump_ctx *p = ud;
+	size_t live = 0;
+
+	if (ch == 2) {
+		(void)buf_append(&p->report, data, n); /* past the cap: dropped */
+		return 0;
+	}
+	capture_add(ch == 0 ? &p->out : &p->err, data, n, &live);
+	if (live) {
+		int fd = ch == 0 ? p->req->live_stdout : p->req->live_stderr;
+
+		if (fd >= 0)
+			(void)write_all(fd, data, live);
+	}
+	p->total += n;
+	return p->total > p->flood ? 1 : 0;
+}
+
+static void flush_live(const struct pump_ctx *p)
+{
+	const struct capture *caps[2] = { &p->out, &p->err };
+	int fds[2] = { p->req->live_stdout, p->req->live_stderr };
+
+	for (int i = 0; i < 2; i++) {
+		_cleanup_free_ char *rest = NULL;
+		size_t len;
+
+		if (fds[i] < 0)
+			continue;
+		rest = capture_rest(caps[i], &len);
+		if (rest)
+			(void)write_all(fds[i], rest, len);
+	}
+}
+
+/* The driver's {"error": {...}} record, if any. */
+static void parse_report(const struct buf *b, struct run_result *r)
+{
+	json_t *root, *e;
+	const char *name, *value, *tb;
+
+	if (!b->len)
+		return;
+	root = json_loadb(b->data, b->len, JSON_DECODE_ANY, NULL);
+	e = root ? json_object_get(root, "error") : NULL;
+	if (json_is_object(e)) {
+		name = json_string_value(json_object_get(e, "name"));
+		value = json_string_value(json_object_get(e, "value"));
+		tb = json_string_value(json_object_get(e, "traceback"));
+		r->has_error = true;
+		r->error_name = strdup(name ? name : "Error");
+		r->error_value = strdup(value ? value : "");
+		r->error_traceback = strdup(tb ? tb : "");
+	}
+	json_decref(root);
+}
+
+/* sqlite3 has no error channel: its first stderr line is the error. */
+static void sql_error(struct run_result *r)
+{
+	const char *nl;
+
+	if (r->has_error || !r->err || !r->err_len)
+		return;
+	nl = memchr(r->err, '\n', r->err_len);
+	r->has_error = true;
+	r->error_name = strdup("SQLError");
+	r->error_value = strndup(r->err, nl ? (size_t)(nl - r->err) : r->err_len);
+	r->error_traceback = strdup(r->err);
+}
+
+static void classify(const struct sandbox_exit *x, struct run_result *r)
+{
+	r->limits_hit |= x->limits_hit;
+	r->signal = x->signal;
+	switch (x->end) {
+	case SANDBOX_END_EXITED:
+		r->has_exit_code = true;
+		r->exit_code = x->exit_code;
+		r->signal = 0;
+		r->status = x->exit_code == 0 && !r->has_error ? RESULT_OK : RESULT_ERROR;
+		break;
+	case SANDBOX_END_SIGNALED:
+		r->status = (x->limits_hit & SANDBOX_LIMIT_CPU) ? RESULT_TIMEOUT : RESULT_KILLED;
+		break;
+	case SANDBOX_END_TIMEOUT:
+		r->status = RESULT_TIMEOUT;
+		break;
+	case SANDBOX_END_MEMORY:
+		r->status = RESULT_MEMORY_LIMIT;
+		r->limits_hit |= SANDBOX_LIMIT_MEMORY;
+		break;
+	case SANDBOX_END_KILLED:
+		r->status = RESULT_OUTPUT_LIMIT;
+		r->limits_hit |= SANDBOX_LIMIT_OUTPUT;
+		break;
+	case SANDBOX_END_SETUP_FAILED:
+		reject(r, true, "cannot %s: %s", x->failed_step, strerror(x->error));
+		break;
+	}
+	r->duration_ms = (double)x->duration_ns / 1e6;
+	r->cpu_ms = (double)x->cpu_ns / 1e6;
+	r->max_rss_kb = x->peak_memory / 1024;
+}
+
+static int fill_workspace(const struct run_request *req, struct sandbox *sb, struct run_result *r)
+{
+	struct ws_owner o = { .chown = geteuid() == 0 };
+	int wsfd = sandbox_workspace_fd(sb);
+	int k;
+
+	sandbox_workspace_owner(sb, &o.uid, &o.gid);
+	if (req->workspace_dir && access(req->workspace_dir, F_OK) == 0) {
+		k = ws_copy_in_dir(wsfd, req->workspace_dir, &o);
+		if (k < 0) {
+			reject(r, false, "cannot copy workspace '%s' in: %s%s", req->workspace_dir,
+			       strerror(-k), k == -ENOSPC ? " (raise --workspace-size)" : "");
+			return k;
+		}
+	}
+	for (size_t i = 0; req->files && req->files[i]; i++) {
+		k = ws_copy_in_file(wsfd, req->files[i], base_name(req->files[i]), &o);
+		if (k < 0) {
+			reject(r, false, "cannot copy '%s' into the workspace: %s%s", req->files[i],
+			       strerror(-k),
+			       k == -EISDIR	? " (use --workspace DIR for a directory)"
+			       : k == -ENOSPC ? " (raise --workspace-size)"
+			       : k == -EEXIST ? " (two inputs have the same name)"
+					      : "");
+			return k;
+		}
+	}
+	if (req->db_path) {
+		k = ws_copy_in_file(wsfd, req->db_path, base_name(req->db_path), &o);
+		if (k < 0 && k != -EEXIST) {
+			reject(r, false, "cannot copy database '%s' in: %s", req->db_path, strerror(-k));
+			return k;
+		}
+	}
+	return 0;
+}
+
+static void sync_back(const struct run_request *req, struct sandbox *sb, struct run_result *r)
+{
+	struct buf skipped;
+	int k;
+
+	if (!req->workspace_dir)
+		return;
+	buf_init(&skipped, 64 << 10);
+	k = ws_copy_out(sandbox_workspace_fd(sb), req->workspace_dir, &skipped);
+	if (k < 0) {
+		if (asprintf(&r->warning, "cannot copy the workspace out to '%s': %s",
+			     req->workspace_dir, strerror(-k)) < 0)
+			r->warning = NULL;
+	} else if (skipped.len) {
+		if (asprintf(&r->warning, "not copied out (not regular files): %s",
+			     buf_str(&skipped)) < 0)
+			r->warning = NULL;
+	}
+	buf_release(&skipped);
+}
+
+static char *dup_capture(const struct capture *c, size_t *len, bool *trunc)
+{
+	*trunc = capture_truncated(c);
+	return capture_text(c, len);
+}
+
+struct run_fds {
+	int code, out[2], err[2], rep[2];
+};
+
+static void close_run_fds(struct run_fds *f)
+{
+	close_fd(&f->code);
+	for (int i = 0; i < 2; i++) {
+		close_fd(&f->out[i]);
+		close_fd(&f->err[i]);
+		close_fd(&f->rep[i]);
+	}
+}
+
+static int open_run_fds(const struct run_request *req, struct run_fds *f)
+{
+	*f = (struct run_fds){ -1, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	f->code = code_memfd(req);
+	if (f->code < 0)
+		return f->code;
+	if (pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->err, O_CLOEXEC) < 0 ||
+	    pipe2(f->rep, O_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+static int execute(const struct run_request *req, struct run_fds *f, struct pump_ctx *p,
+		   struct run_result *r)
+{
+	const char *argv[MAX_ARGV], *envp[MAX_ENVP], *step = NULL;
+	struct sandbox_config cfg = { 0 };
+	struct sandbox_exit x;
+	struct sandbox *sb = NULL;
+	int k;
+
+	build_argv(req, argv);
+	build_envp(req, envp);
+	cfg.argv = argv;
+	cfg.envp = envp;
+	cfg.stdin_fd = req->lang == LANG_SQL ? f->code : -1;
+	cfg.stdout_fd = f->out[1];
+	cfg.stderr_fd = f->err[1];
+	cfg.pass_fds[0] = f->code;
+	cfg.pass_fds[1] = f->rep[1];
+	cfg.n_pass_fds = 2;
+	cfg.limits = req->limits;
+	cfg.net = req->net;
+	cfg.strict = req->strict;
+	cfg.host_uid = 65534;
+	cfg.host_gid = 65534;
+	k = sandbox_new(&cfg, &sb, &step);
+	close_fd(&f->out[1]);
+	close_fd(&f->err[1]);
+	close_fd(&f->rep[1]);
+	if (k < 0) {
+		reject(r, true, "cannot %s: %s", step ? step : "create the sandbox", strerror(-k));
+		return 0;
+	}
+	r->limits_unenforced = sandbox_limits_unenforced(sb);
+	if (fill_workspace(req, sb, r) < 0) {
+		sandbox_free(sb);
+		return 0;
+	}
+	k = sandbox_start(sb);
+	if (k == 0) {
+		struct sandbox_wait_opts o = {
+			.channel_fds = { f->out[0], f->err[0], f->rep[0] },
+			.n_channels = 3,
+			.on_output = on_output,
+			.userdata = p,
+		};
+
+		k = sandbox_wait(sb, &o, &x);
+	}
+	if (k == 0) {
+		sync_back(req, sb, r);
+		parse_report(&p->report, r);
+		classify(&x, r);
+	}
+	sandbox_free(sb);
+	return k;
+}
+
+int engine_run(const struct run_request *req, struct run_result *r)
+{
+	struct pump_ctx p = { .req = req };
+	struct run_fds f;
+	int k;
+
+	memset(r, 0, sizeof(*r));
+	if (!validate(req, r))
+		return 0;
+	p.flood = req->output_limit * ENGINE_FLOOD_FACTOR;
+	if (p.flood < ENGINE_FLOOD_MIN)
+		p.flood = ENGINE_FLOOD_MIN;
+	buf_init(&p.report, ENGINE_REPORT_MAX);
+	if (capture_init(&p.out, req->output_limit) < 0 ||
+	    capture_init(&p.err, req->output_limit) < 0) {
+		k = -ENOMEM;
+		goto out;
+	}
+	k = open_run_fds(req, &f);
+	if (k == 0)
+		k = execute(req, &f, &p, r);
+	close_run_fds(&f);
+	if (k == 0 && !r->message) {
+		flush_live(&p);
+		r->out = dup_capture(&p.out, &r->out_len, &r->out_truncated);
+		r->err = dup_capture(&p.err, &r->err_len, &r->err_truncated);
+		if (req->lang == LANG_SQL && r->status == RESULT_ERROR)
+			sql_error(r);
+	}
+out:
+	capture_release(&p.out);
+	capture_release(&p.err);
+	buf_release(&p.report);
+	return k;
+}
+
+void run_result_release(struct run_result *r)
+{
+	free(r->out);
+	free(r->err);
+	free(r->error_name);
+	free(r->error_value);
+	free(r->error_traceback);
+	free(r->message);
+	free(r->warning);
+	memset(r, 0, sizeof(*r));
+}
+
+int run_result_exit_status(const struct run_result *r)
+{
+	if (r->status == RESULT_REJECTED || r->setup_failed)
+		return EXIT_CODECELL_ERROR;
+	switch (r->status) {
+	case RESULT_TIMEOUT:
+		return EXIT_TIMEOUT;
+	case RESULT_MEMORY_LIMIT:
+		return EXIT_MEMORY_LIMIT;
+	case RESULT_OUTPUT_LIMIT:
+		return EXIT_OUTPUT_LIMIT;
+	case RESULT_KILLED:
+		return 128 + r->signal;
+	default:
+		return r->has_exit_code ? r->exit_code : 1;
+	}
+}

@@ -1,0 +1,225 @@
+#include "engine/workspace.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/fs.h"
+#include "util/macro.h"
+#include "util/banned.h"
+
+#define WS_MAX_DEPTH 32
+
+static int copy_fd(int in, int out)
+{
+	char chunk[65536];
+
+	for (;;) {
+		ssize_t n = read(in, chunk, sizeof(chunk));
+		int r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		r = write_all(out, chunk, (size_t)n);
+		if (r < 0)
+			return r;
+	}
+}
+
+static int own(int fd, const struct ws_owner *o)
+{
+	if (o->chown && fchown(fd, o->uid, o->gid) < 0)
+		return -errno;
+	return 0;
+}
+
+static int copy_in_fd(int wsfd, int in, const char *name, mode_t mode,
+		      const struct ws_owner *o)
+{
+	_cleanup_close_ int out = -1;
+	int r;
+
+	out = openat_beneath(wsfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+			     (mode & 0111) ? 0755 : 0644);
+	if (out < 0)
+		return out;
+	r = own(out, o);
+	if (r == 0)
+		r = copy_fd(in, out);
+	if (r < 0)
+		(void)unlinkat(wsfd, name, 0); /* no half file left */
+	return r;
+}
+
+int ws_copy_in_file(int wsfd, const char *path, const char *name, const struct ws_owner *o)
+{
+	_cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+
+	if (in < 0)
+		return -errno;
+	if (fstat(in, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	return copy_in_fd(wsfd, in, name, st.st_mode, o);
+}
+
+static int copy_in_tree(int wsfd, int hostdir, const char *rel, const struct ws_owner *o,
+			int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0, fd;
+
+	if (depth > WS_MAX_DEPTH)
+		return -ELOOP;
+	fd = openat(hostdir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while (r == 0 && (de = readdir(d))) {
+		char path[4096];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "",
+				     de->d_name) >= sizeof(path)) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		if (S_ISREG(st.st_mode)) {
+			_cleanup_close_ int in = openat(dirfd(d), de->d_name,
+							O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+			r = in < 0 ? -errno : copy_in_fd(wsfd, in, path, st.st_mode, o);
+		} else if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int sub = openat(dirfd(d), de->d_name,
+							 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			_cleanup_close_ int made = -1;
+
+			if (sub < 0) {
+				r = -errno;
+				break;
+			}
+			if (mkdirat(wsfd, path, 0755) < 0 && errno != EEXIST) {
+				r = -errno;
+				break;
+			}
+			made = openat_beneath(wsfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+			r = made < 0 ? made : own(made, o);
+			if (r == 0)
+				r = copy_in_tree(wsfd, sub, path, o, depth + 1);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int ws_copy_in_dir(int wsfd, const char *dir, const struct ws_owner *o)
+{
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return copy_in_tree(wsfd, fd, "", o, 0);
+}
+
+static int copy_out_tree(int src, int dst, const char *rel, struct buf *skipped, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0, fd;
+
+	if (depth > WS_MAX_DEPTH)
+		return -ELOOP;
+	fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while (r == 0 && (de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISREG(st.st_mode)) {
+			_cleanup_close_ int in = openat(dirfd(d), de->d_name,
+							O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			_cleanup_close_ int out = -1;
+
+			if (in < 0)
+				continue;
+			/* never write through a link on the host side either */
+			out = openat(dst, de->d_name,
+				     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+				     (st.st_mode & 0111) ? 0755 : 0644);
+			r = out < 0 ? -errno : copy_fd(in, out);
+		} else if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int sin = openat(dirfd(d), de->d_name,
+							 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			_cleanup_close_ int sout = -1;
+			char sub[4096];
+
+			if ((size_t)snprintf(sub, sizeof(sub), "%s%s/", rel, de->d_name) >= sizeof(sub)) {
+				r = -ENAMETOOLONG;
+				break;
+			}
+			if (sin < 0)
+				continue;
+			if (mkdirat(dst, de->d_name, 0755) < 0 && errno != EEXIST) {
+				r = -errno;
+				break;
+			}
+			sout = openat(dst, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			if (sout < 0) {
+				r = -errno;
+				break;
+			}
+			r = copy_out_tree(sin, sout, sub, skipped, depth + 1);
+		} else if (skipped) {
+			(void)buf_printf(skipped, "%s%s\n", rel, de->d_name);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int ws_copy_out(int wsfd, const char *dir, struct buf *skipped)
+{
+	_cleanup_close_ int root = -1;
+	_cleanup_close_ int out = -1;
+
+	/* The sandbox hands out an O_PATH fd; reopen it for reading. */
+	root = openat_beneath(wsfd, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (root < 0)
+		return root;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	out = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (out < 0)
+		return -errno;
+	return copy_out_tree(root, out, "", skipped, 0);
+}

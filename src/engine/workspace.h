@@ -1,0 +1,33 @@
+/* workspace: move files between the host and a sandbox's workspace
+ * through the O_PATH fd the sandbox hands out.  Every path inside is
+ * resolved beneath the workspace root (openat2 RESOLVE_BENEATH): a
+ * symlink planted by sandboxed code never leads out. */
+#ifndef CODECELL_ENGINE_WORKSPACE_H
+#define CODECELL_ENGINE_WORKSPACE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/buf.h"
+
+struct ws_owner {
+	uid_t uid; /* what files created inside must belong to */
+	gid_t gid;
+	int chown; /* 1 when we must chown (running as root) */
+};
+
+/* Copy the host file at path into the workspace as name.  0 or -errno
+ * (-EEXIST: name taken; -ENOSPC: workspace full; -EISDIR: a directory). */
+int ws_copy_in_file(int wsfd, const char *path, const char *name,
+		    const struct ws_owner *o);
+/* Copy the contents of host directory dir into the workspace root,
+ * recursively (regular files and directories; symlinks are skipped).
+ * 0 or -errno. */
+int ws_copy_in_dir(int wsfd, const char *dir, const struct ws_owner *o);
+/* Copy the workspace out into host directory dir (created if missing),
+ * recursively; regular files and directories only.  What was skipped
+ * (symlinks, sockets, ...) is listed in skipped (one path a line).
+ * 0 or -errno. */
+int ws_copy_out(int wsfd, const char *dir, struct buf *skipped);
+
+#endif

@@ -1,0 +1,50 @@
+/* codecell: run code written by AI agents in a sealed Linux sandbox. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/log.h"
+#include "util/banned.h"
+
+#define CODECELL_VERSION "0.1.0"
+
+static const char usage[] =
+	"usage: codecell COMMAND [ARGS...]\n"
+	"\n"
+	"commands:\n"
+	"  run      run a file or stdin in a sealed sandbox (codecell run --help)\n"
+	"  check    report what this host supports and whether the sandbox works\n"
+	"  version  print the version\n"
+	"\n"
+	"Not built yet: shell, serve, mcp, agent (see README.md).\n";
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	printf("codecell %s\n", CODECELL_VERSION);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "run", cli_run },
+	{ "check", cli_check },
+	{ "version", cmd_version },
+	{ "--version", cmd_version },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	log_error("unknown command '%s' (see 'codecell --help')", argv[1]);
+	return 2;
+}

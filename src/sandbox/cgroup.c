@@ -1,0 +1,404 @@
+#include "sandbox/cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include "sandbox/sandbox.h"
+#include "util/fs.h"
+#include "util/macro.h"
+#include "util/banned.h"
+
+static const char *const ctrl_names[_CGROUP_CTRL_MAX] = {
+	[CGROUP_CTRL_MEMORY] = "memory",
+	[CGROUP_CTRL_PIDS] = "pids",
+	[CGROUP_CTRL_CPUACCT] = "cpuacct",
+};
+
+const char *cgroup_ctrl_name(enum cgroup_ctrl ctrl)
+{
+	return ctrl < _CGROUP_CTRL_MAX ? ctrl_names[ctrl] : NULL;
+}
+
+/* Does the comma list [s, e) contain word? */
+static bool list_has(const char *s, const char *e, const char *word)
+{
+	size_t wl = strlen(word);
+
+	while (s < e) {
+		const char *c = memchr(s, ',', (size_t)(e - s));
+		const char *end = c ? c : e;
+
+		if ((size_t)(end - s) == wl && !memcmp(s, word, wl))
+			return true;
+		s = end + 1;
+	}
+	return false;
+}
+
+int cgroup_self_path(enum cgroup_version v, const char *text, enum cgroup_ctrl ctrl,
+		     char *out, size_t n)
+{
+	const char *line = text;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		const char *end = nl ? nl : line + strlen(line);
+		const char *c1 = memchr(line, ':', (size_t)(end - line));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+		bool match;
+
+		if (c2) {
+			if (v == CGROUP_V2)
+				match = c1 - line == 1 && line[0] == '0' && c2 == c1 + 1;
+			else
+				match = list_has(c1 + 1, c2, ctrl_names[ctrl]);
+			if (match) {
+				size_t len = (size_t)(end - c2 - 1);
+
+				if (len + 1 > n)
+					return -ENAMETOOLONG;
+				memcpy(out, c2 + 1, len);
+				out[len] = '\0';
+				return 0;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+static bool is_fs(const char *path, long magic)
+{
+	struct statfs sf;
+
+	return statfs(path, &sf) == 0 && sf.f_type == magic;
+}
+
+/* mkdir that accepts an existing directory. */
+static int mkdir_ok(const char *path)
+{
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static char *path_join3(const char *a, const char *b, const char *c)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s/%s", a, b, c) < 0)
+		return NULL;
+	/* collapse the "//" a cgroup path of "/" leaves */
+	for (char *s = p; (s = strstr(s, "//"));)
+		memmove(s, s + 1, strlen(s));
+	return p;
+}
+
+static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
+{
+	char rel[4096];
+
+	h->version = CGROUP_V1;
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		_cleanup_free_ char *dir = NULL;
+		char *parent;
+
+		if (cgroup_self_path(CGROUP_V1, self, c, rel, sizeof(rel)) < 0) {
+			h->why = "controller not mounted";
+			continue;
+		}
+		if (asprintf(&dir, "%s/%s", root, ctrl_names[c]) < 0)
+			continue;
+		parent = path_join3(dir, rel, "codecell");
+		if (!parent)
+			continue;
+		if (mkdir_ok(parent) < 0) {
+			h->why = "no permission to create a cgroup (run as root, or on cgroup v2 set CODECELL_CGROUP to a delegated cgroup)";
+			free(parent);
+			continue;
+		}
+		h->parent[c] = parent;
+	}
+}
+
+static int v2_enable(const char *dir)
+{
+	_cleanup_free_ char *p = NULL;
+
+	if (asprintf(&p, "%s/cgroup.subtree_control", dir) < 0)
+		return -ENOMEM;
+	return write_string_file(p, "+memory +pids +cpu");
+}
+
+static void probe_v2(const char *root, const char *env_override, struct cgroup_host *h)
+{
+	char *parent = NULL;
+
+	h->version = CGROUP_V2;
+	if (env_override && *env_override) {
+		parent = strdup(env_override);
+	} else if (geteuid() == 0) {
+		if (asprintf(&parent, "%s/codecell", root) < 0)
+			parent = NULL;
+		/* The root cgroup is exempt from the no-internal-processes
+		 * rule, so controllers can be enabled for our subtree. */
+		if (parent && (v2_enable(root) < 0 || mkdir_ok(parent) < 0 ||
+			       v2_enable(parent) < 0)) {
+			h->why = "cannot enable memory and pids controllers under the cgroup v2 root";
+			free(parent);
+			parent = NULL;
+		}
+	} else {
+		h->why = "an ordinary user needs a delegated cgroup: set CODECELL_CGROUP";
+	}
+	for (int c = 0; c < _CGROUP_CTRL_MAX && parent; c++)
+		h->parent[c] = strdup(parent);
+	free(parent);
+}
+
+void cgroup_host_probe(const char *root, const char *self, const char *env_override,
+		       struct cgroup_host *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (is_fs(root, CGROUP2_SUPER_MAGIC))
+		probe_v2(root, env_override, ret);
+	else if (is_fs(root, TMPFS_MAGIC) || is_fs(root, CGROUP_SUPER_MAGIC))
+		probe_v1(root, self, ret);
+	else
+		ret->why = "no cgroup filesystem mounted";
+	if (!ret->parent[CGROUP_CTRL_MEMORY] && !ret->parent[CGROUP_CTRL_PIDS] &&
+	    !ret->parent[CGROUP_CTRL_CPUACCT])
+		ret->version = CGROUP_NONE;
+}
+
+void cgroup_host_release(struct cgroup_host *h)
+{
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		free(h->parent[c]);
+		h->parent[c] = NULL;
+	}
+}
+
+unsigned cgroup_host_enforceable(const struct cgroup_host *h)
+{
+	unsigned bits = 0;
+
+	if (h->parent[CGROUP_CTRL_MEMORY])
+		bits |= SANDBOX_LIMIT_MEMORY;
+	if (h->parent[CGROUP_CTRL_PIDS])
+		bits |= SANDBOX_LIMIT_PIDS;
+	return bits;
+}
+
+static int write_knob(const char *dir, const char *knob, const char *value)
+{
+	_cleanup_free_ char *p = NULL;
+
+	if (asprintf(&p, "%s/%s", dir, knob) < 0)
+		return -ENOMEM;
+	return write_string_file(p, value);
+}
+
+static int read_knob(const char *dir, const char *knob, char *out, size_t n)
+{
+	_cleanup_free_ char *p = NULL;
+
+	if (!dir)
+		return -ENOENT;
+	if (asprintf(&p, "%s/%s", dir, knob) < 0)
+		return -ENOMEM;
+	return read_small_fileat(AT_FDCWD, p, out, n);
+}
+
+/* "key value" lines: the value of key, or 0. */
+static uint64_t keyed_value(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, key, kl) && l[kl] == ' ')
+			return strtoull(l + kl + 1, NULL, 10);
+	return 0;
+}
+
+static int v1_arm_oom(struct cgroup *cg)
+{
+	_cleanup_close_ int ocfd = -1;
+	_cleanup_close_ int efd = -1;
+	_cleanup_free_ char *p = NULL;
+	char line[64];
+
+	if (asprintf(&p, "%s/memory.oom_control", cg->path[CGROUP_CTRL_MEMORY]) < 0)
+		return -ENOMEM;
+	ocfd = open(p, O_RDONLY | O_CLOEXEC);
+	if (ocfd < 0)
+		return -errno;
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0)
+		return -errno;
+	snprintf(line, sizeof(line), "%d %d", efd, ocfd);
+	if (write_knob(cg->path[CGROUP_CTRL_MEMORY], "cgroup.event_control", line) < 0)
+		return -errno;
+	cg->oom_efd = TAKE_FD(efd);
+	return 0;
+}
+
+static int set_memory(struct cgroup *cg, uint64_t memory)
+{
+	const char *dir = cg->path[CGROUP_CTRL_MEMORY];
+	char v[32];
+	int r;
+
+	snprintf(v, sizeof(v), "%" PRIu64, memory);
+	if (cg->version == CGROUP_V2) {
+		r = write_knob(dir, "memory.max", v);
+		if (r < 0)
+			return r;
+		/* swap 0; absent when the kernel has no swap accounting */
+		(void)write_knob(dir, "memory.swap.max", "0");
+		/* the OOM killer takes the whole tree, not one process */
+		return write_knob(dir, "memory.oom.group", "1");
+	}
+	r = write_knob(dir, "memory.limit_in_bytes", v);
+	if (r < 0)
+		return r;
+	/* memsw = memory + swap: equal means no swap.  Absent without
+	 * swap accounting; swappiness 0 is the fallback. */
+	if (write_knob(dir, "memory.memsw.limit_in_bytes", v) < 0)
+		(void)write_knob(dir, "memory.swappiness", "0");
+	return v1_arm_oom(cg);
+}
+
+int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory,
+		  uint64_t pids, struct cgroup *ret)
+{
+	struct cgroup cg = { .version = h->version, .oom_efd = -1 };
+	char v[32];
+	int r = 0;
+
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		if (!h->parent[c])
+			continue;
+		/* v2 has one directory for all controllers */
+		if (h->version == CGROUP_V2 && c > 0) {
+			cg.path[c] = strdup(cg.path[0]);
+			continue;
+		}
+		if (asprintf(&cg.path[c], "%s/%s", h->parent[c], name) < 0) {
+			cg.path[c] = NULL;
+			r = -ENOMEM;
+			goto fail;
+		}
+		if (mkdir(cg.path[c], 0755) < 0) {
+			r = -errno;
+			free(cg.path[c]);
+			cg.path[c] = NULL;
+			goto fail;
+		}
+	}
+	if (memory && cg.path[CGROUP_CTRL_MEMORY]) {
+		r = set_memory(&cg, memory);
+		if (r < 0)
+			goto fail;
+	}
+	if (pids && cg.path[CGROUP_CTRL_PIDS]) {
+		snprintf(v, sizeof(v), "%" PRIu64, pids);
+		r = write_knob(cg.path[CGROUP_CTRL_PIDS], "pids.max", v);
+		if (r < 0)
+			goto fail;
+	}
+	*ret = cg;
+	return 0;
+fail:
+	cgroup_destroy(&cg);
+	return r;
+}
+
+int cgroup_attach(const struct cgroup *cg, pid_t pid)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		int r;
+
+		if (!cg->path[c] || (cg->version == CGROUP_V2 && c > 0))
+			continue;
+		r = write_knob(cg->path[c], "cgroup.procs", v);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int cgroup_kill(const struct cgroup *cg)
+{
+	if (cg->version != CGROUP_V2 || !cg->path[0])
+		return -EOPNOTSUPP;
+	return write_knob(cg->path[0], "cgroup.kill", "1");
+}
+
+void cgroup_read_stats(const struct cgroup *cg, struct cgroup_stats *ret)
+{
+	const char *mem = cg->path[CGROUP_CTRL_MEMORY];
+	const char *pids = cg->path[CGROUP_CTRL_PIDS];
+	const char *cpu = cg->path[CGROUP_CTRL_CPUACCT];
+	char text[2048];
+
+	memset(ret, 0, sizeof(*ret));
+	if (cg->version == CGROUP_V2) {
+		if (read_knob(mem, "memory.peak", text, sizeof(text)) == 0)
+			ret->peak_memory = strtoull(text, NULL, 10);
+		if (read_knob(mem, "memory.events", text, sizeof(text)) == 0)
+			ret->oom_kills = keyed_value(text, "oom_kill");
+		if (read_knob(cpu, "cpu.stat", text, sizeof(text)) == 0)
+			ret->cpu_ns = keyed_value(text, "usage_usec") * 1000;
+	} else {
+		if (read_knob(mem, "memory.max_usage_in_bytes", text, sizeof(text)) == 0)
+			ret->peak_memory = strtoull(text, NULL, 10);
+		if (read_knob(mem, "memory.oom_control", text, sizeof(text)) == 0)
+			ret->oom_kills = keyed_value(text, "oom_kill");
+		if (read_knob(cpu, "cpuacct.usage", text, sizeof(text)) == 0)
+			ret->cpu_ns = strtoull(text, NULL, 10);
+	}
+	if (read_knob(pids, "pids.events", text, sizeof(text)) == 0)
+		ret->pids_max_hits = keyed_value(text, "max");
+}
+
+void cgroup_destroy(struct cgroup *cg)
+{
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		if (!cg->path[c])
+			continue;
+		/* Tasks killed a moment ago may still be leaving: retry
+		 * EBUSY for up to a second. */
+		for (int i = 0; i < 1000; i++) {
+			struct timespec ts = { 0, 1000000 };
+
+			if (rmdir(cg->path[c]) == 0 || errno == ENOENT)
+				break;
+			if (errno != EBUSY)
+				break;
+			nanosleep(&ts, NULL);
+		}
+		/* v2 shares one directory between all slots */
+		for (int d = c + 1; d < _CGROUP_CTRL_MAX; d++)
+			if (cg->path[d] && !strcmp(cg->path[d], cg->path[c])) {
+				free(cg->path[d]);
+				cg->path[d] = NULL;
+			}
+		free(cg->path[c]);
+		cg->path[c] = NULL;
+	}
+	close_fd(&cg->oom_efd);
+}

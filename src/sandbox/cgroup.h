@@ -1,0 +1,70 @@
+/* cgroup: one cgroup per sandbox, on v2 (unified) or v1 (memory, pids,
+ * cpuacct hierarchies) hosts.
+ *
+ * Where the cgroup goes: nested under the cgroup codecell itself runs in,
+ * so a sandbox can never escape limits set on codecell (nsjail PR #219);
+ * on v2 as root, under <root>/codecell; CODECELL_CGROUP names a delegated
+ * v2 directory explicitly (the way for an ordinary user on v2). */
+#ifndef CODECELL_SANDBOX_CGROUP_H
+#define CODECELL_SANDBOX_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cgroup_version { CGROUP_NONE = 0, CGROUP_V1 = 1, CGROUP_V2 = 2 };
+
+enum cgroup_ctrl { CGROUP_CTRL_MEMORY, CGROUP_CTRL_PIDS, CGROUP_CTRL_CPUACCT, _CGROUP_CTRL_MAX };
+
+/* What the host offers: the version and, per controller, the parent
+ * directory new cgroups are made in (NULL if unusable). */
+struct cgroup_host {
+	enum cgroup_version version;
+	char *parent[_CGROUP_CTRL_MAX]; /* v2: all equal */
+	const char *why;		/* static: why a controller is missing */
+};
+
+struct cgroup {
+	enum cgroup_version version;
+	char *path[_CGROUP_CTRL_MAX]; /* owned; NULL where not created */
+	int oom_efd;		      /* v1 OOM notification, or -1 */
+};
+
+struct cgroup_stats {
+	uint64_t peak_memory; /* bytes, 0 if unknown */
+	uint64_t cpu_ns;      /* 0 if unknown */
+	uint64_t oom_kills;
+	uint64_t pids_max_hits;
+};
+
+/* Pure path logic (unit-tested): the cgroup path of controller ctrl in
+ * the text of /proc/self/cgroup.  v1 looks for the controller in the
+ * comma list of the second field, v2 for the "0::" line.  Writes into
+ * out (size n).  Returns 0, -ENOENT if absent, -ENAMETOOLONG. */
+int cgroup_self_path(enum cgroup_version v, const char *proc_self_cgroup,
+		     enum cgroup_ctrl ctrl, char *out, size_t n);
+/* Name of the v1 hierarchy directory of ctrl ("memory", ...). */
+const char *cgroup_ctrl_name(enum cgroup_ctrl ctrl);
+
+/* Probe the host.  root is normally "/sys/fs/cgroup", self the text of
+ * /proc/self/cgroup, env_override the value of $CODECELL_CGROUP (or NULL).
+ * Creates the shared "codecell" parent directories where needed.
+ * Never fails: a host without usable cgroups gets CGROUP_NONE. */
+void cgroup_host_probe(const char *root, const char *self, const char *env_override,
+		       struct cgroup_host *ret);
+void cgroup_host_release(struct cgroup_host *h);
+/* Bits of enum sandbox_limit the host can enforce (memory, pids). */
+unsigned cgroup_host_enforceable(const struct cgroup_host *h);
+
+/* Make a cgroup called name under each parent and write the limits (0 =
+ * unset).  Returns 0 or -errno; on failure nothing is left behind. */
+int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory,
+		  uint64_t pids, struct cgroup *ret);
+int cgroup_attach(const struct cgroup *cg, pid_t pid);
+/* v2 only: cgroup.kill.  0, -EOPNOTSUPP on v1, -errno. */
+int cgroup_kill(const struct cgroup *cg);
+void cgroup_read_stats(const struct cgroup *cg, struct cgroup_stats *ret);
+/* Remove the cgroup directories, waiting briefly for dying tasks. */
+void cgroup_destroy(struct cgroup *cg);
+
+#endif

@@ -1,0 +1,315 @@
+/* The child side: the init (PID 1 of the new namespaces) and the worker
+ * it forks, which becomes the program.  Everything here runs between
+ * clone and exec: no allocation, no stdio; a failed step is reported as
+ * {step, errno} on the socket and the process _exits (git's child_err,
+ * bubblewrap's SetupOp). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <unistd.h>
+
+#include "sandbox/internal.h"
+#include "sandbox/landlock.h"
+#include "sandbox/seccomp.h"
+#include "util/banned.h"
+
+/* Where the new root is assembled, inside our private mount namespace
+ * (the tmpfs over it is invisible to the host). */
+#define NEWROOT "/tmp"
+
+static void send_msg(int sock, int kind, int step, int err, int wstatus)
+{
+	struct msg m = { kind, step, err, wstatus };
+
+	(void)!send(sock, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+__attribute__((noreturn)) static void fail(const struct child_ctx *c, int step, int err)
+{
+	send_msg(c->sock, MSG_SETUP_ERROR, step, err < 0 ? -err : err, 0);
+	_exit(127);
+}
+
+static int wait_byte(int sock)
+{
+	char b;
+	ssize_t n;
+
+	do
+		n = recv(sock, &b, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n == 1 ? 0 : (n == 0 ? -EPIPE : -errno);
+}
+
+static int loopback_up(void)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		r = -errno;
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (r == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int pivot(void)
+{
+	/* pivot_root(".", ".") stacks the old root under the new one; the
+	 * detach then drops it (pivot_root(2), "NOTES"). */
+	if (chdir(NEWROOT) < 0)
+		return -errno;
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return -errno;
+	if (umount2(".", MNT_DETACH) < 0)
+		return -errno;
+	if (chdir("/") < 0)
+		return -errno;
+	/* the root itself read-only: only /tmp and the workspace are
+	 * writable */
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		  NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+static int send_workspace(int sock)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msg m = { MSG_READY, 0, 0, 0 };
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int fd = open(SANDBOX_HOME, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* ---- the worker: becomes the program ---- */
+
+static int reset_signals(void)
+{
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigset_t all;
+
+	for (int s = 1; s < _NSIG; s++)
+		(void)sigaction(s, &sa, NULL); /* EINVAL for KILL/STOP */
+	sigemptyset(&all);
+	return sigprocmask(SIG_SETMASK, &all, NULL) < 0 ? -errno : 0;
+}
+
+static int setup_fds(const struct child_ctx *c)
+{
+	const struct sandbox_config *cfg = c->cfg;
+	int src[3 + SANDBOX_MAX_PASS_FDS];
+	int n = 3 + (int)cfg->n_pass_fds;
+	int devnull = -1;
+
+	if (cfg->stdin_fd < 0) {
+		devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (devnull < 0)
+			return -errno;
+	}
+	src[0] = cfg->stdin_fd < 0 ? devnull : cfg->stdin_fd;
+	src[1] = cfg->stdout_fd;
+	src[2] = cfg->stderr_fd;
+	for (size_t i = 0; i < cfg->n_pass_fds; i++)
+		src[3 + i] = cfg->pass_fds[i];
+	/* Move the sources out of the target range first so dup2 never
+	 * clobbers a source still to be copied. */
+	for (int i = 0; i < n; i++) {
+		src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64);
+		if (src[i] < 0)
+			return -errno;
+	}
+	for (int i = 0; i < n; i++)
+		if (dup2(src[i], i) < 0) /* dup2 clears CLOEXEC on the target */
+			return -errno;
+	/* Everything else closes at exec, the report socket included; it
+	 * stays usable until then. */
+	if (close_range((unsigned)n, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+static int set_ids(const struct child_ctx *c)
+{
+	if (c->set_groups && setgroups(0, NULL) < 0)
+		return -errno;
+	if (setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID) < 0)
+		return -errno;
+	if (setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0)
+		return -errno;
+	return 0;
+}
+
+static int set_rlimits(const struct child_ctx *c)
+{
+	struct rlimit zero = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &zero) < 0)
+		return -errno;
+	if (c->has_fsize && setrlimit(RLIMIT_FSIZE, &c->rl_fsize) < 0)
+		return -errno;
+	if (c->has_nofile && setrlimit(RLIMIT_NOFILE, &c->rl_nofile) < 0)
+		return -errno;
+	if (c->has_cpu && setrlimit(RLIMIT_CPU, &c->rl_cpu) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The bounding and ambient sets go first, while we still hold
+ * CAP_SETPCAP; the ids change next (needs CAP_SETUID); then the rest. */
+static int drop_bounding_caps(void)
+{
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	return 0;
+}
+
+static int drop_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	/* The creator of a user namespace is not its uid 0, so setresuid()
+	 * did not clear the sets: clear them explicitly. */
+	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+__attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
+{
+	const struct sandbox_config *cfg = c->cfg;
+	int r;
+
+	if ((r = reset_signals()) < 0)
+		fail(c, STEP_SIGNALS, r);
+	if (setsid() < 0)
+		fail(c, STEP_SETSID, -errno);
+	if ((r = setup_fds(c)) < 0)
+		fail(c, STEP_FDS, r);
+	if ((r = set_rlimits(c)) < 0)
+		fail(c, STEP_RLIMITS, r);
+	if (chdir(cfg->cwd ? cfg->cwd : SANDBOX_HOME) < 0)
+		fail(c, STEP_CHDIR, -errno);
+	if ((r = drop_bounding_caps()) < 0)
+		fail(c, STEP_CAPS, r);
+	if ((r = set_ids(c)) < 0)
+		fail(c, STEP_IDS, r);
+	if ((r = drop_caps()) < 0)
+		fail(c, STEP_CAPS, r);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail(c, STEP_NO_NEW_PRIVS, -errno);
+	if ((r = sandbox_landlock_apply(SANDBOX_HOME)) < 0)
+		fail(c, STEP_LANDLOCK, r);
+	/* seccomp last: everything above needs calls the filter denies */
+	if ((r = sandbox_seccomp_load(c->seccomp)) < 0)
+		fail(c, STEP_SECCOMP, r);
+	execve(cfg->argv[0], (char *const *)cfg->argv, (char *const *)cfg->envp);
+	fail(c, STEP_EXEC, -errno);
+}
+
+/* ---- the init ---- */
+
+/* Reap everything; when the program (worker) ends, report it and exit:
+ * the kernel then kills whatever else is left in the PID namespace. */
+__attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_t worker)
+{
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, __WALL);
+
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0)
+			_exit(126);
+		if (p == worker) {
+			send_msg(c->sock, MSG_EXITED, 0, 0, st);
+			_exit(0);
+		}
+	}
+}
+
+__attribute__((noreturn)) void sandbox_child_main(const struct child_ctx *c)
+{
+	pid_t worker;
+	int r;
+
+	/* The supervisor may already be gone (PR_SET_PDEATHSIG race): the
+	 * socket then reads EOF at the sync below. */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	close(c->parent_sock);
+	if ((r = wait_byte(c->sock)) < 0)
+		fail(c, STEP_SYNC, r);
+	/* After the supervisor moved us into our cgroup: that cgroup
+	 * becomes the root of the namespace's view. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		fail(c, STEP_CGROUP_NS, -errno);
+	/* Become the sandbox user now: files we create in the new root must
+	 * have a mapped owner (else EOVERFLOW), and host root is never
+	 * mapped.  We keep our capabilities in the namespace: its creator
+	 * is not its uid 0, so setresuid() does not clear them. */
+	if ((r = set_ids(c)) < 0)
+		fail(c, STEP_IDS, r);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		fail(c, STEP_MOUNT_PRIVATE, -errno);
+	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=0755,size=1048576,nr_inodes=4096") < 0)
+		fail(c, STEP_ROOTFS, -errno);
+	if ((r = rootfs_apply(c->fs, NEWROOT)) < 0)
+		fail(c, STEP_ROOTFS, r);
+	if (c->cfg->net == SANDBOX_NET_LOOPBACK && (r = loopback_up()) < 0)
+		fail(c, STEP_LOOPBACK, r);
+	if (sethostname(SANDBOX_HOSTNAME, strlen(SANDBOX_HOSTNAME)) < 0)
+		fail(c, STEP_HOSTNAME, -errno);
+	if ((r = pivot()) < 0)
+		fail(c, STEP_PIVOT_ROOT, r);
+	/* /proc/1 must not be a way to our fds or our binary
+	 * (CVE-2019-5736, CVE-2024-21626). */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if ((r = send_workspace(c->sock)) < 0)
+		fail(c, STEP_WORKSPACE, r);
+	if ((r = wait_byte(c->sock)) < 0)
+		fail(c, STEP_SYNC, r);
+	worker = fork();
+	if (worker < 0)
+		fail(c, STEP_FORK, -errno);
+	if (worker == 0)
+		worker_main(c);
+	reap_until(c, worker);
+}

@@ -1,0 +1,110 @@
+/* Internal to src/sandbox: the child context prepared by the supervisor
+ * before clone, the setup steps, and the messages the child sends back. */
+#ifndef CODECELL_SANDBOX_INTERNAL_H
+#define CODECELL_SANDBOX_INTERNAL_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/sandbox.h"
+
+/* Every setup step has a name the user sees in "cannot ...: errno". */
+enum step {
+	STEP_CLONE,
+	STEP_UID_MAP,
+	STEP_CGROUP,
+	STEP_SYNC,
+	STEP_CGROUP_NS,
+	STEP_MOUNT_PRIVATE,
+	STEP_ROOTFS,
+	STEP_LOOPBACK,
+	STEP_HOSTNAME,
+	STEP_PIVOT_ROOT,
+	STEP_WORKSPACE,
+	STEP_FORK,
+	STEP_SIGNALS,
+	STEP_SETSID,
+	STEP_FDS,
+	STEP_IDS,
+	STEP_RLIMITS,
+	STEP_CHDIR,
+	STEP_CAPS,
+	STEP_NO_NEW_PRIVS,
+	STEP_LANDLOCK,
+	STEP_SECCOMP,
+	STEP_EXEC,
+	_STEP_MAX,
+};
+const char *sandbox_step_name(int step);
+
+enum msg_kind {
+	MSG_READY = 1,	 /* init built the root; carries the workspace fd */
+	MSG_SETUP_ERROR, /* a step failed: step, err */
+	MSG_EXITED,	 /* the program ended: wstatus */
+};
+
+struct msg {
+	int32_t kind;
+	int32_t step;
+	int32_t err;
+	int32_t wstatus;
+};
+
+/* One operation building the new root (bubblewrap's SetupOp).  Paths
+ * are relative to the new root unless said otherwise. */
+enum rootfs_op_type {
+	OP_DIR,	     /* mkdir dst */
+	OP_TMPFS,    /* mount a tmpfs on dst (mkdir first) */
+	OP_BIND_RO,  /* bind host src onto dst read-only, nosuid, nodev */
+	OP_BIND_DEV, /* bind host device node src onto dst (file) */
+	OP_SYMLINK,  /* dst -> src */
+	OP_FILE,     /* write data to a new file dst */
+	OP_PROC,     /* mount a fresh proc on dst */
+	OP_RO,	     /* remount dst read-only */
+};
+
+struct rootfs_op {
+	enum rootfs_op_type type;
+	const char *src;
+	const char *dst;
+	const char *data; /* OP_FILE content, OP_TMPFS mount options */
+	unsigned long flags;
+	bool is_dir; /* OP_BIND_RO: the source is a directory */
+};
+
+#define ROOTFS_MAX_OPS 64
+
+struct rootfs {
+	struct rootfs_op ops[ROOTFS_MAX_OPS];
+	size_t n;
+	char *strings[ROOTFS_MAX_OPS]; /* owned strings the ops point to */
+	size_t n_strings;
+};
+
+/* Build the op list for the given limits (parent side; allocates). */
+int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l);
+void rootfs_release(struct rootfs *fs);
+/* Run the ops under the directory base (child side; no allocation).
+ * On failure returns -errno. */
+int rootfs_apply(const struct rootfs *fs, const char *base);
+
+/* Everything the child needs, prepared before clone. */
+struct child_ctx {
+	const struct sandbox_config *cfg;
+	const struct rootfs *fs;
+	const struct sock_fprog *seccomp;
+	int sock;	  /* child end of the socketpair */
+	int parent_sock;  /* to close in the child */
+	bool set_groups;  /* started as root: drop supplementary groups */
+	struct rlimit rl_fsize, rl_nofile, rl_cpu;
+	bool has_fsize, has_nofile, has_cpu;
+};
+
+/* The init: never returns. */
+__attribute__((noreturn)) void sandbox_child_main(const struct child_ctx *c);
+
+#endif

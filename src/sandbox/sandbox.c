@@ -1,0 +1,675 @@
+/* The supervisor side: prepare, clone, map ids, place in the cgroup,
+ * hand over, then watch (epoll over the report socket, the init's pidfd,
+ * a timerfd, the OOM eventfd and the caller's output channels). */
+#include "sandbox/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/internal.h"
+#include "sandbox/landlock.h"
+#include "sandbox/seccomp.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/macro.h"
+#include "util/timeutil.h"
+#include "util/banned.h"
+
+struct sandbox {
+	pid_t pid;
+	int pidfd;
+	int sock;
+	int ws_fd;
+	struct cgroup cg;
+	unsigned unenforced;
+	double timeout_s;
+	uint64_t cpu_limit_s;
+	int timer_fd;
+	uid_t ws_uid;
+	gid_t ws_gid;
+	uint64_t start_ns;
+	bool started;
+	bool reaped;
+	enum sandbox_end kill_cause; /* valid when killed */
+	bool killed;
+	int kill_reason;
+	bool got_exit;
+	int wstatus;
+	int failed_step;
+	int failed_err;
+	struct rusage ru;
+};
+
+static const char *const step_names[_STEP_MAX] = {
+	[STEP_CLONE] = "create namespaces",
+	[STEP_UID_MAP] = "write the uid/gid map",
+	[STEP_CGROUP] = "join the cgroup",
+	[STEP_SYNC] = "synchronize with the supervisor",
+	[STEP_CGROUP_NS] = "create the cgroup namespace",
+	[STEP_MOUNT_PRIVATE] = "make mounts private",
+	[STEP_ROOTFS] = "build the root filesystem",
+	[STEP_LOOPBACK] = "bring up loopback",
+	[STEP_HOSTNAME] = "set the hostname",
+	[STEP_PIVOT_ROOT] = "pivot_root into the new root",
+	[STEP_WORKSPACE] = "open the workspace",
+	[STEP_FORK] = "fork the program",
+	[STEP_SIGNALS] = "reset signals",
+	[STEP_SETSID] = "start a new session",
+	[STEP_FDS] = "set up file descriptors",
+	[STEP_IDS] = "switch to the sandbox user",
+	[STEP_RLIMITS] = "set resource limits",
+	[STEP_CHDIR] = "change to the working directory",
+	[STEP_CAPS] = "drop capabilities",
+	[STEP_NO_NEW_PRIVS] = "set no_new_privs",
+	[STEP_LANDLOCK] = "apply Landlock",
+	[STEP_SECCOMP] = "load the seccomp filter",
+	[STEP_EXEC] = "execute the program",
+};
+
+const char *sandbox_step_name(int step)
+{
+	return step >= 0 && step < _STEP_MAX ? step_names[step] : "set up the sandbox";
+}
+
+const char *sandbox_limit_name(enum sandbox_limit bit)
+{
+	switch (bit) {
+	case SANDBOX_LIMIT_WALL: return "wall_time";
+	case SANDBOX_LIMIT_MEMORY: return "memory";
+	case SANDBOX_LIMIT_PIDS: return "pids";
+	case SANDBOX_LIMIT_CPU: return "cpu_time";
+	case SANDBOX_LIMIT_FILE_SIZE: return "file_size";
+	case SANDBOX_LIMIT_OPEN_FILES: return "open_files";
+	case SANDBOX_LIMIT_DISK: return "disk";
+	case SANDBOX_LIMIT_OUTPUT: return "output";
+	case SANDBOX_LIMIT_LANDLOCK: return "landlock";
+	}
+	return NULL;
+}
+
+/* Process-wide, built once: the seccomp program and the cgroup probe. */
+static struct sock_fprog *g_seccomp;
+static struct cgroup_host g_cgroups;
+static bool g_probed;
+
+static int global_init(void)
+{
+	struct buf self;
+	int r;
+
+	if (!g_seccomp) {
+		r = sandbox_seccomp_build(&g_seccomp);
+		if (r < 0)
+			return r;
+	}
+	if (!g_probed) {
+		buf_init(&self, 65536);
+		(void)buf_read_file(&self, "/proc/self/cgroup");
+		cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), getenv("CODECELL_CGROUP"),
+				  &g_cgroups);
+		buf_release(&self);
+		g_probed = true;
+	}
+	return 0;
+}
+
+static int write_maps(pid_t pid, uid_t host_uid, gid_t host_gid, bool privileged)
+{
+	char path[64], line[64];
+	int r;
+
+	snprintf(line, sizeof(line), "%d %u 1\n", SANDBOX_UID, (unsigned)host_uid);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	r = write_string_file(path, line);
+	if (r < 0)
+		return r;
+	/* An ordinary user must give up setgroups() before mapping gids
+	 * (user_namespaces(7)); root keeps it so the child can drop its
+	 * supplementary groups. */
+	if (!privileged) {
+		snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+		r = write_string_file(path, "deny");
+		if (r < 0)
+			return r;
+	}
+	snprintf(line, sizeof(line), "%d %u 1\n", SANDBOX_GID, (unsigned)host_gid);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	return write_string_file(path, line);
+}
+
+static int recv_msg(int sock, struct msg *m, int *ret_fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return 0;
+	if (n != sizeof(*m))
+		return -EBADMSG;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && ret_fd)
+			memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
+	return 1;
+}
+
+static void prepare_rlimits(struct child_ctx *c, const struct sandbox_limits *l)
+{
+	if (l->file_size) {
+		c->rl_fsize = (struct rlimit){ l->file_size, l->file_size };
+		c->has_fsize = true;
+	}
+	if (l->open_files) {
+		c->rl_nofile = (struct rlimit){ l->open_files, l->open_files };
+		c->has_nofile = true;
+	}
+	if (l->cpu_seconds) {
+		/* SIGXCPU at the soft limit, SIGKILL a second later */
+		c->rl_cpu = (struct rlimit){ l->cpu_seconds, l->cpu_seconds + 1 };
+		c->has_cpu = true;
+	}
+}
+
+static int validate(const struct sandbox_config *cfg)
+{
+	if (!cfg->argv || !cfg->argv[0] || cfg->argv[0][0] != '/' || !cfg->envp)
+		return -EINVAL;
+	if (cfg->stdout_fd < 0 || cfg->stderr_fd < 0 ||
+	    cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS)
+		return -EINVAL;
+	if (!cfg->limits.tmp_bytes || !cfg->limits.workspace_bytes)
+		return -EINVAL;
+	return 0;
+}
+
+static pid_t clone_child(int *ret_pidfd)
+{
+	int pidfd = -1;
+	long pid;
+
+	/* fork semantics (no new stack); the cgroup namespace comes later,
+	 * once the supervisor has placed the child in its cgroup */
+	pid = syscall(SYS_clone,
+		      CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+			      CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD | SIGCHLD,
+		      NULL, &pidfd, NULL, NULL);
+	if (pid > 0)
+		*ret_pidfd = pidfd;
+	return (pid_t)pid;
+}
+
+/* The parent's half of the hand-shake: maps, cgroup, go, then READY. */
+static int handshake(struct sandbox *sb, const struct sandbox_config *cfg,
+		     bool privileged, int *ret_step)
+{
+	struct msg m;
+	int fd = -1, r;
+
+	*ret_step = STEP_UID_MAP;
+	r = write_maps(sb->pid, sb->ws_uid, sb->ws_gid, privileged);
+	if (r < 0)
+		return r;
+	*ret_step = STEP_CGROUP;
+	if (sb->cg.version != CGROUP_NONE && (r = cgroup_attach(&sb->cg, sb->pid)) < 0)
+		return r;
+	*ret_step = STEP_SYNC;
+	if (send(sb->sock, "g", 1, MSG_NOSIGNAL) != 1)
+		return -errno;
+	r = recv_msg(sb->sock, &m, &fd);
+	if (r <= 0)
+		return r == 0 ? -EPIPE : r;
+	if (m.kind == MSG_SETUP_ERROR) {
+		*ret_step = m.step;
+		return -m.err;
+	}
+	if (m.kind != MSG_READY || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -EBADMSG;
+	}
+	sb->ws_fd = fd;
+	(void)cfg;
+	return 0;
+}
+
+static unsigned compute_unenforced(const struct sandbox_limits *l)
+{
+	unsigned want = 0, can = cgroup_host_enforceable(&g_cgroups);
+
+	if (l->memory_bytes)
+		want |= SANDBOX_LIMIT_MEMORY;
+	if (l->pids)
+		want |= SANDBOX_LIMIT_PIDS;
+	return want & ~can;
+}
+
+static int make_cgroup(struct sandbox *sb, const struct sandbox_limits *l)
+{
+	static unsigned counter;
+	char name[64];
+
+	if (g_cgroups.version == CGROUP_NONE)
+		return 0;
+	snprintf(name, sizeof(name), "sb-%d-%u", (int)getpid(), counter++);
+	return cgroup_create(&g_cgroups, name, l->memory_bytes, l->pids, &sb->cg);
+}
+
+int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
+		const char **ret_failed_step)
+{
+	bool privileged = geteuid() == 0;
+	struct child_ctx c = { .cfg = cfg };
+	struct sandbox *sb;
+	struct rootfs fs;
+	int sv[2], step = STEP_CLONE, r;
+
+	if (ret_failed_step)
+		*ret_failed_step = NULL;
+	r = validate(cfg);
+	if (r < 0)
+		return r;
+	r = global_init();
+	if (r < 0) {
+		if (ret_failed_step)
+			*ret_failed_step = "build the seccomp filter";
+		return r;
+	}
+	sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return -ENOMEM;
+	*sb = (struct sandbox){ .pid = -1, .pidfd = -1, .sock = -1, .ws_fd = -1,
+				.timer_fd = -1, .timeout_s = cfg->limits.timeout_s,
+				.cpu_limit_s = cfg->limits.cpu_seconds,
+				.cg = { .oom_efd = -1 } };
+	sb->ws_uid = privileged ? cfg->host_uid : geteuid();
+	sb->ws_gid = privileged ? cfg->host_gid : getegid();
+	if (privileged && (sb->ws_uid == 0 || sb->ws_gid == 0)) {
+		free(sb);
+		return -EINVAL;
+	}
+	sb->unenforced = compute_unenforced(&cfg->limits);
+	if (cfg->strict && sb->unenforced) {
+		free(sb);
+		if (ret_failed_step)
+			*ret_failed_step = "enforce every limit (--strict)";
+		return -EOPNOTSUPP;
+	}
+	r = rootfs_build(&fs, &cfg->limits);
+	if (r < 0) {
+		free(sb);
+		return r;
+	}
+	r = make_cgroup(sb, &cfg->limits);
+	if (r < 0) {
+		step = STEP_CGROUP;
+		goto fail;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	sb->sock = sv[0];
+	c.fs = &fs;
+	c.seccomp = g_seccomp;
+	c.sock = sv[1];
+	c.parent_sock = sv[0];
+	c.set_groups = privileged;
+	prepare_rlimits(&c, &cfg->limits);
+	sb->pid = clone_child(&sb->pidfd);
+	if (sb->pid == 0)
+		sandbox_child_main(&c);
+	close(sv[1]);
+	if (sb->pid < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = handshake(sb, cfg, privileged, &step);
+	if (r < 0)
+		goto fail;
+	rootfs_release(&fs);
+	*ret = sb;
+	return 0;
+fail:
+	if (ret_failed_step)
+		*ret_failed_step = sandbox_step_name(step);
+	rootfs_release(&fs);
+	sandbox_free(sb);
+	return r;
+}
+
+int sandbox_workspace_fd(const struct sandbox *sb)
+{
+	return sb->ws_fd;
+}
+
+void sandbox_workspace_owner(const struct sandbox *sb, uid_t *ret_uid, gid_t *ret_gid)
+{
+	*ret_uid = sb->ws_uid;
+	*ret_gid = sb->ws_gid;
+}
+
+unsigned sandbox_limits_unenforced(const struct sandbox *sb)
+{
+	return sb->unenforced;
+}
+
+int sandbox_start(struct sandbox *sb)
+{
+	if (sb->started)
+		return -EALREADY;
+	sb->start_ns = now_ns();
+	sb->started = true;
+	if (send(sb->sock, "s", 1, MSG_NOSIGNAL) != 1)
+		return -errno;
+	return 0;
+}
+
+static void kill_tree(struct sandbox *sb, enum sandbox_end cause, int reason)
+{
+	if (!sb->killed) {
+		sb->killed = true;
+		sb->kill_cause = cause;
+		sb->kill_reason = reason;
+	}
+	if (sb->reaped)
+		return;
+	/* SIGKILL to the namespace's init takes every process in it
+	 * (pid_namespaces(7)); cgroup.kill also catches any process that
+	 * could be in the cgroup outside the namespace. */
+	(void)cgroup_kill(&sb->cg);
+	if (sb->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+}
+
+void sandbox_kill(struct sandbox *sb)
+{
+	kill_tree(sb, SANDBOX_END_KILLED, 0);
+}
+
+static void reap(struct sandbox *sb)
+{
+	int st;
+
+	if (sb->reaped || sb->pid <= 0)
+		return;
+	while (wait4(sb->pid, &st, __WALL, &sb->ru) < 0 && errno == EINTR)
+		;
+	sb->reaped = true;
+}
+
+static void drain_reports(struct sandbox *sb)
+{
+	struct msg m;
+
+	while (recv_msg(sb->sock, &m, NULL) > 0) {
+		if (m.kind == MSG_EXITED) {
+			sb->got_exit = true;
+			sb->wstatus = m.wstatus;
+		} else if (m.kind == MSG_SETUP_ERROR && !sb->failed_err) {
+			sb->failed_step = m.step;
+			sb->failed_err = m.err;
+		}
+	}
+}
+
+enum { EV_SOCK = 100, EV_PIDFD, EV_TIMER, EV_OOM };
+
+static int ep_add(int ep, int fd, uint64_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+static int arm_timer(const struct sandbox *sb)
+{
+	struct itimerspec its = { 0 };
+	double t = sb->timeout_s;
+	int fd;
+
+	if (t <= 0)
+		return -1;
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	its.it_value.tv_sec = (time_t)t;
+	its.it_value.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
+	if (timerfd_settime(fd, 0, &its, NULL) < 0) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/* Read one chunk from a channel.  Returns bytes read, 0 at EOF. */
+static ssize_t pump(struct sandbox *sb, const struct sandbox_wait_opts *o, size_t i)
+{
+	char chunk[65536];
+	ssize_t n = read(o->channel_fds[i], chunk, sizeof(chunk));
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : 0;
+	if (n > 0 && o->on_output) {
+		int k = o->on_output(o->userdata, (int)i, chunk, (size_t)n);
+
+		if (k > 0)
+			kill_tree(sb, SANDBOX_END_KILLED, k);
+	}
+	return n;
+}
+
+static void fill_exit(struct sandbox *sb, struct sandbox_exit *e)
+{
+	struct cgroup_stats cs = { 0 };
+	struct statfs sf;
+
+	memset(e, 0, sizeof(*e));
+	e->duration_ns = now_ns() - sb->start_ns;
+	cgroup_read_stats(&sb->cg, &cs);
+	e->cpu_ns = cs.cpu_ns ? cs.cpu_ns
+			      : (uint64_t)(sb->ru.ru_utime.tv_sec + sb->ru.ru_stime.tv_sec) *
+					1000000000ull +
+					(uint64_t)(sb->ru.ru_utime.tv_usec + sb->ru.ru_stime.tv_usec) *
+						1000ull;
+	e->peak_memory = cs.peak_memory ? cs.peak_memory : (uint64_t)sb->ru.ru_maxrss * 1024;
+	if (cs.oom_kills)
+		e->limits_hit |= SANDBOX_LIMIT_MEMORY;
+	if (cs.pids_max_hits)
+		e->limits_hit |= SANDBOX_LIMIT_PIDS;
+	if (sb->ws_fd >= 0 && fstatfs(sb->ws_fd, &sf) == 0 && sf.f_bavail == 0)
+		e->limits_hit |= SANDBOX_LIMIT_DISK;
+	if (sb->failed_err && !sb->got_exit) {
+		e->end = SANDBOX_END_SETUP_FAILED;
+		e->failed_step = sandbox_step_name(sb->failed_step);
+		e->error = sb->failed_err;
+		return;
+	}
+	if (sb->got_exit && WIFSIGNALED(sb->wstatus)) {
+		e->signal = WTERMSIG(sb->wstatus);
+		/* RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard */
+		if (e->signal == SIGXCPU ||
+		    (e->signal == SIGKILL && sb->cpu_limit_s &&
+		     e->cpu_ns >= sb->cpu_limit_s * 1000000000ull))
+			e->limits_hit |= SANDBOX_LIMIT_CPU;
+		if (e->signal == SIGXFSZ)
+			e->limits_hit |= SANDBOX_LIMIT_FILE_SIZE;
+	}
+	if (sb->killed) {
+		e->end = sb->kill_cause;
+		e->kill_reason = sb->kill_reason;
+		e->signal = SIGKILL;
+		if (sb->kill_cause == SANDBOX_END_TIMEOUT)
+			e->limits_hit |= SANDBOX_LIMIT_WALL;
+		if (sb->kill_cause == SANDBOX_END_MEMORY)
+			e->limits_hit |= SANDBOX_LIMIT_MEMORY;
+		return;
+	}
+	if (!sb->got_exit) {
+		/* init died without a report: only an outside kill does that */
+		e->end = SANDBOX_END_SIGNALED;
+		e->signal = SIGKILL;
+		return;
+	}
+	if (WIFSIGNALED(sb->wstatus)) {
+		/* the OOM killer's SIGKILL under a memory limit */
+		if (e->signal == SIGKILL && cs.oom_kills)
+			e->end = SANDBOX_END_MEMORY;
+		else
+			e->end = SANDBOX_END_SIGNALED;
+		return;
+	}
+	e->end = SANDBOX_END_EXITED;
+	e->exit_code = WEXITSTATUS(sb->wstatus);
+}
+
+static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int ep)
+{
+	bool open_ch[SANDBOX_MAX_CHANNELS];
+	size_t n_open = o->n_channels;
+	uint64_t drain_deadline = 0;
+
+	for (size_t i = 0; i < o->n_channels; i++)
+		open_ch[i] = true;
+	while (!sb->reaped || n_open > 0) {
+		struct epoll_event evs[16];
+		int timeout = -1, n;
+
+		if (sb->reaped) {
+			/* every process is gone; the pipes are at EOF or about
+			 * to be: never hang on one */
+			if (!drain_deadline)
+				drain_deadline = now_ns() + 2000000000ull;
+			if (now_ns() >= drain_deadline)
+				break;
+			timeout = 100;
+		}
+		n = epoll_wait(ep, evs, (int)ARRAY_SIZE(evs), timeout);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		for (int k = 0; k < n; k++) {
+			uint64_t tag = evs[k].data.u64;
+			uint64_t v;
+
+			if (tag < SANDBOX_MAX_CHANNELS) {
+				ssize_t got = pump(sb, o, tag);
+
+				if (got == 0 && open_ch[tag]) {
+					open_ch[tag] = false;
+					n_open--;
+					(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->channel_fds[tag], NULL);
+				}
+			} else if (tag == EV_SOCK) {
+				drain_reports(sb);
+			} else if (tag == EV_PIDFD) {
+				drain_reports(sb);
+				reap(sb);
+				(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->pidfd, NULL);
+			} else if (tag == EV_TIMER) {
+				kill_tree(sb, SANDBOX_END_TIMEOUT, 0);
+				(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->timer_fd, NULL);
+			} else if (tag == EV_OOM) {
+				if (read(sb->cg.oom_efd, &v, sizeof(v)) == sizeof(v))
+					kill_tree(sb, SANDBOX_END_MEMORY, 0);
+			}
+		}
+	}
+	return 0;
+}
+
+int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o,
+		 struct sandbox_exit *ret)
+{
+	_cleanup_close_ int ep = -1;
+	int r;
+
+	if (!sb->started)
+		return -EINVAL;
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return -errno;
+	for (size_t i = 0; i < o->n_channels; i++) {
+		int fl = fcntl(o->channel_fds[i], F_GETFL);
+
+		if (fl < 0 || fcntl(o->channel_fds[i], F_SETFL, fl | O_NONBLOCK) < 0)
+			return -errno;
+		if ((r = ep_add(ep, o->channel_fds[i], i)) < 0)
+			return r;
+	}
+	if ((r = fcntl(sb->sock, F_SETFL, O_NONBLOCK)) < 0)
+		return -errno;
+	if ((r = ep_add(ep, sb->sock, EV_SOCK)) < 0 || (r = ep_add(ep, sb->pidfd, EV_PIDFD)) < 0)
+		return r;
+	close_fd(&sb->timer_fd);
+	sb->timer_fd = arm_timer(sb);
+	if (sb->timer_fd >= 0 && (r = ep_add(ep, sb->timer_fd, EV_TIMER)) < 0)
+		return r;
+	if (sb->cg.oom_efd >= 0 && (r = ep_add(ep, sb->cg.oom_efd, EV_OOM)) < 0)
+		return r;
+	r = wait_loop(sb, o, ep);
+	if (r < 0)
+		return r;
+	drain_reports(sb);
+	fill_exit(sb, ret);
+	return 0;
+}
+
+void sandbox_free(struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (sb->pid > 0 && !sb->reaped) {
+		kill_tree(sb, SANDBOX_END_KILLED, 0);
+		reap(sb);
+	}
+	close_fd(&sb->ws_fd);
+	close_fd(&sb->timer_fd);
+	close_fd(&sb->sock);
+	close_fd(&sb->pidfd);
+	cgroup_destroy(&sb->cg);
+	free(sb);
+}
+
+void sandbox_host_info(struct sandbox_host_info *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->seccomp_error = global_init();
+	ret->cgroup_version = g_cgroups.version;
+	ret->cgroup_why = g_cgroups.why;
+	ret->cgroup_parent = g_cgroups.parent[CGROUP_CTRL_MEMORY] ? g_cgroups.parent[CGROUP_CTRL_MEMORY]
+								 : g_cgroups.parent[CGROUP_CTRL_PIDS];
+	/* always: wall clock, rlimits, tmpfs sizes, output */
+	ret->enforceable = SANDBOX_LIMIT_WALL | SANDBOX_LIMIT_CPU | SANDBOX_LIMIT_FILE_SIZE |
+			   SANDBOX_LIMIT_OPEN_FILES | SANDBOX_LIMIT_DISK | SANDBOX_LIMIT_OUTPUT |
+			   cgroup_host_enforceable(&g_cgroups);
+	ret->landlock_abi = sandbox_landlock_abi();
+}

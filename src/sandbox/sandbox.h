@@ -1,0 +1,169 @@
+/* sandbox: run one process tree sealed off from the host.
+ *
+ * Knows nothing of languages, JSON or HTTP.  The caller describes the
+ * program, its fds and its limits in a struct sandbox_config; the sandbox
+ * builds a user/mount/PID/IPC/UTS/net/cgroup namespace set with a fresh
+ * root, an init that reaps, seccomp, Landlock, capabilities dropped,
+ * rlimits and a cgroup, runs the program, and reports how it ended.
+ *
+ * Lifecycle:
+ *   sandbox_new()      build everything up to the exec; the program has not
+ *                      started; the workspace can be filled through
+ *                      sandbox_workspace_fd()
+ *   sandbox_start()    let the program exec; the wall clock starts
+ *   sandbox_wait()     pump output, enforce the timeout and limits, reap
+ *   sandbox_free()     kill whatever is left, reap, remove the cgroup
+ * Nothing is left behind once sandbox_free() returns: no process, mount,
+ * cgroup or temporary directory. */
+#ifndef CODECELL_SANDBOX_SANDBOX_H
+#define CODECELL_SANDBOX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SANDBOX_MAX_PASS_FDS 8
+#define SANDBOX_MAX_CHANNELS 8
+/* Inside the sandbox the program runs as this uid/gid, home is the
+ * workspace. */
+#define SANDBOX_UID 1000
+#define SANDBOX_GID 1000
+#define SANDBOX_HOME "/home/user"
+#define SANDBOX_HOSTNAME "codecell"
+
+enum sandbox_net {
+	SANDBOX_NET_LOOPBACK, /* own network namespace, lo up (default) */
+	SANDBOX_NET_NONE,     /* own network namespace, no interface up */
+};
+
+/* A limit of 0 means "not set" for every field. */
+struct sandbox_limits {
+	double timeout_s;	  /* wall clock from sandbox_start() */
+	uint64_t memory_bytes;	  /* cgroup memory, swap 0 */
+	uint64_t pids;		  /* cgroup pids */
+	uint64_t cpu_seconds;	  /* RLIMIT_CPU per process */
+	uint64_t file_size;	  /* RLIMIT_FSIZE */
+	uint64_t open_files;	  /* RLIMIT_NOFILE */
+	uint64_t tmp_bytes;	  /* size of the /tmp tmpfs */
+	uint64_t workspace_bytes; /* size of the workspace tmpfs */
+};
+
+struct sandbox_config {
+	const char *const *argv; /* argv[0]: absolute path inside */
+	const char *const *envp; /* the complete environment */
+	const char *cwd;	 /* inside; NULL: SANDBOX_HOME */
+	int stdin_fd;		 /* becomes fd 0; -1: /dev/null */
+	int stdout_fd;		 /* becomes fd 1 (required) */
+	int stderr_fd;		 /* becomes fd 2 (required) */
+	/* pass_fds[i] becomes fd 3+i in the program. */
+	int pass_fds[SANDBOX_MAX_PASS_FDS];
+	size_t n_pass_fds;
+	struct sandbox_limits limits;
+	enum sandbox_net net;
+	/* Started as root: the host uid/gid the sandbox maps to (must not
+	 * be 0).  Ignored when started as an ordinary user, who can only
+	 * map to themselves. */
+	uid_t host_uid;
+	gid_t host_gid;
+	/* Refuse (-EOPNOTSUPP) instead of falling back when a cgroup limit
+	 * cannot be enforced. */
+	bool strict;
+};
+
+/* Limits that were asked for but could not be enforced on this host, and
+ * limits that the program ran into.  Bits of enum sandbox_limit. */
+enum sandbox_limit {
+	SANDBOX_LIMIT_WALL = 1 << 0,
+	SANDBOX_LIMIT_MEMORY = 1 << 1,
+	SANDBOX_LIMIT_PIDS = 1 << 2,
+	SANDBOX_LIMIT_CPU = 1 << 3,
+	SANDBOX_LIMIT_FILE_SIZE = 1 << 4,
+	SANDBOX_LIMIT_OPEN_FILES = 1 << 5,
+	SANDBOX_LIMIT_DISK = 1 << 6,
+	SANDBOX_LIMIT_OUTPUT = 1 << 7,
+	SANDBOX_LIMIT_LANDLOCK = 1 << 8, /* not a limit: the second wall */
+};
+/* "wall_time", "memory", ... for one bit; NULL for an unknown bit. */
+const char *sandbox_limit_name(enum sandbox_limit bit);
+
+enum sandbox_end {
+	SANDBOX_END_EXITED,	  /* the program exited; see exit_code */
+	SANDBOX_END_SIGNALED,	  /* the program died of a signal */
+	SANDBOX_END_TIMEOUT,	  /* wall clock ran out; tree killed */
+	SANDBOX_END_MEMORY,	  /* memory limit hit; tree killed */
+	SANDBOX_END_KILLED,	  /* killed on the caller's request */
+	SANDBOX_END_SETUP_FAILED, /* never ran: see failed_step, error */
+};
+
+struct sandbox_exit {
+	enum sandbox_end end;
+	int exit_code;		 /* EXITED: the status */
+	int signal;		 /* SIGNALED: the signal; also set on kills */
+	int kill_reason;	 /* KILLED: what the output callback returned */
+	const char *failed_step; /* SETUP_FAILED: static string */
+	int error;		 /* SETUP_FAILED: positive errno */
+	uint64_t duration_ns;	 /* start to exit */
+	uint64_t cpu_ns;	 /* user+system of the whole tree */
+	uint64_t peak_memory;	 /* bytes; 0 if unknown */
+	unsigned limits_hit;	 /* enum sandbox_limit bits */
+};
+
+struct sandbox;
+
+/* Called with output read from a channel.  Return 0 to go on, or a
+ * positive number to have the tree killed; sandbox_wait() then reports
+ * SANDBOX_END_KILLED with that number as kill_reason. */
+typedef int (*sandbox_output_fn)(void *userdata, int channel, const char *data,
+				 size_t n);
+
+struct sandbox_wait_opts {
+	/* Read ends the caller wants pumped until EOF (the sandbox does not
+	 * close them). */
+	int channel_fds[SANDBOX_MAX_CHANNELS];
+	size_t n_channels;
+	sandbox_output_fn on_output;
+	void *userdata;
+};
+
+/* Build the sandbox up to the program's exec.  On success *ret owns the
+ * sandbox (free with sandbox_free()).  Returns -errno; on a setup failure
+ * inside the child, -errno of the failed step, and if ret_failed_step is
+ * not NULL it is set to the step's name (a static string).  The caller's
+ * fds in cfg are duplicated into the child and stay the caller's. */
+int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
+		const char **ret_failed_step);
+/* An O_PATH directory fd on the workspace root, owned by the sandbox;
+ * use it with openat_beneath() only.  Valid until sandbox_free(). */
+int sandbox_workspace_fd(const struct sandbox *sb);
+/* Host uid/gid that files in the workspace must belong to for the
+ * sandboxed program to own them. */
+void sandbox_workspace_owner(const struct sandbox *sb, uid_t *ret_uid, gid_t *ret_gid);
+/* Limits the config asked for that this host cannot enforce. */
+unsigned sandbox_limits_unenforced(const struct sandbox *sb);
+/* Let the program exec.  0 or -errno. */
+int sandbox_start(struct sandbox *sb);
+/* Run until the program ends (see sandbox_exit); pumps the channels.
+ * 0 or -errno for a failure of the supervisor itself. */
+int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *opts,
+		 struct sandbox_exit *ret);
+/* Kill the whole tree now (idempotent). */
+void sandbox_kill(struct sandbox *sb);
+/* Kill, reap, remove the cgroup, close everything.  Accepts NULL. */
+void sandbox_free(struct sandbox *sb);
+
+#endif
+
+#ifndef CODECELL_SANDBOX_HOST_INFO
+#define CODECELL_SANDBOX_HOST_INFO
+/* What this host offers, for `codecell check`. */
+struct sandbox_host_info {
+	int cgroup_version;	   /* 0 none, 1, 2 */
+	const char *cgroup_why;	   /* static; why a controller is missing */
+	const char *cgroup_parent; /* where sandboxes' cgroups go; static until exit */
+	unsigned enforceable;	   /* enum sandbox_limit bits */
+	int landlock_abi;	   /* 0: unavailable */
+	int seccomp_error;	   /* 0, or -errno building the filter */
+};
+void sandbox_host_info(struct sandbox_host_info *ret);
+#endif

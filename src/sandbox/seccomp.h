@@ -1,0 +1,31 @@
+/* seccomp: the sandbox's system call policy, a default-deny allowlist
+ * compiled to BPF with libseccomp in the supervisor (before clone, since
+ * libseccomp allocates) and loaded by the child as its last step.
+ *
+ * Policy: calls on the allowlist run; the dangerous calls of DESIGN.md
+ * fail with EPERM; every other call fails with ENOSYS so programs take
+ * their "not supported" fallback; clone() with namespace flags fails with
+ * EPERM; clone3() with ENOSYS (its flags live in memory, unfilterable, and
+ * glibc falls back to clone); ioctl TIOCSTI/TIOCLINUX fail with EPERM
+ * whatever the upper 32 bits of the request (CVE-2019-10063).  Any
+ * architecture but x86_64/aarch64 native, including x32 and int 0x80
+ * entry, kills the process. */
+#ifndef CODECELL_SANDBOX_SECCOMP_H
+#define CODECELL_SANDBOX_SECCOMP_H
+
+#include <linux/filter.h>
+
+/* The names denied with EPERM, NULL-terminated (for tests and docs). */
+extern const char *const sandbox_seccomp_denied[];
+/* The names allowed, NULL-terminated. */
+extern const char *const sandbox_seccomp_allowed[];
+
+/* Build the filter.  On success *ret is a heap program (free with
+ * sandbox_seccomp_free()).  Returns 0 or -errno. */
+int sandbox_seccomp_build(struct sock_fprog **ret);
+void sandbox_seccomp_free(struct sock_fprog *prog);
+/* Load prog into the calling thread (no allocation; safe after fork).
+ * Requires no_new_privs.  0 or -errno. */
+int sandbox_seccomp_load(const struct sock_fprog *prog);
+
+#endif

@@ -1,0 +1,113 @@
+#include "util/fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/macro.h"
+#include "util/banned.h"
+
+int write_all(int fd, const void *data, size_t n)
+{
+	const char *p = data;
+
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int write_string_fileat(int dirfd, const char *name, const char *s)
+{
+	_cleanup_close_ int fd =
+		openat(dirfd, name, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -errno;
+	/* Kernel knobs take one write; a short write is an error. */
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+int write_string_file(const char *path, const char *s)
+{
+	return write_string_fileat(AT_FDCWD, path, s);
+}
+
+int read_small_fileat(int dirfd, const char *name, char *out, size_t n)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	r = read(fd, out, n - 1);
+	if (r < 0)
+		return -errno;
+	out[r] = '\0';
+	return 0;
+}
+
+int rm_rf_at(int parentfd, const char *name)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st, parent;
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (fstatat(parentfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(parentfd, name, 0) < 0 ? -errno : 0;
+	if (fstat(parentfd, &parent) == 0 && parent.st_dev != st.st_dev)
+		return -EXDEV;
+	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d)
+		return -errno;
+	fd = -1; /* owned by d now */
+	while ((de = readdir(d))) {
+		int k;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		k = rm_rf_at(dirfd(d), de->d_name);
+		if (k < 0 && r == 0)
+			r = k;
+	}
+	closedir(d);
+	if (unlinkat(parentfd, name, AT_REMOVEDIR) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}

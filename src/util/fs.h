@@ -1,0 +1,26 @@
+/* Small filesystem helpers used outside the sandbox (on the host side). */
+#ifndef CODECELL_UTIL_FS_H
+#define CODECELL_UTIL_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Write all of data to fd, retrying on EINTR/short writes.  0 or -errno. */
+int write_all(int fd, const void *data, size_t n);
+/* Write a short string to a file that exists (sysfs/cgroupfs/procfs
+ * knobs).  0 or -errno. */
+int write_string_file(const char *path, const char *s);
+/* Same, relative to a directory fd. */
+int write_string_fileat(int dirfd, const char *name, const char *s);
+/* Read a small file relative to dirfd into out (NUL-terminated, at most
+ * n-1 bytes).  0 or -errno. */
+int read_small_fileat(int dirfd, const char *name, char *out, size_t n);
+/* Remove a directory tree under dirfd without following symlinks and
+ * without crossing mount points.  0 or -errno of the first failure. */
+int rm_rf_at(int dirfd, const char *name);
+/* openat2() with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS: the path can never
+ * leave dirfd, whatever symlinks the sandboxed code planted.  Returns an
+ * O_CLOEXEC fd or -errno.  ENOSYS where openat2 is missing. */
+int openat_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+#endif

@@ -19,7 +19,7 @@ LIBS := $(PKG_LIBS) -lm
 LIB_SRC := $(wildcard src/util/*.c src/sandbox/*.c src/engine/*.c)
 CLI_SRC := $(wildcard src/cli/*.c) src/main.c
 GEN_SRC := $(BUILD)/gen/kernels.c
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernels.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernels.o $(BUILD)/gen/seccomp_bpf.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 KERNELS := $(wildcard kernels/*.py kernels/*.js)
 
@@ -48,6 +48,20 @@ $(BUILD)/gen/kernels.c $(BUILD)/gen/kernels.h: $(KERNELS) scripts/embed.sh
 	sh scripts/embed.sh $(BUILD)/gen/kernels $(KERNELS)
 
 $(BUILD)/gen/kernels.o: $(BUILD)/gen/kernels.c
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+# The seccomp filter is compiled at build time by the same code the tests
+# check it against.
+SECCOMP_GEN_SRC := src/sandbox/seccomp.c src/util/buf.c
+$(BUILD)/tools/gen-seccomp: tools/gen-seccomp.c $(SECCOMP_GEN_SRC) src/sandbox/seccomp.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ tools/gen-seccomp.c $(SECCOMP_GEN_SRC) $(LIBS)
+
+$(BUILD)/gen/seccomp_bpf.c: $(BUILD)/tools/gen-seccomp
+	@mkdir -p $(BUILD)/gen
+	$(BUILD)/tools/gen-seccomp > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/seccomp_bpf.o: $(BUILD)/gen/seccomp_bpf.c
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcodecell.a

@@ -1,27 +1,73 @@
 # codecell one-shot driver for Python, run inside the sandbox as
-#   /usr/bin/python3 -s -c <this file> FILENAME [ARGS...]
+#   /usr/bin/python3 -S -s -c <this file> FILENAME [ARGS...]
 # The code comes on fd 3; a structured error, if any, goes to fd 4 as one
 # JSON line {"error": {"name", "value", "traceback"}}.  Standard library only.
+#
+# -S skips site.py, whose .pth processing costs more than the rest of
+# start-up together; what site would give user code is added by hand
+# below: Debian's package directories and exit()/quit().
+
+
 def _codecell_main():
     # everything local: the __main__ namespace is emptied for the user
-    import json
+    import builtins
     import os
     import sys
-    import traceback
+
+    v = "%d.%d" % sys.version_info[:2]
+    for d in ("/usr/local/lib/python%s/dist-packages" % v,
+              "/usr/lib/python3/dist-packages",
+              "/usr/lib/python%s/dist-packages" % v):
+        if d not in sys.path:
+            sys.path.append(d)
+
+    class _Quitter:
+        def __init__(self, name):
+            self.name = name
+
+        def __repr__(self):
+            return "Use %s() or Ctrl-D (i.e. EOF) to exit" % self.name
+
+        def __call__(self, code=None):
+            raise SystemExit(code)
+
+    builtins.exit = _Quitter("exit")
+    builtins.quit = _Quitter("quit")
+    sys.dont_write_bytecode = True
 
     filename = sys.argv[1]
     with os.fdopen(3, "rb") as f:
         source = f.read()
-    report = os.fdopen(4, "w", encoding="utf-8")
-    os.set_inheritable(report.fileno(), False)
     sys.argv = [filename] + sys.argv[2:]
     # like `python3 script.py`: the script's directory (the workspace) first
     sys.path[0] = os.getcwd()
+    report = _report  # __main__ is emptied next
     main = sys.modules["__main__"]
     for name in list(vars(main)):
         if name not in ("__name__", "__builtins__", "__spec__", "__loader__"):
             delattr(main, name)
     main.__doc__ = None
+
+    try:
+        code = compile(source, filename, "exec", dont_inherit=True)
+        exec(code, vars(main))
+    except SystemExit:
+        raise
+    except BaseException as e:
+        report(e, os, sys, filename, source)
+
+
+def _report(e, os, sys, filename, source):
+    import json
+    import linecache
+    import traceback
+
+    # the file exists only here: let tracebacks quote its lines
+    try:
+        text = source.decode("utf-8")
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    except Exception:
+        pass
 
     def trim(te):
         # drop this driver's frames (they come first, from "<string>")
@@ -34,34 +80,24 @@ def _codecell_main():
                 trim(nxt)
         return te
 
+    te = trim(traceback.TracebackException(type(e), e, e.__traceback__))
+    text = "".join(te.format())
     try:
-        code = compile(source, filename, "exec", dont_inherit=True)
-        del source
-        exec(code, vars(main))
-    except SystemExit:
-        raise
-    except BaseException as e:
-        te = trim(traceback.TracebackException(type(e), e, e.__traceback__))
-        text = "".join(te.format())
-        try:
-            sys.stdout.flush()
-        except Exception:
-            pass
-        sys.stderr.write(text)
-        sys.stderr.flush()
-        try:
-            value = str(e)
-        except Exception:
-            value = "<unprintable %s>" % type(e).__name__
-        record = {"name": type(e).__name__, "value": value, "traceback": text}
-        report.write(json.dumps({"error": record}) + "\n")
-        report.flush()
-        os._exit(1)
-    finally:
-        try:
-            report.close()
-        except Exception:
-            pass
+        sys.stdout.flush()
+    except Exception:
+        pass
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    try:
+        value = str(e)
+    except Exception:
+        value = "<unprintable %s>" % type(e).__name__
+    record = {"name": type(e).__name__, "value": value, "traceback": text}
+    try:
+        os.write(4, (json.dumps({"error": record}) + "\n").encode())
+    except OSError:
+        pass
+    os._exit(1)
 
 
 _codecell_main()

@@ -50,7 +50,7 @@ static void warn_unenforced(unsigned bits)
 	for (unsigned bit = 1; bit <= SANDBOX_LIMIT_LANDLOCK; bit <<= 1)
 		if (bits & bit)
 			(void)buf_printf(&b, "%s%s", b.len ? ", " : "", sandbox_limit_name(bit));
-	log_warn("limits not enforced on this host: %s (no usable cgroup; see 'codecell check'; --strict refuses to run)",
+	log_warn("limits not enforced on this host: %s (no usable cgroup: only per-process rlimits apply; see 'codecell check'; --strict refuses to run)",
 		 buf_str(&b));
 	buf_release(&b);
 }

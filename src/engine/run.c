@@ -123,6 +123,7 @@ static size_t build_argv(const struct run_request *req, const char **argv)
 	switch (req->lang) {
 	case LANG_PYTHON:
 		argv[n++] = "/usr/bin/python3";
+		argv[n++] = "-S";
 		argv[n++] = "-s";
 		argv[n++] = "-c";
 		argv[n++] = kernel_python_run_py;
@@ -414,6 +415,18 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	close_fd(&f->out[1]);
 	close_fd(&f->err[1]);
 	close_fd(&f->rep[1]);
+	if (k == -EOPNOTSUPP && req->strict) {
+		struct sandbox_host_info hi;
+
+		sandbox_host_info(&hi);
+		reject(r, true, "--strict: this host cannot enforce the %s%s%s limit%s (%s); see 'codecell check'",
+		       (~hi.enforceable & SANDBOX_LIMIT_MEMORY) ? "memory" : "",
+		       (~hi.enforceable & SANDBOX_LIMIT_MEMORY) && (~hi.enforceable & SANDBOX_LIMIT_PIDS) ? " and " : "",
+		       (~hi.enforceable & SANDBOX_LIMIT_PIDS) ? "pids" : "",
+		       (~hi.enforceable & SANDBOX_LIMIT_MEMORY) && (~hi.enforceable & SANDBOX_LIMIT_PIDS) ? "s" : "",
+		       hi.cgroup_why ? hi.cgroup_why : "no usable cgroup");
+		return 0;
+	}
 	if (k < 0) {
 		reject(r, true, "cannot %s: %s", step ? step : "create the sandbox", strerror(-k));
 		return 0;

@@ -92,6 +92,16 @@ static int mkdir_ok(const char *path)
 	return 0;
 }
 
+/* Can we make cgroups here and move processes into them? */
+static bool writable_cgroup(const char *dir)
+{
+	_cleanup_free_ char *procs = NULL;
+
+	if (access(dir, W_OK) < 0 || asprintf(&procs, "%s/cgroup.procs", dir) < 0)
+		return false;
+	return access(procs, W_OK) == 0;
+}
+
 static char *path_join3(const char *a, const char *b, const char *c)
 {
 	char *p;
@@ -122,7 +132,7 @@ static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 		parent = path_join3(dir, rel, "codecell");
 		if (!parent)
 			continue;
-		if (mkdir_ok(parent) < 0) {
+		if (mkdir_ok(parent) < 0 || !writable_cgroup(parent)) {
 			h->why = "no permission to create a cgroup (run as root, or on cgroup v2 set CODECELL_CGROUP to a delegated cgroup)";
 			free(parent);
 			continue;
@@ -146,7 +156,10 @@ static void probe_v2(const char *root, const char *env_override, struct cgroup_h
 
 	h->version = CGROUP_V2;
 	if (env_override && *env_override) {
-		parent = strdup(env_override);
+		if (writable_cgroup(env_override))
+			parent = strdup(env_override);
+		else
+			h->why = "CODECELL_CGROUP is not a cgroup we can write to";
 	} else if (geteuid() == 0) {
 		if (asprintf(&parent, "%s/codecell", root) < 0)
 			parent = NULL;

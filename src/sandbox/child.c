@@ -187,6 +187,11 @@ static int set_rlimits(const struct child_ctx *c)
 		return -errno;
 	if (c->has_cpu && setrlimit(RLIMIT_CPU, &c->rl_cpu) < 0)
 		return -errno;
+	/* fallbacks when no cgroup: per process, not per tree */
+	if (c->has_data && setrlimit(RLIMIT_DATA, &c->rl_data) < 0)
+		return -errno;
+	if (c->has_nproc && setrlimit(RLIMIT_NPROC, &c->rl_nproc) < 0)
+		return -errno;
 	return 0;
 }
 

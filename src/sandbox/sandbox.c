@@ -102,21 +102,14 @@ const char *sandbox_limit_name(enum sandbox_limit bit)
 	return NULL;
 }
 
-/* Process-wide, built once: the seccomp program and the cgroup probe. */
-static struct sock_fprog *g_seccomp;
+/* Process-wide, probed once: the host's cgroups. */
 static struct cgroup_host g_cgroups;
 static bool g_probed;
 
 static int global_init(void)
 {
 	struct buf self;
-	int r;
 
-	if (!g_seccomp) {
-		r = sandbox_seccomp_build(&g_seccomp);
-		if (r < 0)
-			return r;
-	}
 	if (!g_probed) {
 		buf_init(&self, 65536);
 		(void)buf_read_file(&self, "/proc/self/cgroup");
@@ -179,8 +172,20 @@ static int recv_msg(int sock, struct msg *m, int *ret_fd)
 	return 1;
 }
 
-static void prepare_rlimits(struct child_ctx *c, const struct sandbox_limits *l)
+static void prepare_rlimits(struct child_ctx *c, const struct sandbox_limits *l,
+			    unsigned unenforced)
 {
+	/* Without a cgroup, rlimits are the fallback: RLIMIT_DATA per
+	 * process, and RLIMIT_NPROC, which since Linux 5.14 counts the
+	 * sandbox user's processes in its own user namespace only. */
+	if (unenforced & SANDBOX_LIMIT_MEMORY) {
+		c->rl_data = (struct rlimit){ l->memory_bytes, l->memory_bytes };
+		c->has_data = true;
+	}
+	if (unenforced & SANDBOX_LIMIT_PIDS) {
+		c->rl_nproc = (struct rlimit){ l->pids, l->pids };
+		c->has_nproc = true;
+	}
 	if (l->file_size) {
 		c->rl_fsize = (struct rlimit){ l->file_size, l->file_size };
 		c->has_fsize = true;
@@ -294,12 +299,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	r = validate(cfg);
 	if (r < 0)
 		return r;
-	r = global_init();
-	if (r < 0) {
-		if (ret_failed_step)
-			*ret_failed_step = "build the seccomp filter";
-		return r;
-	}
+	(void)global_init();
 	sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return -ENOMEM;
@@ -336,11 +336,11 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	}
 	sb->sock = sv[0];
 	c.fs = &fs;
-	c.seccomp = g_seccomp;
+	c.seccomp = &sandbox_seccomp_program;
 	c.sock = sv[1];
 	c.parent_sock = sv[0];
 	c.set_groups = privileged;
-	prepare_rlimits(&c, &cfg->limits);
+	prepare_rlimits(&c, &cfg->limits, sb->unenforced);
 	sb->pid = clone_child(&sb->pidfd);
 	if (sb->pid == 0)
 		sandbox_child_main(&c);
@@ -661,8 +661,12 @@ void sandbox_free(struct sandbox *sb)
 
 void sandbox_host_info(struct sandbox_host_info *ret)
 {
+	struct sock_fprog *p = NULL;
+
 	memset(ret, 0, sizeof(*ret));
-	ret->seccomp_error = global_init();
+	(void)global_init();
+	ret->seccomp_error = sandbox_seccomp_build(&p);
+	sandbox_seccomp_free(p);
 	ret->cgroup_version = g_cgroups.version;
 	ret->cgroup_why = g_cgroups.why;
 	ret->cgroup_parent = g_cgroups.parent[CGROUP_CTRL_MEMORY] ? g_cgroups.parent[CGROUP_CTRL_MEMORY]

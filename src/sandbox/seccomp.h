@@ -20,6 +20,10 @@ extern const char *const sandbox_seccomp_denied[];
 /* The names allowed, NULL-terminated. */
 extern const char *const sandbox_seccomp_allowed[];
 
+/* The filter compiled at build time (tools/gen-seccomp), what sandboxes
+ * load. */
+extern const struct sock_fprog sandbox_seccomp_program;
+
 /* Build the filter.  On success *ret is a heap program (free with
  * sandbox_seccomp_free()).  Returns 0 or -errno. */
 int sandbox_seccomp_build(struct sock_fprog **ret);

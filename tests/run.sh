@@ -1,0 +1,57 @@
+#!/bin/sh
+# Run every test: unit tests (cmocka, one process per test), then the
+# end-to-end and security scripts (TAP).  Ends with "N passed, N failed".
+# CODECELL_BUILD selects the build directory (build-san for `make sanitize`).
+set -u
+cd "$(dirname "$0")/.."
+build=${CODECELL_BUILD:-build}
+out=tests/out
+mkdir -p "$out"
+pass=0
+fail=0
+failed_names=""
+
+count() { # name logfile
+	p=$(grep -c '^ok ' "$2" || true)
+	f=$(grep -c '^not ok ' "$2" || true)
+	pass=$((pass + p))
+	fail=$((fail + f))
+	if [ "$f" -gt 0 ]; then
+		failed_names="$failed_names\n  $1: $(grep '^not ok ' "$2" | sed 's/^not ok [0-9]* - //' | tr '\n' ' ')"
+	fi
+}
+
+for t in "$build"/tests/test-*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	log="$out/$name.log"
+	CMOCKA_MESSAGE_OUTPUT=TAP timeout 300 "$t" > "$log" 2>&1
+	rc=$?
+	count "$name" "$log"
+	if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log"; then
+		fail=$((fail + 1))
+		failed_names="$failed_names\n  $name: exited $rc"
+	fi
+	echo "unit     $name: $(grep -c '^ok ' "$log") ok, $(grep -c '^not ok ' "$log") not ok"
+done
+
+for t in tests/e2e/test_*.py tests/security/test_*.py; do
+	[ -f "$t" ] || continue
+	name=$(basename "$(dirname "$t")")/$(basename "$t" .py)
+	log="$out/$(echo "$name" | tr / _).log"
+	CODECELL_BUILD=$build timeout 900 /usr/bin/python3 "$t" > "$log" 2>&1
+	rc=$?
+	count "$name" "$log"
+	if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log"; then
+		fail=$((fail + 1))
+		failed_names="$failed_names\n  $name: exited $rc"
+	fi
+	printf '%-8s %s: %s ok, %s not ok\n' "$(dirname "$t" | xargs basename)" "$(basename "$t" .py)" \
+		"$(grep -c '^ok ' "$log")" "$(grep -c '^not ok ' "$log")"
+done
+
+if [ "$fail" -gt 0 ]; then
+	printf 'failures (logs in %s/):%b\n' "$out" "$failed_names"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -64,9 +64,10 @@ $(BUILD)/gen/seccomp_bpf.c: $(BUILD)/tools/gen-seccomp
 $(BUILD)/gen/seccomp_bpf.o: $(BUILD)/gen/seccomp_bpf.c
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcodecell.a
+CLI_LIB_OBJ := $(filter-out $(BUILD)/src/main.o,$(CLI_OBJ))
+$(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJ) $(BUILD)/libcodecell.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libcodecell.a $(LIBS) -lcmocka
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(CLI_LIB_OBJ) $(BUILD)/libcodecell.a $(LIBS) -lcmocka
 
 # Attack helpers run inside the sandbox: built static, so they need
 # nothing from the sandbox's /usr.

@@ -243,7 +243,7 @@ __attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
 	if ((r = sandbox_landlock_apply(SANDBOX_HOME)) < 0)
 		fail(c, STEP_LANDLOCK, r);
 	/* seccomp last: everything above needs calls the filter denies */
-	if ((r = sandbox_seccomp_load(c->seccomp)) < 0)
+	if ((r = sandbox_seccomp_load(c->seccomp, SANDBOX_SECCOMP_N)) < 0)
 		fail(c, STEP_SECCOMP, r);
 	execve(cfg->argv[0], (char *const *)cfg->argv, (char *const *)cfg->envp);
 	fail(c, STEP_EXEC, -errno);

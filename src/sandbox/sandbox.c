@@ -336,7 +336,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	}
 	sb->sock = sv[0];
 	c.fs = &fs;
-	c.seccomp = &sandbox_seccomp_program;
+	c.seccomp = sandbox_seccomp_programs;
 	c.sock = sv[1];
 	c.parent_sock = sv[0];
 	c.set_groups = privileged;
@@ -506,7 +506,9 @@ static void fill_exit(struct sandbox *sb, struct sandbox_exit *e)
 		e->limits_hit |= SANDBOX_LIMIT_PIDS;
 	if (sb->ws_fd >= 0 && fstatfs(sb->ws_fd, &sf) == 0 && sf.f_bavail == 0)
 		e->limits_hit |= SANDBOX_LIMIT_DISK;
-	if (sb->failed_err && !sb->got_exit) {
+	/* a step after the fork failed: the worker reported it, then exited
+	 * 127 (so an EXITED report follows; the failure is what counts) */
+	if (sb->failed_err) {
 		e->end = SANDBOX_END_SETUP_FAILED;
 		e->failed_step = sandbox_step_name(sb->failed_step);
 		e->error = sb->failed_err;
@@ -665,8 +667,11 @@ void sandbox_host_info(struct sandbox_host_info *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	(void)global_init();
-	ret->seccomp_error = sandbox_seccomp_build(&p);
-	sandbox_seccomp_free(p);
+	for (int w = 0; w < SANDBOX_SECCOMP_N && !ret->seccomp_error; w++) {
+		ret->seccomp_error = sandbox_seccomp_build(w, &p);
+		sandbox_seccomp_free(p);
+		p = NULL;
+	}
 	ret->cgroup_version = g_cgroups.version;
 	ret->cgroup_why = g_cgroups.why;
 	ret->cgroup_parent = g_cgroups.parent[CGROUP_CTRL_MEMORY] ? g_cgroups.parent[CGROUP_CTRL_MEMORY]

@@ -111,9 +111,8 @@ static int add_names(scmp_filter_ctx ctx, const char *const *names, uint32_t act
 	return 0;
 }
 
-static int add_special(scmp_filter_ctx ctx)
+static int add_clone_rules(scmp_filter_ctx ctx)
 {
-	static const unsigned long tty_ioctls[] = { TIOCSTI, TIOCLINUX };
 	int r;
 
 	/* clone without namespace flags runs; with any, EPERM. */
@@ -131,12 +130,19 @@ static int add_special(scmp_filter_ctx ctx)
 	}
 	/* clone3 needs no rule: the default action already answers ENOSYS
 	 * (and libseccomp refuses a rule equal to the default). */
+	return 0;
+}
+
+static int add_tty_rules(scmp_filter_ctx ctx)
+{
+	static const unsigned long tty_ioctls[] = { TIOCSTI, TIOCLINUX };
+
 	/* Compare only the low 32 bits: the kernel does, and a request
 	 * with high bits set must not slip through (CVE-2019-10063). */
 	for (size_t i = 0; i < ARRAY_SIZE(tty_ioctls); i++) {
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
-					     tty_ioctls[i]));
+		int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+					 SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, tty_ioctls[i]));
+
 		if (r < 0)
 			return r;
 	}
@@ -175,11 +181,14 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog **ret)
 	return 0;
 }
 
-int sandbox_seccomp_build(struct sock_fprog **ret)
+int sandbox_seccomp_build(int which, struct sock_fprog **ret)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+	scmp_filter_ctx ctx;
 	int r;
 
+	if (which != SECCOMP_MAIN && which != SECCOMP_TTY)
+		return -EINVAL;
+	ctx = seccomp_init(which == SECCOMP_MAIN ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_ALLOW);
 	if (!ctx)
 		return -ENOMEM;
 	/* Wrong architecture (int 0x80 on x86_64, x32): kill. */
@@ -194,16 +203,17 @@ int sandbox_seccomp_build(struct sock_fprog **ret)
 	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r < 0)
 		goto out;
-	r = add_names(ctx, sandbox_seccomp_allowed, SCMP_ACT_ALLOW);
-	if (r < 0)
-		goto out;
-	r = add_names(ctx, sandbox_seccomp_denied, SCMP_ACT_ERRNO(EPERM));
-	if (r < 0)
-		goto out;
-	r = add_special(ctx);
-	if (r < 0)
-		goto out;
-	r = export_bpf(ctx, ret);
+	if (which == SECCOMP_TTY) {
+		r = add_tty_rules(ctx);
+	} else {
+		r = add_names(ctx, sandbox_seccomp_allowed, SCMP_ACT_ALLOW);
+		if (r == 0)
+			r = add_names(ctx, sandbox_seccomp_denied, SCMP_ACT_ERRNO(EPERM));
+		if (r == 0)
+			r = add_clone_rules(ctx);
+	}
+	if (r == 0)
+		r = export_bpf(ctx, ret);
 out:
 	seccomp_release(ctx);
 	return r;
@@ -217,9 +227,10 @@ void sandbox_seccomp_free(struct sock_fprog *prog)
 	free(prog);
 }
 
-int sandbox_seccomp_load(const struct sock_fprog *prog)
+int sandbox_seccomp_load(const struct sock_fprog *progs, int n)
 {
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
-		return -errno;
+	for (int i = 0; i < n; i++)
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &progs[i]) < 0)
+			return -errno;
 	return 0;
 }

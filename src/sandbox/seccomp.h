@@ -20,16 +20,24 @@ extern const char *const sandbox_seccomp_denied[];
 /* The names allowed, NULL-terminated. */
 extern const char *const sandbox_seccomp_allowed[];
 
-/* The filter compiled at build time (tools/gen-seccomp), what sandboxes
- * load. */
-extern const struct sock_fprog sandbox_seccomp_program;
+/* The policy is two stacked filters.  The kernel runs both and takes the
+ * most restrictive verdict, which is how the terminal-ioctl rule wins over
+ * the main filter's ALLOW for ioctl: in one libseccomp filter an
+ * unconditional ALLOW swallows argument-filtered rules for the same call.
+ *   SECCOMP_MAIN  default ENOSYS, the allowlist, EPERM list, clone rules
+ *   SECCOMP_TTY   default ALLOW, ioctl TIOCSTI/TIOCLINUX -> EPERM */
+enum { SECCOMP_MAIN, SECCOMP_TTY, SANDBOX_SECCOMP_N };
 
-/* Build the filter.  On success *ret is a heap program (free with
+/* The filters compiled at build time (tools/gen-seccomp): what sandboxes
+ * load. */
+extern const struct sock_fprog sandbox_seccomp_programs[SANDBOX_SECCOMP_N];
+
+/* Build filter `which`.  On success *ret is a heap program (free with
  * sandbox_seccomp_free()).  Returns 0 or -errno. */
-int sandbox_seccomp_build(struct sock_fprog **ret);
+int sandbox_seccomp_build(int which, struct sock_fprog **ret);
 void sandbox_seccomp_free(struct sock_fprog *prog);
-/* Load prog into the calling thread (no allocation; safe after fork).
- * Requires no_new_privs.  0 or -errno. */
-int sandbox_seccomp_load(const struct sock_fprog *prog);
+/* Load the n filters into the calling thread (no allocation; safe after
+ * fork).  Requires no_new_privs.  0 or -errno. */
+int sandbox_seccomp_load(const struct sock_fprog *progs, int n);
 
 #endif

@@ -1,0 +1,331 @@
+/* sandbox: seccomp policy construction and behaviour, cgroup path logic
+ * and lifecycle, and the spawn/wait/free API against real programs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/seccomp.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+static void seccomp_lists_are_disjoint(void **state)
+{
+	(void)state;
+	for (const char *const *d = sandbox_seccomp_denied; *d; d++)
+		for (const char *const *a = sandbox_seccomp_allowed; *a; a++)
+			if (!strcmp(*a, *d))
+				fail_msg("'%s' is both allowed and denied", *a);
+}
+
+static void seccomp_embedded_matches_fresh_build(void **state)
+{
+	(void)state;
+	for (int w = 0; w < SANDBOX_SECCOMP_N; w++) {
+		struct sock_fprog *p;
+
+		assert_int_equal(sandbox_seccomp_build(w, &p), 0);
+		assert_int_equal(p->len, sandbox_seccomp_programs[w].len);
+		assert_memory_equal(p->filter, sandbox_seccomp_programs[w].filter,
+				    p->len * sizeof(struct sock_filter));
+		sandbox_seccomp_free(p);
+	}
+}
+
+/* In a child: load the filter, then report each call's errno through the
+ * exit status, one call per child. */
+static int errno_under_filter(int which)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		long r = 0;
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    sandbox_seccomp_load(sandbox_seccomp_programs, SANDBOX_SECCOMP_N) < 0)
+			_exit(255);
+		errno = 0;
+		switch (which) {
+		case 0: r = syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL); break;
+		case 1: r = syscall(SYS_unshare, CLONE_NEWUSER); break;
+		case 2: r = syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0); break;
+		case 3: r = syscall(SYS_clone3, NULL, 0); break;
+		case 4: r = syscall(SYS_bpf, 0, NULL, 0); break;
+		case 5: r = ioctl(0, TIOCSTI, "x"); break;
+		case 6: r = syscall(SYS_ioctl, 0, (0x123UL << 32) | TIOCSTI, "x"); break;
+		case 7: r = syscall(SYS_getpid) > 0 ? 0 : -1; errno = 0; break;
+		case 8: r = syscall(442); break; /* mount_setattr: denied */
+		case 9: r = syscall(1023); break; /* no such call */
+		case 10: r = syscall(SYS_ptrace, 0, 0, 0, 0); break;
+		}
+		_exit(r < 0 ? errno : 0);
+	}
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static void seccomp_filter_behaviour(void **state)
+{
+	(void)state;
+	assert_int_equal(errno_under_filter(0), EPERM);
+	assert_int_equal(errno_under_filter(1), EPERM);
+	assert_int_equal(errno_under_filter(2), EPERM);
+	assert_int_equal(errno_under_filter(3), ENOSYS);
+	assert_int_equal(errno_under_filter(4), EPERM);
+	assert_int_equal(errno_under_filter(5), EPERM);
+	assert_int_equal(errno_under_filter(6), EPERM);
+	assert_int_equal(errno_under_filter(7), 0);
+	assert_int_equal(errno_under_filter(8), EPERM);
+	assert_int_equal(errno_under_filter(9), ENOSYS);
+	assert_int_equal(errno_under_filter(10), EPERM);
+}
+
+static void seccomp_wrong_arch_kills(void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	pid = fork();
+	if (pid == 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    sandbox_seccomp_load(sandbox_seccomp_programs, SANDBOX_SECCOMP_N) < 0)
+			_exit(255);
+		syscall(39 | 0x40000000); /* x32 getpid */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSYS);
+}
+
+static void cgroup_paths(void **state)
+{
+	const char *v1 = "12:pids:/user.slice\n"
+			 "4:memory:/process_api/abc\n"
+			 "3:cpu,cpuacct:/\n"
+			 "0::/init.scope\n";
+	const char *v2 = "0::/user.slice/session-1.scope\n";
+	char out[256];
+
+	(void)state;
+	assert_int_equal(cgroup_self_path(CGROUP_V1, v1, CGROUP_CTRL_MEMORY, out, sizeof(out)), 0);
+	assert_string_equal(out, "/process_api/abc");
+	assert_int_equal(cgroup_self_path(CGROUP_V1, v1, CGROUP_CTRL_PIDS, out, sizeof(out)), 0);
+	assert_string_equal(out, "/user.slice");
+	/* a controller inside a comma list */
+	assert_int_equal(cgroup_self_path(CGROUP_V1, v1, CGROUP_CTRL_CPUACCT, out, sizeof(out)), 0);
+	assert_string_equal(out, "/");
+	assert_int_equal(cgroup_self_path(CGROUP_V2, v1, CGROUP_CTRL_MEMORY, out, sizeof(out)), 0);
+	assert_string_equal(out, "/init.scope");
+	assert_int_equal(cgroup_self_path(CGROUP_V2, v2, CGROUP_CTRL_PIDS, out, sizeof(out)), 0);
+	assert_string_equal(out, "/user.slice/session-1.scope");
+	assert_int_equal(cgroup_self_path(CGROUP_V1, v2, CGROUP_CTRL_MEMORY, out, sizeof(out)), -ENOENT);
+	/* "cpuacctx" is not "cpuacct" */
+	assert_int_equal(cgroup_self_path(CGROUP_V1, "3:cpuacctx:/a\n", CGROUP_CTRL_CPUACCT, out,
+					  sizeof(out)),
+			 -ENOENT);
+	assert_int_equal(cgroup_self_path(CGROUP_V1, v1, CGROUP_CTRL_MEMORY, out, 4), -ENAMETOOLONG);
+}
+
+/* On this host (root, cgroup v1 or v2): make a cgroup, check the limits
+ * landed, put a process in, read its stats, destroy, nothing left. */
+static void cgroup_lifecycle_on_host(void **state)
+{
+	struct cgroup_host h;
+	struct cgroup cg;
+	struct buf self;
+	struct cgroup_stats st;
+	char v[64], path[4096];
+	pid_t pid;
+	int s, sync[2];
+
+	(void)state;
+	buf_init(&self, 65536);
+	assert_int_equal(buf_read_file(&self, "/proc/self/cgroup"), 0);
+	cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), NULL, &h);
+	buf_release(&self);
+	if (geteuid() != 0 || h.version == CGROUP_NONE)
+		fail_msg("needs root and a usable cgroup hierarchy (%s)", h.why ? h.why : "?");
+	snprintf(v, sizeof(v), "unit-test-%d", (int)getpid());
+	assert_int_equal(cgroup_create(&h, v, 64u << 20, 17, &cg), 0);
+	snprintf(path, sizeof(path), "%s/%s", cg.path[CGROUP_CTRL_PIDS], "pids.max");
+	assert_int_equal(read_small_fileat(AT_FDCWD, path, v, sizeof(v)), 0);
+	assert_string_equal(v, "17\n");
+	snprintf(path, sizeof(path), "%s/%s", cg.path[CGROUP_CTRL_MEMORY],
+		 h.version == CGROUP_V2 ? "memory.max" : "memory.limit_in_bytes");
+	assert_int_equal(read_small_fileat(AT_FDCWD, path, v, sizeof(v)), 0);
+	assert_int_equal(strtoull(v, NULL, 10), 64u << 20);
+	assert_int_equal(pipe(sync), 0);
+	pid = fork();
+	if (pid == 0) {
+		char b;
+		volatile char *mem;
+
+		close(sync[1]);
+		if (read(sync[0], &b, 1) != 1)
+			_exit(1);
+		/* charged to the cgroup: allocated after the move */
+		/* volatile: the compiler must not fold the writes away */
+		mem = malloc(8 << 20);
+		for (int i = 0; i < (8 << 20); i += 4096)
+			mem[i] = 1;
+		_exit(mem[4096]);
+	}
+	close(sync[0]);
+	assert_int_equal(cgroup_attach(&cg, pid), 0);
+	assert_int_equal(write(sync[1], "g", 1), 1);
+	close(sync[1]);
+	waitpid(pid, &s, 0);
+	assert_true(WIFEXITED(s) && WEXITSTATUS(s) == 1);
+	cgroup_read_stats(&cg, &st);
+	if (st.peak_memory < (8u << 20))
+		fail_msg("peak memory %llu, expected >= 8 MiB", (unsigned long long)st.peak_memory);
+	snprintf(path, sizeof(path), "%s", cg.path[CGROUP_CTRL_MEMORY]);
+	cgroup_destroy(&cg);
+	assert_int_equal(access(path, F_OK), -1);
+	cgroup_host_release(&h);
+}
+
+struct collected {
+	struct buf out;
+};
+
+static int collect(void *ud, int ch, const char *data, size_t n)
+{
+	struct collected *c = ud;
+
+	(void)ch;
+	(void)buf_append(&c->out, data, n);
+	return 0;
+}
+
+/* Run argv in a sandbox; returns the exit description. */
+static int run_in_sandbox(const char *const *argv, double timeout, struct sandbox_exit *x,
+			  struct buf *out, const char **ret_step)
+{
+	static const char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+	struct sandbox_config cfg = { 0 };
+	struct sandbox *sb = NULL;
+	struct collected c;
+	int p[2], r;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	cfg.argv = argv;
+	cfg.envp = envp;
+	cfg.stdin_fd = -1;
+	cfg.stdout_fd = p[1];
+	cfg.stderr_fd = p[1];
+	cfg.limits.timeout_s = timeout;
+	cfg.limits.tmp_bytes = 1 << 20;
+	cfg.limits.workspace_bytes = 1 << 20;
+	cfg.limits.pids = 16;
+	cfg.host_uid = cfg.host_gid = 65534;
+	r = sandbox_new(&cfg, &sb, ret_step);
+	close(p[1]);
+	if (r == 0)
+		r = sandbox_start(sb);
+	if (r == 0) {
+		struct sandbox_wait_opts o = { .channel_fds = { p[0] }, .n_channels = 1,
+					       .on_output = collect, .userdata = &c };
+
+		buf_init(&c.out, 1 << 20);
+		r = sandbox_wait(sb, &o, x);
+		if (out)
+			(void)buf_puts(out, buf_str(&c.out));
+		buf_release(&c.out);
+	}
+	sandbox_free(sb);
+	close(p[0]);
+	return r;
+}
+
+static void sandbox_runs_and_reports_exit(void **state)
+{
+	const char *const argv[] = { "/bin/sh", "-c", "echo $(id -u) $(hostname); exit 7", NULL };
+	struct sandbox_exit x;
+	struct buf out;
+
+	(void)state;
+	buf_init(&out, 4096);
+	assert_int_equal(run_in_sandbox(argv, 10, &x, &out, NULL), 0);
+	assert_int_equal(x.end, SANDBOX_END_EXITED);
+	assert_int_equal(x.exit_code, 7);
+	assert_string_equal(buf_str(&out), "1000 codecell\n");
+	buf_release(&out);
+}
+
+static void sandbox_signal_and_timeout(void **state)
+{
+	const char *const killself[] = { "/bin/sh", "-c", "kill -TERM $$", NULL };
+	const char *const sleeper[] = { "/bin/sh", "-c", "sleep 100 & sleep 100", NULL };
+	struct sandbox_exit x;
+
+	(void)state;
+	assert_int_equal(run_in_sandbox(killself, 10, &x, NULL, NULL), 0);
+	assert_int_equal(x.end, SANDBOX_END_SIGNALED);
+	assert_int_equal(x.signal, SIGTERM);
+	assert_int_equal(run_in_sandbox(sleeper, 0.3, &x, NULL, NULL), 0);
+	assert_int_equal(x.end, SANDBOX_END_TIMEOUT);
+	assert_true(x.limits_hit & SANDBOX_LIMIT_WALL);
+	assert_true(x.duration_ns >= 300000000ull && x.duration_ns < 3000000000ull);
+}
+
+static void sandbox_exec_failure_is_setup_failure(void **state)
+{
+	const char *const argv[] = { "/nonexistent/program", NULL };
+	struct sandbox_exit x;
+
+	(void)state;
+	assert_int_equal(run_in_sandbox(argv, 10, &x, NULL, NULL), 0);
+	assert_int_equal(x.end, SANDBOX_END_SETUP_FAILED);
+	assert_int_equal(x.error, ENOENT);
+	assert_string_equal(x.failed_step, "execute the program");
+}
+
+static void sandbox_rejects_bad_config(void **state)
+{
+	const char *const rel[] = { "sh", NULL };
+	struct sandbox_exit x;
+
+	(void)state;
+	assert_int_equal(run_in_sandbox(rel, 10, &x, NULL, NULL), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(seccomp_lists_are_disjoint),
+		cmocka_unit_test(seccomp_embedded_matches_fresh_build),
+		cmocka_unit_test(seccomp_filter_behaviour),
+		cmocka_unit_test(seccomp_wrong_arch_kills),
+		cmocka_unit_test(cgroup_paths),
+		cmocka_unit_test(cgroup_lifecycle_on_host),
+		cmocka_unit_test(sandbox_runs_and_reports_exit),
+		cmocka_unit_test(sandbox_signal_and_timeout),
+		cmocka_unit_test(sandbox_exec_failure_is_setup_failure),
+		cmocka_unit_test(sandbox_rejects_bad_config),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,186 @@
+/* util: buffers with caps, strict parsers, UTF-8 validation. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/parse.h"
+
+static void buf_append_and_cap(void **state)
+{
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 8);
+	assert_string_equal(buf_str(&b), "");
+	assert_int_equal(buf_puts(&b, "abcd"), 0);
+	assert_int_equal(buf_printf(&b, "%d", 123), 0);
+	assert_string_equal(buf_str(&b), "abcd123");
+	/* one more byte fits, two do not; the buffer is unchanged */
+	assert_int_equal(buf_puts(&b, "xy"), -E2BIG);
+	assert_string_equal(buf_str(&b), "abcd123");
+	assert_int_equal(buf_puts(&b, "x"), 0);
+	assert_int_equal(b.len, 8);
+	assert_int_equal(buf_printf(&b, "%s", "z"), -E2BIG);
+	buf_release(&b);
+}
+
+static void buf_detach_hands_over(void **state)
+{
+	struct buf b;
+	size_t len;
+	char *p;
+
+	(void)state;
+	buf_init(&b, 100);
+	p = buf_detach(&b, &len); /* empty buffer: still a string */
+	assert_non_null(p);
+	assert_int_equal(len, 0);
+	free(p);
+	assert_int_equal(buf_append(&b, "a\0b", 3), 0);
+	p = buf_detach(&b, &len);
+	assert_int_equal(len, 3);
+	assert_memory_equal(p, "a\0b", 3);
+	assert_int_equal(b.len, 0);
+	free(p);
+}
+
+static void buf_read_fd_respects_cap(void **state)
+{
+	int p[2];
+	struct buf b;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "0123456789", 10), 10);
+	close(p[1]);
+	buf_init(&b, 5);
+	assert_int_equal(buf_read_fd(&b, p[0]), -E2BIG);
+	close(p[0]);
+	buf_release(&b);
+	buf_init(&b, 5);
+	assert_int_equal(buf_read_file(&b, "/nonexistent/x"), -ENOENT);
+	buf_release(&b);
+}
+
+static void parse_sizes(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(parse_size("512", &v), 0);
+	assert_int_equal(v, 512);
+	assert_int_equal(parse_size("64K", &v), 0);
+	assert_int_equal(v, 65536);
+	assert_int_equal(parse_size("256M", &v), 0);
+	assert_int_equal(v, 256ull << 20);
+	assert_int_equal(parse_size("1.5G", &v), 0);
+	assert_int_equal(v, 3ull << 29);
+	assert_int_equal(parse_size("2MiB", &v), 0);
+	assert_int_equal(v, 2ull << 20);
+	assert_int_equal(parse_size("1g", &v), 0);
+	assert_int_equal(v, 1ull << 30);
+	assert_int_equal(parse_size("12Q", &v), -EINVAL);
+	assert_int_equal(parse_size("", &v), -EINVAL);
+	assert_int_equal(parse_size("-1M", &v), -EINVAL);
+	assert_int_equal(parse_size("M", &v), -EINVAL);
+	assert_int_equal(parse_size("1.5", &v), -EINVAL);
+	assert_int_equal(parse_size("99999999999T", &v), -ERANGE);
+}
+
+static void parse_durations(void **state)
+{
+	double s;
+
+	(void)state;
+	assert_int_equal(parse_duration("2", &s), 0);
+	assert_true(s == 2.0);
+	assert_int_equal(parse_duration("0.5", &s), 0);
+	assert_true(s == 0.5);
+	assert_int_equal(parse_duration("1500ms", &s), 0);
+	assert_true(s > 1.499 && s < 1.501);
+	assert_int_equal(parse_duration("1m", &s), 0);
+	assert_true(s == 60.0);
+	assert_int_equal(parse_duration("0", &s), -EINVAL);
+	assert_int_equal(parse_duration("abc", &s), -EINVAL);
+	assert_int_equal(parse_duration("5x", &s), -EINVAL);
+	assert_int_equal(parse_duration("-1", &s), -EINVAL);
+	assert_int_equal(parse_duration("1e300", &s), -ERANGE);
+}
+
+static void parse_integers(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(parse_u64("64", &v), 0);
+	assert_int_equal(v, 64);
+	assert_int_equal(parse_u64("-1", &v), -EINVAL);
+	assert_int_equal(parse_u64("+1", &v), -EINVAL);
+	assert_int_equal(parse_u64("1 ", &v), -EINVAL);
+	assert_int_equal(parse_u64("99999999999999999999999", &v), -ERANGE);
+}
+
+static void utf8(void **state)
+{
+	uint64_t off = 99;
+
+	(void)state;
+	assert_true(utf8_valid("plain", 5, NULL));
+	assert_true(utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9, NULL));
+	assert_false(utf8_valid("ab\xff", 3, &off));
+	assert_int_equal(off, 2);
+	assert_false(utf8_valid("\xc0\xaf", 2, &off)); /* overlong '/' */
+	assert_int_equal(off, 0);
+	assert_false(utf8_valid("\xed\xa0\x80", 3, &off)); /* surrogate */
+	assert_false(utf8_valid("\xe2\x82", 2, &off));	    /* truncated */
+	assert_false(utf8_valid("\xf4\x90\x80\x80", 4, &off)); /* > U+10FFFF */
+}
+
+static void openat_beneath_stays_inside(void **state)
+{
+	char dir[] = "/tmp/cc-unit-XXXXXX";
+	int d, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(d >= 0);
+	assert_int_equal(symlinkat("/etc/passwd", d, "abs"), 0);
+	assert_int_equal(symlinkat("../../etc/passwd", d, "rel"), 0);
+	assert_int_equal(openat_beneath(d, "abs", O_RDONLY, 0), -EXDEV);
+	assert_int_equal(openat_beneath(d, "rel", O_RDONLY, 0), -EXDEV);
+	assert_int_equal(openat_beneath(d, "../x", O_RDONLY, 0), -EXDEV);
+	fd = openat_beneath(d, "ok", O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	assert_int_equal(rm_rf_at(AT_FDCWD, dir), 0);
+	assert_int_equal(access(dir, F_OK), -1);
+	close(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(buf_append_and_cap),
+		cmocka_unit_test(buf_detach_hands_over),
+		cmocka_unit_test(buf_read_fd_respects_cap),
+		cmocka_unit_test(parse_sizes),
+		cmocka_unit_test(parse_durations),
+		cmocka_unit_test(parse_integers),
+		cmocka_unit_test(utf8),
+		cmocka_unit_test(openat_beneath_stays_inside),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -63,6 +63,7 @@ enum rootfs_op_type {
 	OP_BIND_DEV, /* bind host device node src onto dst (file) */
 	OP_SYMLINK,  /* dst -> src */
 	OP_FILE,     /* write data to a new file dst */
+	OP_COPY,     /* copy host file src into a new file dst */
 	OP_PROC,     /* mount a fresh proc on dst */
 	OP_RO,	     /* remount dst read-only */
 };

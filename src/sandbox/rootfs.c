@@ -25,13 +25,18 @@ static const char etc_hosts[] = "127.0.0.1\tlocalhost " SANDBOX_HOSTNAME
 				"\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 static const char etc_nsswitch[] = "passwd: files\ngroup: files\nhosts: files\n";
 
-/* Host /etc entries that interpreters read and that hold no secrets. */
-static const char *const etc_binds[] = {
-	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
-	"matplotlibrc", "fonts", "mime.types", "python3", "python3.11",
-	"python3.12", "python3.13", "ssl/openssl.cnf", "bash.bashrc", "inputrc",
-	"localtime", NULL,
+/* Host /etc entries that programs read at run time and that hold no
+ * secrets.  Files are copied into the root tmpfs (cheaper than a bind
+ * mount, which costs two mount calls to set up and one to tear down);
+ * directories are bound read-only. */
+static const char *const etc_copies[] = {
+	"ld.so.cache", "matplotlibrc", "mime.types", "ssl/openssl.cnf",
+	"bash.bashrc", "inputrc", "localtime", NULL,
 };
+static const char *const etc_binds[] = { "alternatives", "fonts", NULL };
+/* A copied file larger than this is left out (no allocation in the
+ * child: copies go through a stack buffer, and /etc files are small). */
+#define ETC_COPY_MAX (1 << 20)
 /* Top-level host paths: a symlink is copied as a symlink (merged /usr),
  * a directory is bound read-only. */
 static const char *const top_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL };
@@ -94,13 +99,20 @@ static int add_host_binds(struct rootfs *fs)
 	}
 	for (const char *const *e = etc_binds; *e && r == 0; e++) {
 		snprintf(path, sizeof(path), "/etc/%s", *e);
-		if (stat(path, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		snprintf(target, sizeof(target), "etc/%s", *e);
+		r = add(fs, OP_BIND_RO, keep(fs, strdup(path)), keep(fs, strdup(target)), NULL, 0);
+		fs->ops[fs->n - 1].is_dir = true;
+	}
+	for (const char *const *e = etc_copies; *e && r == 0; e++) {
+		snprintf(path, sizeof(path), "/etc/%s", *e);
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > ETC_COPY_MAX)
 			continue;
 		if (strchr(*e, '/') && (r = add(fs, OP_DIR, NULL, "etc/ssl", NULL, 0)) < 0)
 			break;
 		snprintf(target, sizeof(target), "etc/%s", *e);
-		r = add(fs, OP_BIND_RO, keep(fs, strdup(path)), keep(fs, strdup(target)), NULL, 0);
-		fs->ops[fs->n - 1].is_dir = S_ISDIR(st.st_mode);
+		r = add(fs, OP_COPY, keep(fs, strdup(path)), keep(fs, strdup(target)), NULL, 0);
 	}
 	return r;
 }
@@ -220,6 +232,30 @@ static int make_file(const char *path, const char *data)
 	return r;
 }
 
+static int copy_file(const char *src, const char *dst)
+{
+	char chunk[16384];
+	int in, out, r = 0;
+	ssize_t n;
+
+	in = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (in < 0)
+		return errno == ENOENT ? 0 : -errno; /* gone since the parent looked */
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (out < 0) {
+		r = -errno;
+		close(in);
+		return r;
+	}
+	while ((n = read(in, chunk, sizeof(chunk))) > 0 && r == 0)
+		r = write_all(out, chunk, (size_t)n);
+	if (n < 0 && r == 0)
+		r = -errno;
+	close(in);
+	close(out);
+	return r;
+}
+
 static int mkdir_ok(const char *path, mode_t mode)
 {
 	return mkdir(path, mode) < 0 && errno != EEXIST ? -errno : 0;
@@ -253,6 +289,8 @@ static int apply_op(const struct rootfs_op *op)
 		return symlink(op->src, op->dst) < 0 ? -errno : 0;
 	case OP_FILE:
 		return make_file(op->dst, op->data);
+	case OP_COPY:
+		return copy_file(op->src, op->dst);
 	case OP_PROC:
 		r = mkdir_ok(op->dst, 0555);
 		if (r == 0 && mount("proc", op->dst, "proc",

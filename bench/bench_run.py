@@ -1,0 +1,91 @@
+"""One-shot overhead: `codecell run` of print(1+1) against bare Python.
+
+Prints medians (and p90) from hyperfine, the ratio, and the overhead in
+ms; the same for bwrap with every namespace unshared when it is
+installed; and the peak memory codecell adds.  Run with `make bench`.
+"""
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CODECELL = os.path.join(ROOT, os.environ.get("CODECELL_BUILD", "build"), "codecell")
+PY = "/usr/bin/python3"
+RUNS = int(os.environ.get("BENCH_RUNS", "200"))
+
+
+def hyperfine(cmds):
+    """Median and p90 wall time (ms) of each command, interleaved runs."""
+    out = tempfile.mktemp(suffix=".json")
+    args = ["hyperfine", "-N", "--style", "none", "-w", "10", "-r", str(RUNS),
+            "--export-json", out] + cmds
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        data = json.load(f)
+    os.unlink(out)
+    res = []
+    for r in data["results"]:
+        times = sorted(r["times"])
+        res.append((r["median"] * 1e3, times[int(len(times) * 0.9)] * 1e3))
+    return res
+
+
+def peak_rss_kb(cmd):
+    """Largest resident set in cmd's process tree, by GNU time (%M).
+    (ru_maxrss seen from Python would include the forking Python: the
+    high-water mark survives exec.)"""
+    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    return int(p.stderr.strip().splitlines()[-1])
+
+
+def main():
+    if not os.path.exists(CODECELL):
+        sys.exit("bench: build first (make all)")
+    work = tempfile.mkdtemp(prefix="cc-bench-")
+    script = os.path.join(work, "p.py")
+    with open(script, "w") as f:
+        f.write("print(1+1)\n")
+    os.chmod(work, 0o755)
+    os.chmod(script, 0o644)
+    bare = [PY, "-I", "-S", "-c", "print(1+1)"]
+    cmds = [" ".join(bare), "%s run %s" % (CODECELL, script)]
+    bwrap = shutil.which("bwrap")
+    if bwrap:
+        cmds.append("%s --unshare-all --die-with-parent --new-session --ro-bind /usr /usr "
+                    "--symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin "
+                    "--proc /proc --dev /dev --tmpfs /tmp %s" % (bwrap, " ".join(bare)))
+    print("one-shot print(1+1), %d runs each (hyperfine -N, interleaved warm-up 10)" % RUNS)
+    res = hyperfine(cmds)
+    base = res[0][0]
+    names = ["bare python3 -I -S", "codecell run", "bwrap --unshare-all"]
+    for name, (med, p90) in zip(names, res):
+        print("  %-22s median %6.2f ms  p90 %6.2f ms  ratio %5.2fx  overhead %+6.2f ms"
+              % (name, med, p90, med / base, med - base))
+    # Sandbox cost alone: a program that does nothing.
+    true_cmds = ["/bin/true", "%s run --lang bash %s" % (CODECELL, os.path.join(work, "t.sh"))]
+    with open(os.path.join(work, "t.sh"), "w") as f:
+        f.write("exit 0\n")
+    os.chmod(os.path.join(work, "t.sh"), 0o644)
+    r2 = hyperfine(["/bin/bash " + os.path.join(work, "t.sh"), true_cmds[1]])
+    print("  %-22s median %6.2f ms;  codecell run of the same: %6.2f ms (sandbox cost %+.2f ms)"
+          % ("bare bash exit 0", r2[0][0], r2[1][0], r2[1][0] - r2[0][0]))
+    # Memory: the supervisor and the init are what codecell adds.
+    bare_rss = peak_rss_kb(["/bin/bash", os.path.join(work, "t.sh")])
+    cc_rss = peak_rss_kb([CODECELL, "run", "--lang", "bash", os.path.join(work, "t.sh")])
+    py_rss = peak_rss_kb(bare)
+    ccpy_rss = peak_rss_kb([CODECELL, "run", script])
+    print("peak RSS (largest process of the tree):")
+    print("  bash exit 0: bare %d KiB, under codecell %d KiB (codecell's supervisor is the largest)"
+          % (bare_rss, cc_rss))
+    print("  print(1+1):  bare %d KiB, under codecell %d KiB (overhead %+d KiB)"
+          % (py_rss, ccpy_rss, ccpy_rss - py_rss))
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

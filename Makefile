@@ -28,7 +28,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/helpers/%)
 
-.PHONY: all setup run test test-only unit sanitize bench fuzz format-check clean
+.PHONY: all setup run test sanitize bench fuzz format-check clean
 
 all: $(BUILD)/codecell $(UNIT_BIN) $(HELPER_BIN)
 
@@ -97,8 +97,29 @@ bench: setup
 	$(MAKE) all
 	sh bench/run.sh
 
+# libFuzzer targets (clang), each run for FUZZ_SECONDS on its corpus.
+FUZZ_SECONDS ?= 20
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
+FUZZ_LIB_SRC := $(wildcard src/util/*.c src/engine/*.c src/sandbox/*.c)
+fuzz: setup
+	$(MAKE) BUILD=build-fuzz build-fuzz/gen/kernels.h build-fuzz/gen/seccomp_bpf.c
+	@mkdir -p build-fuzz/fuzz
+	@set -e; for f in $(FUZZ_SRC); do \
+		name=$$(basename $$f .c); \
+		clang -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+			-Isrc -Ibuild-fuzz/gen $(PKG_CFLAGS) -o build-fuzz/fuzz/$$name $$f \
+			$(FUZZ_LIB_SRC) build-fuzz/gen/kernels.c build-fuzz/gen/seccomp_bpf.c $(LIBS); \
+		seed=tests/fuzz/corpus/$${name#fuzz-}; work=build-fuzz/corpus-$${name#fuzz-}; \
+		mkdir -p $$work; \
+		echo "fuzz: $$name for $(FUZZ_SECONDS) s, seeds in $$seed"; \
+		build-fuzz/fuzz/$$name -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+			-print_final_stats=1 $$work $$seed > build-fuzz/$$name.log 2>&1 \
+			|| { tail -40 build-fuzz/$$name.log; exit 1; }; \
+		grep -E 'stat::(number_of_executed_units|new_units_added)' build-fuzz/$$name.log; \
+	done
+
 format-check:
 	clang-format --dry-run --Werror $(wildcard src/*/*.c src/*/*.h src/*.c)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz

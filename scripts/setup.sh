@@ -8,8 +8,9 @@ build_pkgs="gcc make pkg-config libc6-dev libseccomp-dev libjansson-dev libcmock
 # runtimes the sandbox offers, with the Python libraries agents expect
 runtime_pkgs="python3 python3-numpy python3-pandas python3-matplotlib nodejs sqlite3 bash"
 # tests and benchmarks: setpriv (util-linux) for the ordinary-user runs,
+# clang and its libFuzzer runtime for `make fuzz`,
 # bwrap and hyperfine as benchmark baselines, iproute2 for network checks
-test_pkgs="util-linux bubblewrap hyperfine iproute2 procps time"
+test_pkgs="util-linux bubblewrap hyperfine iproute2 procps time clang libclang-rt-14-dev"
 
 missing=""
 for p in $build_pkgs $runtime_pkgs $test_pkgs; do

@@ -95,6 +95,10 @@ struct run_result {
  * the return is -errno only when the supervisor itself failed. */
 int engine_run(const struct run_request *req, struct run_result *ret);
 void run_result_release(struct run_result *r);
+/* Parse a driver's report ({"error": {"name", "value", "traceback"}},
+ * written by code inside the sandbox: untrusted) into r's error fields.
+ * Anything else is ignored. */
+void engine_parse_report(const char *data, size_t len, struct run_result *r);
 /* The CLI's exit status for a result (README "Exit codes"). */
 int run_result_exit_status(const struct run_result *r);
 /* The result object of DESIGN.md.  New reference. */

@@ -227,15 +227,14 @@ static void flush_live(const struct pump_ctx *p)
 	}
 }
 
-/* The driver's {"error": {...}} record, if any. */
-static void parse_report(const struct buf *b, struct run_result *r)
+void engine_parse_report(const char *data, size_t len, struct run_result *r)
 {
 	json_t *root, *e;
 	const char *name, *value, *tb;
 
-	if (!b->len)
+	if (!len || r->has_error)
 		return;
-	root = json_loadb(b->data, b->len, JSON_DECODE_ANY, NULL);
+	root = json_loadb(data, len, JSON_DECODE_ANY, NULL);
 	e = root ? json_object_get(root, "error") : NULL;
 	if (json_is_object(e)) {
 		name = json_string_value(json_object_get(e, "name"));
@@ -449,7 +448,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	}
 	if (k == 0) {
 		sync_back(req, sb, r);
-		parse_report(&p->report, r);
+		engine_parse_report(p->report.data, p->report.len, r);
 		classify(&x, r);
 	}
 	sandbox_free(sb);

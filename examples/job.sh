@@ -1,0 +1,2 @@
+echo "shell: $(id -un) in $(pwd) on $(hostname)"
+ls -la

@@ -20,21 +20,28 @@
     const value = isErr ? err.message : String(err);
     let stack = isErr && err.stack ? String(err.stack) : `${name}: ${value}`;
     // keep the user's frames, drop node's internals and this driver
-    stack = stack.split('\n').filter((l) => !/\(node:|at node:|\[eval\]|^\s+at Module\._compile/.test(l)).join('\n');
+    // only frame lines ("    at ...") are candidates: a message that
+    // mentions node: or [eval] is kept whole
+    const internal = /^\s+at (.*\(node:|node:|.*\[eval\]|Module\._compile)/;
+    stack = stack.split('\n').filter((l) => !internal.test(l)).join('\n');
+    const cap = 65536;
+    const clip = (s) => (s.length > cap ? s.slice(0, cap / 2) + `\n[... ${s.length - cap} characters cut ...]\n` + s.slice(-cap / 2) : s);
     try {
       fs.writeSync(2, stack + '\n');
-      fs.writeSync(4, JSON.stringify({ error: { name, value, traceback: stack } }) + '\n');
+      fs.writeSync(4, JSON.stringify({ error: { name: clip(name), value: clip(value), traceback: clip(stack) } }) + '\n');
     } catch (e) { /* the report channel is best effort */ }
     process.exit(1);
   };
   process.on('uncaughtException', report);
   process.on('unhandledRejection', report);
 
-  const full = path.resolve(filename);
+  const full = filename.startsWith('<') ? filename : path.resolve(filename);
   const m = new Module(full, null);
   m.filename = full;
   m.paths = Module._nodeModulePaths(process.cwd());
   process.argv = [process.argv0, full, ...process.argv.slice(2)];
+  // `require.main === module` must hold, as for `node app.js`
+  process.mainModule = m;
   require.main = m;
   try {
     m._compile(source, full);

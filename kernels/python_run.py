@@ -47,6 +47,8 @@ def _codecell_main():
         if name not in ("__name__", "__builtins__", "__spec__", "__loader__"):
             delattr(main, name)
     main.__doc__ = None
+    if not filename.startswith("<"):
+        main.__file__ = filename  # as `python3 script.py` sets it
 
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
@@ -92,7 +94,18 @@ def _report(e, os, sys, filename, source):
         value = str(e)
     except Exception:
         value = "<unprintable %s>" % type(e).__name__
-    record = {"name": type(e).__name__, "value": value, "traceback": text}
+
+    def clean(s, cap=65536):
+        # lone surrogates (from surrogateescape) are not UTF-8: escape them;
+        # and keep a huge message's head and tail, not all of it
+        s = s.encode("utf-8", "backslashreplace").decode("utf-8")
+        if len(s) > cap:
+            cut = len(s) - cap
+            s = s[:cap // 2] + "\n[... %d characters cut ...]\n" % cut + s[-cap // 2:]
+        return s
+
+    record = {"name": clean(type(e).__name__), "value": clean(value),
+              "traceback": clean(text)}
     try:
         os.write(4, (json.dumps({"error": record}) + "\n").encode())
     except OSError:

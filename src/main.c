@@ -40,11 +40,11 @@ int main(int argc, char **argv)
 	if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
 		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+		return argc < 2 ? EXIT_CODECELL_ERROR : 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
 	log_error("unknown command '%s' (see 'codecell --help')", argv[1]);
-	return 2;
+	return EXIT_CODECELL_ERROR;
 }

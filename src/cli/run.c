@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -24,6 +26,33 @@ static int read_code(const char *path, struct buf *code)
 		return -EISDIR;
 	r = buf_read_file(code, path);
 	return r;
+}
+
+/* A pipe or socket on our stdin is handed to the program (like
+ * `cmd | python3 x.py`); a terminal or a file is not: a tty would let the
+ * program inject keystrokes, a file fd would hand it a host inode. */
+static int stdin_for_program(const char *path)
+{
+	struct statfs sf;
+
+	if (!strcmp(path, "-") || fstatfs(STDIN_FILENO, &sf) < 0)
+		return -1;
+	if (sf.f_type == PIPEFS_MAGIC || sf.f_type == SOCKFS_MAGIC)
+		return STDIN_FILENO;
+	return -1;
+}
+
+/* --json promises one object on stdout, also when the arguments are bad.
+ * Does the command line ask for it (before FILE)? */
+static bool wants_json(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--") || argv[i][0] != '-' || !strcmp(argv[i], "-"))
+			return false;
+		if (!strcmp(argv[i], "--json"))
+			return true;
+	}
+	return false;
 }
 
 static void print_json(const struct run_result *res)
@@ -98,6 +127,12 @@ int cli_run(int argc, char **argv)
 	r = run_opts_parse(argc, argv, &o, &err);
 	if (r < 0) {
 		log_error("%s", buf_str(&err));
+		if (wants_json(argc, argv)) {
+			struct run_result rej = { .status = RESULT_REJECTED,
+						  .message = (char *)buf_str(&err) };
+
+			print_json(&rej);
+		}
 		buf_release(&err);
 		return EXIT_CODECELL_ERROR;
 	}
@@ -113,6 +148,13 @@ int cli_run(int argc, char **argv)
 			log_error("'%s' is too large: the limit is %u bytes", o.path, ENGINE_CODE_MAX);
 		else
 			log_error("cannot read '%s': %s", o.path, strerror(-r));
+		if (o.json) {
+			char msg[512];
+			struct run_result rej = { .status = RESULT_REJECTED, .message = msg };
+
+			snprintf(msg, sizeof(msg), "cannot read '%s': %s", o.path, strerror(-r));
+			print_json(&rej);
+		}
 		buf_release(&code);
 		return EXIT_CODECELL_ERROR;
 	}
@@ -121,6 +163,7 @@ int cli_run(int argc, char **argv)
 	/* tracebacks name the file as the program sees it: no host path */
 	if (strcmp(o.path, "-") != 0)
 		o.req.filename = strrchr(o.path, '/') ? strrchr(o.path, '/') + 1 : o.path;
+	o.req.stdin_fd = stdin_for_program(o.path);
 	if (!o.json) {
 		o.req.live_stdout = STDOUT_FILENO;
 		o.req.live_stderr = STDERR_FILENO;

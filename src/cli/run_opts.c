@@ -87,7 +87,11 @@ static int o_help(struct run_opts *o, const char *n, const char *a, struct buf *
 
 static int o_timeout(struct run_opts *o, const char *name, const char *arg, struct buf *err)
 {
-	if (parse_duration(arg, &o->req.limits.timeout_s) < 0)
+	int r = parse_duration(arg, &o->req.limits.timeout_s);
+
+	if (r == -ERANGE)
+		return bad(err, name, arg, "a duration of at most a year");
+	if (r < 0)
 		return bad(err, name, arg, "a duration such as 2, 0.5, 1500ms or 1m");
 	return 0;
 }

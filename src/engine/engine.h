@@ -62,6 +62,9 @@ struct run_request {
 	 * end; -1 for none. */
 	int live_stdout;
 	int live_stderr;
+	/* The program's stdin, or -1 for /dev/null.  Only a pipe or a
+	 * socket: a file fd would hand the sandbox a host inode. */
+	int stdin_fd;
 };
 
 /* Defaults for every field a caller does not set. */

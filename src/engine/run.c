@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/capture.h"
@@ -39,6 +40,7 @@ void run_request_init(struct run_request *req)
 	req->net = SANDBOX_NET_LOOPBACK;
 	req->live_stdout = -1;
 	req->live_stderr = -1;
+	req->stdin_fd = -1;
 }
 
 /* A result that never ran: bad request, or a sandbox that failed. */
@@ -54,6 +56,32 @@ static void reject(struct run_result *r, bool setup, const char *fmt, ...)
 	va_end(ap);
 	r->setup_failed = setup;
 	r->status = setup ? RESULT_ERROR : RESULT_REJECTED;
+}
+
+/* --workspace DIR is made now (with its parents), so a run never ends
+ * with results that have nowhere to go. */
+static bool validate_workspace_dir(const struct run_request *req, struct run_result *r)
+{
+	struct stat st;
+	int k;
+
+	if (!req->workspace_dir)
+		return true;
+	if (!*req->workspace_dir) {
+		reject(r, false, "--workspace needs a directory name");
+		return false;
+	}
+	k = mkdir_p(req->workspace_dir, 0755);
+	if (k < 0) {
+		reject(r, false, "cannot create workspace directory '%s': %s", req->workspace_dir,
+		       strerror(-k));
+		return false;
+	}
+	if (stat(req->workspace_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		reject(r, false, "--workspace '%s' is not a directory", req->workspace_dir);
+		return false;
+	}
+	return true;
 }
 
 static bool validate(const struct run_request *req, struct run_result *r)
@@ -86,7 +114,7 @@ static bool validate(const struct run_request *req, struct run_result *r)
 		reject(r, false, "unknown language");
 		return false;
 	}
-	return true;
+	return validate_workspace_dir(req, r);
 }
 
 /* The code as a sealed memfd: the program reads it, cannot change it. */
@@ -157,6 +185,16 @@ static size_t build_argv(const struct run_request *req, const char **argv)
 	return n;
 }
 
+/* Does "KEY=..." have the key of "KEY=..."? */
+static bool same_key(const char *a, const char *b)
+{
+	size_t ka = strcspn(a, "="), kb = strcspn(b, "=");
+
+	return ka == kb && !strncmp(a, b, ka);
+}
+
+/* Our defaults, then the caller's variables; a later KEY replaces an
+ * earlier one (interpreters disagree on which duplicate they read). */
 static void build_envp(const struct run_request *req, const char **envp)
 {
 	static const char *const base[] = {
@@ -177,8 +215,15 @@ static void build_envp(const struct run_request *req, const char **envp)
 
 	for (size_t i = 0; base[i]; i++)
 		envp[n++] = base[i];
-	for (size_t i = 0; req->env && req->env[i] && i < ENGINE_MAX_ENV; i++)
-		envp[n++] = req->env[i];
+	for (size_t i = 0; req->env && req->env[i] && i < ENGINE_MAX_ENV; i++) {
+		size_t k;
+
+		for (k = 0; k < n && !same_key(envp[k], req->env[i]); k++)
+			;
+		envp[k] = req->env[i];
+		if (k == n)
+			n++;
+	}
 	envp[n] = NULL;
 }
 
@@ -262,6 +307,33 @@ static void sql_error(struct run_result *r)
 	r->error_traceback = strdup(r->err);
 }
 
+static void clear_error(struct run_result *r)
+{
+	free(r->error_name);
+	free(r->error_value);
+	free(r->error_traceback);
+	r->error_name = r->error_value = r->error_traceback = NULL;
+	r->has_error = false;
+}
+
+/* The error's text obeys the output limit like stdout and stderr. */
+static char *cap_text(char *s, uint64_t limit)
+{
+	struct capture c;
+	size_t len;
+	char *t;
+
+	if (!s || strlen(s) <= limit || capture_init(&c, limit) < 0)
+		return s;
+	capture_add(&c, s, strlen(s), NULL);
+	t = capture_text(&c, &len);
+	capture_release(&c);
+	if (!t)
+		return s;
+	free(s);
+	return t;
+}
+
 static void classify(const struct sandbox_exit *x, struct run_result *r)
 {
 	r->limits_hit |= x->limits_hit;
@@ -271,7 +343,11 @@ static void classify(const struct sandbox_exit *x, struct run_result *r)
 		r->has_exit_code = true;
 		r->exit_code = x->exit_code;
 		r->signal = 0;
-		r->status = x->exit_code == 0 && !r->has_error ? RESULT_OK : RESULT_ERROR;
+		/* The report channel is writable by the program itself: a
+		 * program that exits 0 did not fail, whatever it wrote there. */
+		if (x->exit_code == 0)
+			clear_error(r);
+		r->status = x->exit_code == 0 ? RESULT_OK : RESULT_ERROR;
 		break;
 	case SANDBOX_END_SIGNALED:
 		r->status = (x->limits_hit & SANDBOX_LIMIT_CPU) ? RESULT_TIMEOUT : RESULT_KILLED;
@@ -347,6 +423,10 @@ static void sync_back(const struct run_request *req, struct sandbox *sb, struct 
 			     req->workspace_dir, strerror(-k)) < 0)
 			r->warning = NULL;
 	} else if (skipped.len) {
+		/* one name a line -> "a, b, c" */
+		for (size_t i = 0; i < skipped.len; i++)
+			if (skipped.data[i] == '\n')
+				skipped.data[i] = i + 1 == skipped.len ? '\0' : ',';
 		if (asprintf(&r->warning, "not copied out (not regular files): %s",
 			     buf_str(&skipped)) < 0)
 			r->warning = NULL;
@@ -399,7 +479,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	build_envp(req, envp);
 	cfg.argv = argv;
 	cfg.envp = envp;
-	cfg.stdin_fd = req->lang == LANG_SQL ? f->code : -1;
+	cfg.stdin_fd = req->lang == LANG_SQL ? f->code : req->stdin_fd;
 	cfg.stdout_fd = f->out[1];
 	cfg.stderr_fd = f->err[1];
 	cfg.pass_fds[0] = f->code;
@@ -418,7 +498,8 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		struct sandbox_host_info hi;
 
 		sandbox_host_info(&hi);
-		reject(r, true, "--strict: this host cannot enforce the %s%s%s limit%s (%s); see 'codecell check'",
+		r->limits_unenforced = (SANDBOX_LIMIT_MEMORY | SANDBOX_LIMIT_PIDS) & ~hi.enforceable;
+		reject(r, false, "--strict: this host cannot enforce the %s%s%s limit%s (%s); see 'codecell check'",
 		       (~hi.enforceable & SANDBOX_LIMIT_MEMORY) ? "memory" : "",
 		       (~hi.enforceable & SANDBOX_LIMIT_MEMORY) && (~hi.enforceable & SANDBOX_LIMIT_PIDS) ? " and " : "",
 		       (~hi.enforceable & SANDBOX_LIMIT_PIDS) ? "pids" : "",
@@ -449,6 +530,10 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	if (k == 0) {
 		sync_back(req, sb, r);
 		engine_parse_report(p->report.data, p->report.len, r);
+		if (r->has_error) {
+			r->error_value = cap_text(r->error_value, req->output_limit);
+			r->error_traceback = cap_text(r->error_traceback, req->output_limit);
+		}
 		classify(&x, r);
 	}
 	sandbox_free(sb);

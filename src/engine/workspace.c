@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,11 +35,50 @@ static int copy_fd(int in, int out)
 	}
 }
 
-static int own(int fd, const struct ws_owner *o)
+/* The workspace tmpfs belongs to the sandbox's user namespace: a new
+ * entry must have an owner mapped there, or the kernel refuses with
+ * EOVERFLOW.  Host root is not mapped, so root creates entries with the
+ * workspace owner's fsuid/fsgid (host files are opened before, as
+ * ourselves).  setfsuid() returns the previous value. */
+struct fsid {
+	int uid, gid;
+};
+
+static struct fsid become_owner(const struct ws_owner *o)
 {
-	if (o->chown && fchown(fd, o->uid, o->gid) < 0)
-		return -errno;
-	return 0;
+	struct fsid prev = { -1, -1 };
+
+	if (o->chown) {
+		prev.gid = setfsgid(o->gid);
+		prev.uid = setfsuid(o->uid);
+	}
+	return prev;
+}
+
+static void restore_ids(struct fsid prev)
+{
+	if (prev.uid >= 0) {
+		(void)setfsuid((uid_t)prev.uid);
+		(void)setfsgid((gid_t)prev.gid);
+	}
+}
+
+static int create_beneath(int wsfd, const char *name, mode_t mode, const struct ws_owner *o)
+{
+	struct fsid prev = become_owner(o);
+	int fd = openat_beneath(wsfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+
+	restore_ids(prev);
+	return fd;
+}
+
+static int mkdir_beneath(int wsfd, const char *name, const struct ws_owner *o)
+{
+	struct fsid prev = become_owner(o);
+	int r = mkdirat(wsfd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
+
+	restore_ids(prev);
+	return r;
 }
 
 static int copy_in_fd(int wsfd, int in, const char *name, mode_t mode,
@@ -47,13 +87,10 @@ static int copy_in_fd(int wsfd, int in, const char *name, mode_t mode,
 	_cleanup_close_ int out = -1;
 	int r;
 
-	out = openat_beneath(wsfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
-			     (mode & 0111) ? 0755 : 0644);
+	out = create_beneath(wsfd, name, (mode & 0111) ? 0755 : 0644, o);
 	if (out < 0)
 		return out;
-	r = own(out, o);
-	if (r == 0)
-		r = copy_fd(in, out);
+	r = copy_fd(in, out);
 	if (r < 0)
 		(void)unlinkat(wsfd, name, 0); /* no half file left */
 	return r;
@@ -113,18 +150,12 @@ static int copy_in_tree(int wsfd, int hostdir, const char *rel, const struct ws_
 		} else if (S_ISDIR(st.st_mode)) {
 			_cleanup_close_ int sub = openat(dirfd(d), de->d_name,
 							 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-			_cleanup_close_ int made = -1;
 
 			if (sub < 0) {
 				r = -errno;
 				break;
 			}
-			if (mkdirat(wsfd, path, 0755) < 0 && errno != EEXIST) {
-				r = -errno;
-				break;
-			}
-			made = openat_beneath(wsfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-			r = made < 0 ? made : own(made, o);
+			r = mkdir_beneath(wsfd, path, o);
 			if (r == 0)
 				r = copy_in_tree(wsfd, sub, path, o, depth + 1);
 		}

@@ -13,7 +13,7 @@
 struct ws_owner {
 	uid_t uid; /* what files created inside must belong to */
 	gid_t gid;
-	int chown; /* 1 when we must chown (running as root) */
+	int chown; /* 1 when entries must be created as uid/gid (root) */
 };
 
 /* Copy the host file at path into the workspace as name.  0 or -errno

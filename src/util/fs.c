@@ -63,6 +63,27 @@ int read_small_fileat(int dirfd, const char *name, char *out, size_t n)
 	return 0;
 }
 
+int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[4096];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(tmp))
+		return len ? -ENAMETOOLONG : -EINVAL;
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 int rm_rf_at(int parentfd, const char *name)
 {
 	_cleanup_close_ int fd = -1;

@@ -15,6 +15,8 @@ int write_string_fileat(int dirfd, const char *name, const char *s);
 /* Read a small file relative to dirfd into out (NUL-terminated, at most
  * n-1 bytes).  0 or -errno. */
 int read_small_fileat(int dirfd, const char *name, char *out, size_t n);
+/* mkdir -p: create path and missing parents.  0 or -errno. */
+int mkdir_p(const char *path, mode_t mode);
 /* Remove a directory tree under dirfd without following symlinks and
  * without crossing mount points.  0 or -errno of the first failure. */
 int rm_rf_at(int dirfd, const char *name);

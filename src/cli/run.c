@@ -28,16 +28,17 @@ static int read_code(const char *path, struct buf *code)
 	return r;
 }
 
-/* A pipe or socket on our stdin is handed to the program (like
- * `cmd | python3 x.py`); a terminal or a file is not: a tty would let the
- * program inject keystrokes, a file fd would hand it a host inode. */
+/* A pipe on our stdin is handed to the program (like `cmd | python3
+ * x.py`); a terminal, file or socket is not: a tty would let the program
+ * inject keystrokes, a file fd would hand it a host inode, a socket (a
+ * socket-activated service) a path to a host peer. */
 static int stdin_for_program(const char *path)
 {
 	struct statfs sf;
 
 	if (!strcmp(path, "-") || fstatfs(STDIN_FILENO, &sf) < 0)
 		return -1;
-	if (sf.f_type == PIPEFS_MAGIC || sf.f_type == SOCKFS_MAGIC)
+	if (sf.f_type == PIPEFS_MAGIC)
 		return STDIN_FILENO;
 	return -1;
 }

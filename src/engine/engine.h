@@ -62,8 +62,8 @@ struct run_request {
 	 * end; -1 for none. */
 	int live_stdout;
 	int live_stderr;
-	/* The program's stdin, or -1 for /dev/null.  Only a pipe or a
-	 * socket: a file fd would hand the sandbox a host inode. */
+	/* The program's stdin, or -1 for /dev/null.  Only a pipe: a file
+	 * fd would hand the sandbox a host inode, a socket a host peer. */
 	int stdin_fd;
 };
 

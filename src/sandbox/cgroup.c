@@ -1,6 +1,8 @@
 #include "sandbox/cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -114,6 +116,34 @@ static char *path_join3(const char *a, const char *b, const char *c)
 	return p;
 }
 
+/* A supervisor killed with SIGKILL cannot remove its cgroup: remove the
+ * sb-<pid>-<n> directories of supervisors that are gone (rmdir fails
+ * while a cgroup still has tasks, so this never disturbs a live one). */
+static void collect_stale(const char *parent)
+{
+	DIR *d = opendir(parent);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[4096];
+		long pid;
+		char *end;
+
+		if (strncmp(de->d_name, "sb-", 3) != 0)
+			continue;
+		pid = strtol(de->d_name + 3, &end, 10);
+		if (end == de->d_name + 3 || *end != '-' || pid <= 0)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) < sizeof(path))
+			(void)rmdir(path);
+	}
+	closedir(d);
+}
+
 static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 {
 	char rel[4096];
@@ -137,6 +167,7 @@ static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 			free(parent);
 			continue;
 		}
+		collect_stale(parent);
 		h->parent[c] = parent;
 	}
 }
@@ -174,6 +205,8 @@ static void probe_v2(const char *root, const char *env_override, struct cgroup_h
 	} else {
 		h->why = "an ordinary user needs a delegated cgroup: set CODECELL_CGROUP";
 	}
+	if (parent)
+		collect_stale(parent);
 	for (int c = 0; c < _CGROUP_CTRL_MAX && parent; c++)
 		h->parent[c] = strdup(parent);
 	free(parent);

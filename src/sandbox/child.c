@@ -137,16 +137,16 @@ static int setup_fds(const struct child_ctx *c)
 	int n = 3 + (int)cfg->n_pass_fds;
 	int devnull = -1;
 
-	if (cfg->stdin_fd < 0) {
+	if (c->fd_stdin < 0) {
 		devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (devnull < 0)
 			return -errno;
 	}
-	src[0] = cfg->stdin_fd < 0 ? devnull : cfg->stdin_fd;
-	src[1] = cfg->stdout_fd;
-	src[2] = cfg->stderr_fd;
+	src[0] = c->fd_stdin < 0 ? devnull : c->fd_stdin;
+	src[1] = c->fd_stdout;
+	src[2] = c->fd_stderr;
 	for (size_t i = 0; i < cfg->n_pass_fds; i++)
-		src[3 + i] = cfg->pass_fds[i];
+		src[3 + i] = c->fd_pass[i];
 	/* Move the sources out of the target range first so dup2 never
 	 * clobbers a source still to be copied. */
 	for (int i = 0; i < n; i++) {
@@ -251,6 +251,83 @@ __attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
 
 /* ---- the init ---- */
 
+/* Keep exactly the fds the init needs (the report socket and what the
+ * worker will get), renumbered to 3.., everything else closed: the init
+ * must not hold the caller's files, terminal or pipe ends (runc
+ * CVE-2024-21626).  Host stdio becomes /dev/null. */
+static int keep_only_needed_fds(struct child_ctx *c)
+{
+	int *slots[3 + SANDBOX_MAX_PASS_FDS + 1];
+	int tmp[3 + SANDBOX_MAX_PASS_FDS + 1];
+	int n = 0, null;
+
+	slots[n++] = &c->sock;
+	slots[n++] = &c->fd_stdout;
+	slots[n++] = &c->fd_stderr;
+	if (c->fd_stdin >= 0)
+		slots[n++] = &c->fd_stdin;
+	for (size_t i = 0; i < c->cfg->n_pass_fds; i++)
+		slots[n++] = &c->fd_pass[i];
+	/* above every target first, so no dup3 clobbers a source */
+	for (int i = 0; i < n; i++) {
+		tmp[i] = fcntl(*slots[i], F_DUPFD_CLOEXEC, 3 + n);
+		if (tmp[i] < 0)
+			return -errno;
+	}
+	for (int i = 0; i < n; i++) {
+		if (dup3(tmp[i], 3 + i, O_CLOEXEC) < 0)
+			return -errno;
+		*slots[i] = 3 + i;
+	}
+	if (close_range((unsigned)(3 + n), ~0U, 0) < 0)
+		return -errno;
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return -errno;
+	for (int i = 0; i < 3; i++)
+		if (dup3(null, i, O_CLOEXEC) < 0)
+			return -errno;
+	if (null > 2)
+		close(null);
+	return 0;
+}
+
+/* /proc/1/cmdline would show codecell's own command line (host paths,
+ * --env values) to the program: zero our copy of the argument area,
+ * found through /proc/self/stat (fields 48 and 49, arg_start/arg_end). */
+static void scrub_cmdline(void)
+{
+	char stat[1024];
+	unsigned long start = 0, end = 0;
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char *p;
+	int field;
+
+	if (fd < 0)
+		return;
+	n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	stat[n] = '\0';
+	/* field 2 (comm) may hold spaces: count from its closing paren */
+	p = strrchr(stat, ')');
+	for (field = 2; p && *p && field < 48; p++)
+		if (*p == ' ')
+			field++;
+	if (!p || field != 48)
+		return;
+	for (; *p >= '0' && *p <= '9'; p++)
+		start = start * 10 + (unsigned long)(*p - '0');
+	if (*p++ != ' ')
+		return;
+	for (; *p >= '0' && *p <= '9'; p++)
+		end = end * 10 + (unsigned long)(*p - '0');
+	if (start && end > start && end - start < (1ul << 24))
+		memset((void *)start, 0, end - start);
+}
+
 /* Reap everything; when the program (worker) ends, report it and exit:
  * the kernel then kills whatever else is left in the PID namespace. */
 __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_t worker)
@@ -270,15 +347,21 @@ __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_
 	}
 }
 
-__attribute__((noreturn)) void sandbox_child_main(const struct child_ctx *c)
+__attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
 {
 	pid_t worker;
 	int r;
 
 	/* The supervisor may already be gone (PR_SET_PDEATHSIG race): the
-	 * socket then reads EOF at the sync below. */
+	 * socket then reads EOF at the next sync. */
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	close(c->parent_sock);
+	if ((r = keep_only_needed_fds(c)) < 0)
+		fail(c, STEP_FDS, r);
+	/* out of the caller's session and away from its terminal */
+	if (setsid() < 0)
+		fail(c, STEP_SETSID, -errno);
+	scrub_cmdline();
 	if ((r = wait_byte(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);
 	/* After the supervisor moved us into our cgroup: that cgroup
@@ -291,6 +374,9 @@ __attribute__((noreturn)) void sandbox_child_main(const struct child_ctx *c)
 	 * is not its uid 0, so setresuid() does not clear them. */
 	if ((r = set_ids(c)) < 0)
 		fail(c, STEP_IDS, r);
+	/* changing the uid cleared the parent-death signal (prctl(2)); a
+	 * supervisor that died in between shows as EOF at the next sync */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(c, STEP_MOUNT_PRIVATE, -errno);
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
@@ -300,7 +386,8 @@ __attribute__((noreturn)) void sandbox_child_main(const struct child_ctx *c)
 		fail(c, STEP_ROOTFS, r);
 	if (c->cfg->net == SANDBOX_NET_LOOPBACK && (r = loopback_up()) < 0)
 		fail(c, STEP_LOOPBACK, r);
-	if (sethostname(SANDBOX_HOSTNAME, strlen(SANDBOX_HOSTNAME)) < 0)
+	if (sethostname(SANDBOX_HOSTNAME, strlen(SANDBOX_HOSTNAME)) < 0 ||
+	    setdomainname("(none)", 6) < 0)
 		fail(c, STEP_HOSTNAME, -errno);
 	if ((r = pivot()) < 0)
 		fail(c, STEP_PIVOT_ROOT, r);

@@ -93,9 +93,13 @@ void rootfs_release(struct rootfs *fs);
  * On failure returns -errno. */
 int rootfs_apply(const struct rootfs *fs, const char *base);
 
-/* Everything the child needs, prepared before clone. */
+/* Everything the child needs, prepared before clone.  The child works on
+ * its own copy (fork semantics) and renumbers the fds below. */
 struct child_ctx {
 	const struct sandbox_config *cfg;
+	/* the fds the worker gets, as the init renumbered them (-1: none) */
+	int fd_stdin, fd_stdout, fd_stderr;
+	int fd_pass[SANDBOX_MAX_PASS_FDS];
 	const struct rootfs *fs;
 	const struct sock_fprog *seccomp;
 	int sock;	  /* child end of the socketpair */
@@ -106,6 +110,6 @@ struct child_ctx {
 };
 
 /* The init: never returns. */
-__attribute__((noreturn)) void sandbox_child_main(const struct child_ctx *c);
+__attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c);
 
 #endif

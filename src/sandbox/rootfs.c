@@ -40,6 +40,8 @@ static const char *const etc_binds[] = { "alternatives", "fonts", NULL };
 /* Top-level host paths: a symlink is copied as a symlink (merged /usr),
  * a directory is bound read-only. */
 static const char *const top_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL };
+static const char *const proc_masks[] = { "/proc/cmdline", "/proc/config.gz", "/proc/keys",
+					  "/proc/kallsyms", NULL };
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", NULL };
 
 static int add(struct rootfs *fs, enum rootfs_op_type t, const char *src,
@@ -143,6 +145,11 @@ int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l)
 		r = add(fs, OP_FILE, NULL, "etc/resolv.conf", "", 0);
 	if (r == 0)
 		r = add(fs, OP_PROC, NULL, "proc", NULL, 0);
+	/* the host's boot arguments and kernel config say more about the
+	 * host than a program needs (Docker masks these too) */
+	for (const char *const *m = proc_masks; *m && r == 0; m++)
+		if (access(*m, F_OK) == 0)
+			r = add(fs, OP_BIND_DEV, "/dev/null", *m + 1, NULL, 0);
 	if (r == 0)
 		r = add_tmpfs(fs, "dev", 65536, "0755", false);
 	for (const char *const *d = dev_nodes; *d && r == 0; d++) {
@@ -281,7 +288,10 @@ static int apply_op(const struct rootfs_op *op)
 			return -errno;
 		return remount_ro(op->dst, MS_NOSUID | MS_NODEV);
 	case OP_BIND_DEV:
+		/* a new file, or (masking /proc entries) an existing one */
 		r = make_file(op->dst, NULL);
+		if (r == -EEXIST || r == -EACCES || r == -EPERM)
+			r = 0;
 		if (r == 0 && mount(op->src, op->dst, NULL, MS_BIND, NULL) < 0)
 			r = -errno;
 		return r;

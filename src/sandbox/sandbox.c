@@ -340,6 +340,11 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	c.sock = sv[1];
 	c.parent_sock = sv[0];
 	c.set_groups = privileged;
+	c.fd_stdin = cfg->stdin_fd;
+	c.fd_stdout = cfg->stdout_fd;
+	c.fd_stderr = cfg->stderr_fd;
+	for (size_t i = 0; i < cfg->n_pass_fds; i++)
+		c.fd_pass[i] = cfg->pass_fds[i];
 	prepare_rlimits(&c, &cfg->limits, sb->unenforced);
 	sb->pid = clone_child(&sb->pidfd);
 	if (sb->pid == 0)

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <sys/socket.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +135,28 @@ static int add_clone_rules(scmp_filter_ctx ctx)
 	return 0;
 }
 
+const int sandbox_seccomp_families[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, -1 };
+
+/* Families are compared on the low 32 bits (the kernel reads an int);
+ * every family number the kernel could know but ours is refused. */
+static int add_family_rules(scmp_filter_ctx ctx)
+{
+	for (int fam = 0; fam < 64; fam++) {
+		bool ok = false;
+		int r;
+
+		for (const int *f = sandbox_seccomp_families; *f >= 0; f++)
+			ok |= *f == fam;
+		if (ok)
+			continue;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, (scmp_datum_t)fam));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int add_tty_rules(scmp_filter_ctx ctx)
 {
 	static const unsigned long tty_ioctls[] = { TIOCSTI, TIOCLINUX };
@@ -186,7 +210,7 @@ int sandbox_seccomp_build(int which, struct sock_fprog **ret)
 	scmp_filter_ctx ctx;
 	int r;
 
-	if (which != SECCOMP_MAIN && which != SECCOMP_TTY)
+	if (which != SECCOMP_MAIN && which != SECCOMP_ARGS)
 		return -EINVAL;
 	ctx = seccomp_init(which == SECCOMP_MAIN ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_ALLOW);
 	if (!ctx)
@@ -203,8 +227,10 @@ int sandbox_seccomp_build(int which, struct sock_fprog **ret)
 	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r < 0)
 		goto out;
-	if (which == SECCOMP_TTY) {
+	if (which == SECCOMP_ARGS) {
 		r = add_tty_rules(ctx);
+		if (r == 0)
+			r = add_family_rules(ctx);
 	} else {
 		r = add_names(ctx, sandbox_seccomp_allowed, SCMP_ACT_ALLOW);
 		if (r == 0)

@@ -25,8 +25,16 @@ extern const char *const sandbox_seccomp_allowed[];
  * the main filter's ALLOW for ioctl: in one libseccomp filter an
  * unconditional ALLOW swallows argument-filtered rules for the same call.
  *   SECCOMP_MAIN  default ENOSYS, the allowlist, EPERM list, clone rules
- *   SECCOMP_TTY   default ALLOW, ioctl TIOCSTI/TIOCLINUX -> EPERM */
-enum { SECCOMP_MAIN, SECCOMP_TTY, SANDBOX_SECCOMP_N };
+ *   SECCOMP_ARGS  default ALLOW, argument rules that must win over an
+ *                 ALLOW: ioctl TIOCSTI/TIOCLINUX -> EPERM, socket() of a
+ *                 family other than unix, inet, inet6, netlink ->
+ *                 EAFNOSUPPORT (vsock reaches the host whatever the
+ *                 network namespace; AF_ALG and friends are kernel
+ *                 surface an interpreter does not need) */
+enum { SECCOMP_MAIN, SECCOMP_ARGS, SANDBOX_SECCOMP_N };
+
+/* The socket families a sandboxed program may create. */
+extern const int sandbox_seccomp_families[];
 
 /* The filters compiled at build time (tools/gen-seccomp): what sandboxes
  * load. */

@@ -115,6 +115,36 @@ def lang_option_overrides_extension():
         eq(r.stdout, "py default\n", "default language")
 
 
+@test
+def python_main_module_idioms_work():
+    # `python3 script.py` gives __name__ == "__main__" and __file__
+    with scratch() as d:
+        p = write(os.path.join(d, "script.py"),
+                  "import os, sys\n"
+                  "def main():\n    print('main ran')\n"
+                  "if __name__ == '__main__':\n    main()\n"
+                  "print(os.path.basename(__file__))\n"
+                  "print(sys.path[0] == os.getcwd())\n")
+        r = codecell("run", p)
+        ok(r)
+        eq(r.stdout, "main ran\nscript.py\nTrue\n", "stdout")
+
+
+@test
+def javascript_main_module_idioms_work():
+    # `node app.js` gives require.main === module, __filename, __dirname
+    with scratch() as d:
+        p = write(os.path.join(d, "app.js"),
+                  "const path = require('path');\n"
+                  "function main() { console.log('main ran'); }\n"
+                  "if (require.main === module) main();\n"
+                  "console.log(path.basename(__filename));\n"
+                  "console.log(typeof __dirname);\n")
+        r = codecell("run", p)
+        ok(r)
+        eq(r.stdout, "main ran\napp.js\nstring\n", "stdout")
+
+
 # --- arguments and environment --------------------------------------------
 
 ARGV_PY = "import sys, json\nprint(json.dumps(sys.argv))\n"
@@ -185,6 +215,39 @@ def env_reaches_python_js_and_bash():
     r = codecell("run", "--lang", "bash", "--env", "FOO=sh", "-", stdin='echo "$FOO"')
     ok(r)
     eq(r.stdout, "sh\n", "bash $FOO")
+
+
+@test
+def env_repeated_key_last_one_wins_everywhere():
+    # like `env A=1 A=2 prog` or `docker run -e A=1 -e A=2`: one variable,
+    # the last value, the same in every language
+    args = ("--env", "DUP=first", "--env", "DUP=second")
+    seen = {}
+    r = codecell("run", *args, "-", stdin="import os\nprint(os.environ['DUP'])\n")
+    seen["python"] = r.stdout.strip()
+    r = codecell("run", "--lang", "javascript", *args, "-", stdin="console.log(process.env.DUP)")
+    seen["javascript"] = r.stdout.strip()
+    r = codecell("run", "--lang", "bash", *args, "-", stdin='echo "$DUP"')
+    seen["bash"] = r.stdout.strip()
+    eq(seen, {"python": "second", "javascript": "second", "bash": "second"}, "DUP seen as")
+    r = codecell("run", *args, "-", stdin="print(open('/proc/self/environ', 'rb').read().count(b'DUP='))")
+    eq(r.stdout, "1\n", "DUP entries in the environment block")
+
+
+@test
+def env_can_override_a_default_variable():
+    # --env TZ=... must either take effect or be refused; never be
+    # silently shadowed by codecell's own TZ=UTC
+    r = codecell("run", "--env", "TZ=Asia/Tokyo", "-",
+                 stdin="import os\nprint(os.environ.get('TZ'))\n")
+    if r.status == 125:
+        check("TZ" in r.stderr, "refused without naming TZ: %r" % r.stderr)
+        return
+    ok(r)
+    eq(r.stdout, "Asia/Tokyo\n", "python's TZ after --env TZ=Asia/Tokyo")
+    r = codecell("run", "--lang", "javascript", "--env", "TZ=Asia/Tokyo", "-",
+                 stdin="console.log(process.env.TZ)")
+    eq(r.stdout, "Asia/Tokyo\n", "node's TZ after --env TZ=Asia/Tokyo")
 
 
 @test

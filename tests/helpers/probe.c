@@ -38,6 +38,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,7 @@ static const char *errname(int e)
 	case ENOTSOCK: return "ENOTSOCK";
 	case ENXIO: return "ENXIO";
 	case ENOEXEC: return "ENOEXEC";
+	case ETXTBSY: return "ETXTBSY";
 	}
 	return "E?";
 }
@@ -555,7 +557,8 @@ static void check_wrong_arch(void)
 				_exit(100 + ((ret < 0 ? errno : 0) & 0x3f));
 			}
 			ret = cases[i].nr;
-			__asm__ volatile("int $0x80" : "+a"(ret) : "b"(0), "c"(0), "d"(0) : "memory");
+			__asm__ volatile("int $0x80" : "+a"(ret) : "b"(0), "c"(0), "d"(0)
+					 : "memory", "r8", "r9", "r10", "r11");
 			_exit(100 + (ret < 0 ? (int)(-ret & 0x3f) : 0));
 		}
 		if (pid < 0) {
@@ -948,7 +951,10 @@ static void mode_suid(int argc, char **argv)
 			if (waitpid(pid, &st2, WUNTRACED) == pid && !WIFSTOPPED(st2)) {
 				printf("{\"check\": \"suid\", \"path\": ");
 				json_str(path);
-				printf(", \"exists\": true, \"ran\": false}\n");
+				printf(", \"exists\": true, \"ran\": false, \"mode\": \"%o\", "
+				       "\"owner\": %u, \"setuid_bit\": %s, \"status\": %d}\n",
+				       (unsigned)st.st_mode & 07777, (unsigned)st.st_uid,
+				       (st.st_mode & S_ISUID) ? "true" : "false", st2);
 				close(in[1]);
 				continue;
 			}

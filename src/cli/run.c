@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -41,6 +43,19 @@ static int stdin_for_program(const char *path)
 	if (sf.f_type == PIPEFS_MAGIC)
 		return STDIN_FILENO;
 	return -1;
+}
+
+static int stop_signals_fd(sigset_t *ret_old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, ret_old) < 0)
+		return -1;
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 /* --json promises one object on stdout, also when the arguments are bad.
@@ -105,6 +120,10 @@ static void explain(const struct run_result *res, const struct run_request *req)
 	case RESULT_OUTPUT_LIMIT:
 		log_error("stopped: the program wrote far more output than --output-limit allows");
 		break;
+	case RESULT_KILLED:
+		if (res->stopped)
+			log_error("interrupted: the sandbox was stopped and removed");
+		break;
 	default:
 		break;
 	}
@@ -122,7 +141,8 @@ int cli_run(int argc, char **argv)
 	struct run_opts o;
 	struct run_result res;
 	struct buf err, code;
-	int r, status;
+	sigset_t oldmask;
+	int r, status, stop, stopsig = 0;
 
 	buf_init(&err, 4096);
 	r = run_opts_parse(argc, argv, &o, &err);
@@ -169,8 +189,20 @@ int cli_run(int argc, char **argv)
 		o.req.live_stdout = STDOUT_FILENO;
 		o.req.live_stderr = STDERR_FILENO;
 	}
+	/* SIGINT/SIGTERM/SIGHUP end the run cleanly: the sandbox is killed
+	 * and removed, never left running without its supervisor. */
+	stop = stop_signals_fd(&oldmask);
+	o.req.stop_fd = stop;
 	r = engine_run(&o.req, &res);
 	buf_release(&code);
+	if (stop >= 0) {
+		struct signalfd_siginfo si;
+
+		if (res.stopped && read(stop, &si, sizeof(si)) == sizeof(si))
+			stopsig = (int)si.ssi_signo;
+		close(stop);
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	}
 	if (r < 0) {
 		log_error("cannot run '%s': %s", o.path, strerror(-r));
 		return EXIT_CODECELL_ERROR;
@@ -186,7 +218,7 @@ int cli_run(int argc, char **argv)
 	}
 	if (res.warning)
 		log_warn("%s", res.warning);
-	status = run_result_exit_status(&res);
+	status = stopsig ? 128 + stopsig : run_result_exit_status(&res);
 	run_result_release(&res);
 	return status;
 }

@@ -62,6 +62,9 @@ struct run_request {
 	 * end; -1 for none. */
 	int live_stdout;
 	int live_stderr;
+	/* Readable = stop now (a signalfd of SIGINT/SIGTERM): the tree is
+	 * killed and the result is "killed".  -1 for none. */
+	int stop_fd;
 	/* The program's stdin, or -1 for /dev/null.  Only a pipe: a file
 	 * fd would hand the sandbox a host inode, a socket a host peer. */
 	int stdin_fd;
@@ -91,6 +94,7 @@ struct run_result {
 	bool setup_failed; /* the sandbox could not be built */
 	char *message;	   /* REJECTED / setup failure: for the user */
 	char *warning;	   /* something the user should know (copy-out) */
+	bool stopped;	   /* ended by stop_fd */
 };
 
 /* Run a request to completion.  Problems with the request or the host

@@ -41,6 +41,7 @@ void run_request_init(struct run_request *req)
 	req->live_stdout = -1;
 	req->live_stderr = -1;
 	req->stdin_fd = -1;
+	req->stop_fd = -1;
 }
 
 /* A result that never ran: bad request, or a sandbox that failed. */
@@ -360,6 +361,11 @@ static void classify(const struct sandbox_exit *x, struct run_result *r)
 		r->limits_hit |= SANDBOX_LIMIT_MEMORY;
 		break;
 	case SANDBOX_END_KILLED:
+		if (x->kill_reason == SANDBOX_KILL_STOP) {
+			r->status = RESULT_KILLED;
+			r->stopped = true;
+			break;
+		}
 		r->status = RESULT_OUTPUT_LIMIT;
 		r->limits_hit |= SANDBOX_LIMIT_OUTPUT;
 		break;
@@ -466,6 +472,21 @@ static int open_run_fds(const struct run_request *req, struct run_fds *f)
 	return 0;
 }
 
+/* clone() failing says little by its errno alone. */
+static const char *namespace_hint(const char *step, int k)
+{
+	if (!step || strcmp(step, "create namespaces") != 0)
+		return "";
+	if (k == -ENOSPC || k == -EUSERS)
+		return " (no user namespace can be created: the sysctl user.max_user_namespaces is 0 "
+		       "or its limit is reached; codecell needs user namespaces, see 'codecell check')";
+	if (k == -EPERM || k == -EACCES)
+		return " (this user may not create user namespaces: see kernel.unprivileged_userns_clone, "
+		       "or AppArmor's apparmor_restrict_unprivileged_userns on Ubuntu 24.04+; "
+		       "'codecell check' says more)";
+	return "";
+}
+
 static int execute(const struct run_request *req, struct run_fds *f, struct pump_ctx *p,
 		   struct run_result *r)
 {
@@ -508,7 +529,8 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		return 0;
 	}
 	if (k < 0) {
-		reject(r, true, "cannot %s: %s", step ? step : "create the sandbox", strerror(-k));
+		reject(r, true, "cannot %s: %s%s", step ? step : "create the sandbox", strerror(-k),
+		       namespace_hint(step, k));
 		return 0;
 	}
 	r->limits_unenforced = sandbox_limits_unenforced(sb);
@@ -523,6 +545,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 			.n_channels = 3,
 			.on_output = on_output,
 			.userdata = p,
+			.stop_fd = req->stop_fd,
 		};
 
 		k = sandbox_wait(sb, &o, &x);

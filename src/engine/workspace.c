@@ -173,6 +173,34 @@ int ws_copy_in_dir(int wsfd, const char *dir, const struct ws_owner *o)
 	return copy_in_tree(wsfd, fd, "", o, 0);
 }
 
+/* Write a file into the host directory without trusting what is there:
+ * a new temporary file, then rename() over the name.  Whatever the name
+ * was (a FIFO that would block, a device, a hard link to a file outside
+ * the directory, a symlink) is replaced, never written through.  Copied
+ * out files are never executable: the sandbox must not be able to plant
+ * a program (a git hook, say) that the host later runs. */
+static int replace_file(int dst, const char *name, int in)
+{
+	char tmp[64];
+	int out, r;
+
+	for (int i = 0;; i++) {
+		snprintf(tmp, sizeof(tmp), ".codecell-%d-%d.tmp", (int)getpid(), i);
+		out = openat(dst, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (out >= 0 || errno != EEXIST || i > 100)
+			break;
+	}
+	if (out < 0)
+		return -errno;
+	r = copy_fd(in, out);
+	close(out);
+	if (r == 0 && renameat(dst, tmp, dst, name) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dst, tmp, 0);
+	return r;
+}
+
 static int copy_out_tree(int src, int dst, const char *rel, struct buf *skipped, int depth)
 {
 	DIR *d;
@@ -199,15 +227,10 @@ static int copy_out_tree(int src, int dst, const char *rel, struct buf *skipped,
 		if (S_ISREG(st.st_mode)) {
 			_cleanup_close_ int in = openat(dirfd(d), de->d_name,
 							O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-			_cleanup_close_ int out = -1;
 
 			if (in < 0)
 				continue;
-			/* never write through a link on the host side either */
-			out = openat(dst, de->d_name,
-				     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-				     (st.st_mode & 0111) ? 0755 : 0644);
-			r = out < 0 ? -errno : copy_fd(in, out);
+			r = replace_file(dst, de->d_name, in);
 		} else if (S_ISDIR(st.st_mode)) {
 			_cleanup_close_ int sin = openat(dirfd(d), de->d_name,
 							 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);

@@ -219,7 +219,6 @@ static int drop_caps(void)
 
 __attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
 {
-	const struct sandbox_config *cfg = c->cfg;
 	int r;
 
 	if ((r = reset_signals()) < 0)
@@ -230,7 +229,7 @@ __attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
 		fail(c, STEP_FDS, r);
 	if ((r = set_rlimits(c)) < 0)
 		fail(c, STEP_RLIMITS, r);
-	if (chdir(cfg->cwd ? cfg->cwd : SANDBOX_HOME) < 0)
+	if (chdir(c->cwd ? c->cwd : SANDBOX_HOME) < 0)
 		fail(c, STEP_CHDIR, -errno);
 	if ((r = drop_bounding_caps()) < 0)
 		fail(c, STEP_CAPS, r);
@@ -245,7 +244,7 @@ __attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
 	/* seccomp last: everything above needs calls the filter denies */
 	if ((r = sandbox_seccomp_load(c->seccomp, SANDBOX_SECCOMP_N)) < 0)
 		fail(c, STEP_SECCOMP, r);
-	execve(cfg->argv[0], (char *const *)cfg->argv, (char *const *)cfg->envp);
+	execve(c->argv[0], c->argv, c->envp);
 	fail(c, STEP_EXEC, -errno);
 }
 

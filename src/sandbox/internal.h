@@ -64,6 +64,7 @@ enum rootfs_op_type {
 	OP_SYMLINK,  /* dst -> src */
 	OP_FILE,     /* write data to a new file dst */
 	OP_COPY,     /* copy host file src into a new file dst */
+	OP_MASK,     /* bind our empty file src over dst, read-only */
 	OP_PROC,     /* mount a fresh proc on dst */
 	OP_RO,	     /* remount dst read-only */
 };
@@ -97,6 +98,12 @@ int rootfs_apply(const struct rootfs *fs, const char *base);
  * its own copy (fork semantics) and renumbers the fds below. */
 struct child_ctx {
 	const struct sandbox_config *cfg;
+	/* copies of cfg's argv, envp and cwd in the sandbox's own heap: the
+	 * caller's may live in codecell's argument area, which the init
+	 * zeroes (scrub_cmdline) */
+	char *const *argv;
+	char *const *envp;
+	const char *cwd;
 	/* the fds the worker gets, as the init renumbered them (-1: none) */
 	int fd_stdin, fd_stdout, fd_stderr;
 	int fd_pass[SANDBOX_MAX_PASS_FDS];

@@ -40,8 +40,7 @@ static const char *const etc_binds[] = { "alternatives", "fonts", NULL };
 /* Top-level host paths: a symlink is copied as a symlink (merged /usr),
  * a directory is bound read-only. */
 static const char *const top_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL };
-static const char *const proc_masks[] = { "/proc/cmdline", "/proc/config.gz", "/proc/keys",
-					  "/proc/kallsyms", NULL };
+static const char *const proc_masks[] = { "/proc/cmdline", "/proc/config.gz", NULL };
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", NULL };
 
 static int add(struct rootfs *fs, enum rootfs_op_type t, const char *src,
@@ -68,8 +67,12 @@ static int add_tmpfs(struct rootfs *fs, const char *dst, uint64_t size,
 {
 	char *opts = NULL;
 
-	if (asprintf(&opts, "mode=%s,size=%" PRIu64 "%s", mode, size,
-		     owned ? ",uid=1000,gid=1000" : "") < 0)
+	/* an inode cap too: empty files and directories cost no blocks, and
+	 * without one a 1 MiB tmpfs holds a million of them */
+	uint64_t inodes = size / 4096 < 64 ? 64 : size / 4096;
+
+	if (asprintf(&opts, "mode=%s,size=%" PRIu64 ",nr_inodes=%" PRIu64 "%s", mode, size,
+		     inodes, owned ? ",uid=1000,gid=1000" : "") < 0)
 		return -ENOMEM;
 	if (!keep(fs, opts))
 		return -ENOMEM;
@@ -147,9 +150,10 @@ int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l)
 		r = add(fs, OP_PROC, NULL, "proc", NULL, 0);
 	/* the host's boot arguments and kernel config say more about the
 	 * host than a program needs (Docker masks these too) */
+	/* the mask is an empty file we made anyway: resolv.conf */
 	for (const char *const *m = proc_masks; *m && r == 0; m++)
 		if (access(*m, F_OK) == 0)
-			r = add(fs, OP_BIND_DEV, "/dev/null", *m + 1, NULL, 0);
+			r = add(fs, OP_MASK, "etc/resolv.conf", *m + 1, NULL, 0);
 	if (r == 0)
 		r = add_tmpfs(fs, "dev", 65536, "0755", false);
 	for (const char *const *d = dev_nodes; *d && r == 0; d++) {
@@ -288,13 +292,14 @@ static int apply_op(const struct rootfs_op *op)
 			return -errno;
 		return remount_ro(op->dst, MS_NOSUID | MS_NODEV);
 	case OP_BIND_DEV:
-		/* a new file, or (masking /proc entries) an existing one */
 		r = make_file(op->dst, NULL);
-		if (r == -EEXIST || r == -EACCES || r == -EPERM)
-			r = 0;
 		if (r == 0 && mount(op->src, op->dst, NULL, MS_BIND, NULL) < 0)
 			r = -errno;
 		return r;
+	case OP_MASK:
+		if (mount(op->src, op->dst, NULL, MS_BIND, NULL) < 0)
+			return -errno;
+		return remount_ro(op->dst, MS_NOSUID | MS_NODEV | MS_NOEXEC);
 	case OP_SYMLINK:
 		return symlink(op->src, op->dst) < 0 ? -errno : 0;
 	case OP_FILE:

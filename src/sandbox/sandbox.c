@@ -201,6 +201,30 @@ static void prepare_rlimits(struct child_ctx *c, const struct sandbox_limits *l,
 	}
 }
 
+/* One heap block holding a copy of a NULL-terminated string vector:
+ * pointers first, then the strings.  free() once. */
+static char **copy_strv(const char *const *v)
+{
+	size_t n = 0, bytes = 0;
+	char **out, *p;
+
+	for (; v[n]; n++)
+		bytes += strlen(v[n]) + 1;
+	out = malloc((n + 1) * sizeof(char *) + bytes);
+	if (!out)
+		return NULL;
+	p = (char *)(out + n + 1);
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(v[i]) + 1;
+
+		memcpy(p, v[i], l);
+		out[i] = p;
+		p += l;
+	}
+	out[n] = NULL;
+	return out;
+}
+
 static int validate(const struct sandbox_config *cfg)
 {
 	if (!cfg->argv || !cfg->argv[0] || cfg->argv[0][0] != '/' || !cfg->envp)
@@ -290,6 +314,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 {
 	bool privileged = geteuid() == 0;
 	struct child_ctx c = { .cfg = cfg };
+	char **argv = NULL, **envp = NULL, *cwd = NULL;
 	struct sandbox *sb;
 	struct rootfs fs;
 	int sv[2], step = STEP_CLONE, r;
@@ -320,10 +345,18 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 			*ret_failed_step = "enforce every limit (--strict)";
 		return -EOPNOTSUPP;
 	}
+	argv = copy_strv(cfg->argv);
+	envp = copy_strv(cfg->envp);
+	cwd = cfg->cwd ? strdup(cfg->cwd) : NULL;
+	if (!argv || !envp || (cfg->cwd && !cwd)) {
+		r = -ENOMEM;
+		free(sb);
+		goto out_strings;
+	}
 	r = rootfs_build(&fs, &cfg->limits);
 	if (r < 0) {
 		free(sb);
-		return r;
+		goto out_strings;
 	}
 	r = make_cgroup(sb, &cfg->limits);
 	if (r < 0) {
@@ -340,6 +373,9 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	c.sock = sv[1];
 	c.parent_sock = sv[0];
 	c.set_groups = privileged;
+	c.argv = argv;
+	c.envp = envp;
+	c.cwd = cwd;
 	c.fd_stdin = cfg->stdin_fd;
 	c.fd_stdout = cfg->stdout_fd;
 	c.fd_stderr = cfg->stderr_fd;
@@ -351,6 +387,9 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 		sandbox_child_main(&c);
 	close(sv[1]);
 	if (sb->pid < 0) {
+		/* ENOSPC: user.max_user_namespaces (or another namespace
+		 * count) is exhausted or 0; EPERM/EACCES: this user may not
+		 * create them (sysctl or AppArmor).  The caller words it. */
 		r = -errno;
 		goto fail;
 	}
@@ -359,12 +398,16 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 		goto fail;
 	rootfs_release(&fs);
 	*ret = sb;
-	return 0;
+	goto out_strings;
 fail:
 	if (ret_failed_step)
 		*ret_failed_step = sandbox_step_name(step);
 	rootfs_release(&fs);
 	sandbox_free(sb);
+out_strings:
+	free(argv);
+	free(envp);
+	free(cwd);
 	return r;
 }
 
@@ -443,7 +486,7 @@ static void drain_reports(struct sandbox *sb)
 	}
 }
 
-enum { EV_SOCK = 100, EV_PIDFD, EV_TIMER, EV_OOM };
+enum { EV_SOCK = 100, EV_PIDFD, EV_TIMER, EV_OOM, EV_STOP };
 
 static int ep_add(int ep, int fd, uint64_t tag)
 {
@@ -604,6 +647,9 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 			} else if (tag == EV_TIMER) {
 				kill_tree(sb, SANDBOX_END_TIMEOUT, 0);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->timer_fd, NULL);
+			} else if (tag == EV_STOP) {
+				kill_tree(sb, SANDBOX_END_KILLED, SANDBOX_KILL_STOP);
+				(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->stop_fd, NULL);
 			} else if (tag == EV_OOM) {
 				if (read(sb->cg.oom_efd, &v, sizeof(v)) == sizeof(v))
 					kill_tree(sb, SANDBOX_END_MEMORY, 0);
@@ -641,6 +687,8 @@ int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o,
 	if (sb->timer_fd >= 0 && (r = ep_add(ep, sb->timer_fd, EV_TIMER)) < 0)
 		return r;
 	if (sb->cg.oom_efd >= 0 && (r = ep_add(ep, sb->cg.oom_efd, EV_OOM)) < 0)
+		return r;
+	if (o->stop_fd > 0 && (r = ep_add(ep, o->stop_fd, EV_STOP)) < 0)
 		return r;
 	r = wait_loop(sb, o, ep);
 	if (r < 0)

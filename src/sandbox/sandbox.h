@@ -124,7 +124,13 @@ struct sandbox_wait_opts {
 	size_t n_channels;
 	sandbox_output_fn on_output;
 	void *userdata;
+	/* When this fd becomes readable (a signalfd, say) the tree is
+	 * killed and the end is SANDBOX_END_KILLED with kill_reason
+	 * SANDBOX_KILL_STOP.  0 or -1 for none, so a zero-initialized struct
+	 * has none (stdin is never a stop fd).  Not read by the sandbox. */
+	int stop_fd;
 };
+#define SANDBOX_KILL_STOP (-1)
 
 /* Build the sandbox up to the program's exec.  On success *ret owns the
  * sandbox (free with sandbox_free()).  Returns -errno; on a setup failure

@@ -51,7 +51,7 @@ const char *const sandbox_seccomp_allowed[] = {
 	"getpgid", "setpgid", "getpgrp", "getsid", "setsid", "getuid",
 	"geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
 	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
-	"setfsuid", "setfsgid", "setgroups", "capget", "uname", "sysinfo",
+	"setfsuid", "setfsgid", "setgroups", "capget", "capset", "uname", "sysinfo",
 	"getrlimit", "setrlimit", "prlimit64", "getrusage", "times", "getcpu",
 	"getpriority", "setpriority", "sched_yield", "sched_getaffinity",
 	"sched_setaffinity", "sched_getparam", "sched_setparam",
@@ -86,7 +86,7 @@ const char *const sandbox_seccomp_denied[] = {
 	"swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog",
 	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl",
 	"ioperm", "personality", "uselib", "ustat", "sysfs", "vhangup",
-	"lookup_dcookie", "fanotify_init", "mknod", "mknodat", "capset",
+	"lookup_dcookie", "fanotify_init", "mknod", "mknodat",
 	"sethostname", "setdomainname", "nfsservctl", "migrate_pages",
 	"move_pages", NULL,
 };

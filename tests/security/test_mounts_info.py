@@ -381,6 +381,28 @@ DEV_NODES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8),
              "urandom": (1, 9)}
 
 
+# host details /proc would show, masked by an empty read-only file
+PROC_MASKS = ("/proc/cmdline", "/proc/config.gz")
+
+
+@test
+def proc_masks_hide_host_boot_arguments():
+    r = run_code("import os\n"
+                 "for p in %r:\n"
+                 "    print(p, os.path.exists(p) and repr(open(p, 'rb').read()))\n"
+                 "    try:\n"
+                 "        open(p, 'w').write('x')\n"
+                 "        print('WRITABLE', p)\n"
+                 "    except OSError as e:\n"
+                 "        print('ro', e.errno)\n" % (PROC_MASKS,))
+    eq(r.json["status"], "ok", r.stderr)
+    out = r.json["logs"]["stdout"]
+    check("WRITABLE" not in out, out)
+    for p in PROC_MASKS:
+        if os.path.exists(p):
+            check("%s b''" % p in out, "host %s visible: %r" % (p, out))
+
+
 @test
 def mountinfo_shows_no_host_paths():
     ms = mountinfo()
@@ -397,7 +419,8 @@ def mountinfo_shows_no_host_paths():
         check(ok_root, "unexpected host subtree bound: %s" % m["line"])
         ok_point = (m["point"] in ("/", "/usr", "/proc", "/dev", "/tmp", "/home/user")
                     or m["point"].startswith("/etc/")
-                    or m["point"] in {"/dev/" + n for n in DEV_NODES})
+                    or m["point"] in {"/dev/" + n for n in DEV_NODES}
+                    or m["point"] in PROC_MASKS)
         check(ok_point, "unexpected mount point: %s" % m["line"])
     points = [m["point"] for m in ms]
     for want in ("/", "/usr", "/proc", "/dev", "/tmp", "/home/user"):

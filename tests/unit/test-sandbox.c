@@ -242,6 +242,9 @@ static int run_in_sandbox(const char *const *argv, double timeout, struct sandbo
 	cfg.limits.pids = 16;
 	cfg.host_uid = cfg.host_gid = 65534;
 	r = sandbox_new(&cfg, &sb, ret_step);
+	if (r < 0)
+		print_error("sandbox_new: %s (step: %s)\n", strerror(-r),
+			    ret_step && *ret_step ? *ret_step : "?");
 	close(p[1]);
 	if (r == 0)
 		r = sandbox_start(sb);
@@ -263,12 +266,13 @@ static int run_in_sandbox(const char *const *argv, double timeout, struct sandbo
 static void sandbox_runs_and_reports_exit(void **state)
 {
 	const char *const argv[] = { "/bin/sh", "-c", "echo $(id -u) $(hostname); exit 7", NULL };
+	const char *step = NULL;
 	struct sandbox_exit x;
 	struct buf out;
 
 	(void)state;
 	buf_init(&out, 4096);
-	assert_int_equal(run_in_sandbox(argv, 10, &x, &out, NULL), 0);
+	assert_int_equal(run_in_sandbox(argv, 10, &x, &out, &step), 0);
 	assert_int_equal(x.end, SANDBOX_END_EXITED);
 	assert_int_equal(x.exit_code, 7);
 	assert_string_equal(buf_str(&out), "1000 codecell\n");

@@ -5,7 +5,10 @@ CC ?= cc
 BUILD ?= build
 PKGS := libseccomp jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
+# libseccomp compiles the filters at build time (tools/gen-seccomp) and is
+# linked into the tests; the codecell binary does not load it.
+SECCOMP_LIBS := $(shell pkg-config --libs libseccomp 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wformat=2 -Wvla -Wno-format-nonliteral
@@ -16,7 +19,8 @@ CFLAGS_ALL := -std=gnu11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Isrc -I$(BUILD)
 LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now $(EXTRA_LDFLAGS)
 LIBS := $(PKG_LIBS) -lm
 
-LIB_SRC := $(wildcard src/util/*.c src/sandbox/*.c src/engine/*.c)
+LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/sandbox/*.c src/engine/*.c))
+POLICY_OBJ := $(BUILD)/src/sandbox/seccomp_policy.o
 CLI_SRC := $(wildcard src/cli/*.c) src/main.c
 GEN_SRC := $(BUILD)/gen/kernels.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernels.o $(BUILD)/gen/seccomp_bpf.o
@@ -52,10 +56,10 @@ $(BUILD)/gen/kernels.o: $(BUILD)/gen/kernels.c
 
 # The seccomp filter is compiled at build time by the same code the tests
 # check it against.
-SECCOMP_GEN_SRC := src/sandbox/seccomp.c src/util/buf.c
+SECCOMP_GEN_SRC := src/sandbox/seccomp_policy.c src/util/buf.c
 $(BUILD)/tools/gen-seccomp: tools/gen-seccomp.c $(SECCOMP_GEN_SRC) src/sandbox/seccomp.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ tools/gen-seccomp.c $(SECCOMP_GEN_SRC) $(LIBS)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ tools/gen-seccomp.c $(SECCOMP_GEN_SRC) $(LIBS) $(SECCOMP_LIBS)
 
 $(BUILD)/gen/seccomp_bpf.c: $(BUILD)/tools/gen-seccomp
 	@mkdir -p $(BUILD)/gen
@@ -65,9 +69,9 @@ $(BUILD)/gen/seccomp_bpf.o: $(BUILD)/gen/seccomp_bpf.c
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 CLI_LIB_OBJ := $(filter-out $(BUILD)/src/main.o,$(CLI_OBJ))
-$(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJ) $(BUILD)/libcodecell.a
+$(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJ) $(POLICY_OBJ) $(BUILD)/libcodecell.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(CLI_LIB_OBJ) $(BUILD)/libcodecell.a $(LIBS) -lcmocka
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(CLI_LIB_OBJ) $(POLICY_OBJ) $(BUILD)/libcodecell.a $(LIBS) $(SECCOMP_LIBS) -lcmocka
 
 # Attack helpers run inside the sandbox: built static, so they need
 # nothing from the sandbox's /usr.
@@ -108,7 +112,7 @@ fuzz: setup
 		name=$$(basename $$f .c); \
 		clang -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 			-Isrc -Ibuild-fuzz/gen $(PKG_CFLAGS) -o build-fuzz/fuzz/$$name $$f \
-			$(FUZZ_LIB_SRC) build-fuzz/gen/kernels.c build-fuzz/gen/seccomp_bpf.c $(LIBS); \
+			$(FUZZ_LIB_SRC) build-fuzz/gen/kernels.c build-fuzz/gen/seccomp_bpf.c $(LIBS) $(SECCOMP_LIBS); \
 		seed=tests/fuzz/corpus/$${name#fuzz-}; work=build-fuzz/corpus-$${name#fuzz-}; \
 		mkdir -p $$work; \
 		echo "fuzz: $$name for $(FUZZ_SECONDS) s, seeds in $$seed"; \

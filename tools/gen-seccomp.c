@@ -2,6 +2,7 @@
  * and write it out as C (build/gen/seccomp_bpf.c), so a run does not pay
  * ~1 ms for libseccomp.  tests/unit/test-seccomp.c checks the embedded
  * program equals a fresh build. */
+#include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,5 +31,11 @@ int main(void)
 	for (int w = 0; w < SANDBOX_SECCOMP_N; w++)
 		printf("\t{ .len = sizeof(insns%d) / sizeof(insns%d[0]), .filter = insns%d },\n", w, w, w);
 	printf("};\n");
+	{
+		const struct scmp_version *v = seccomp_version();
+
+		printf("const char sandbox_seccomp_built_with[] = \"libseccomp %u.%u.%u\";\n",
+		       v->major, v->minor, v->micro);
+	}
 	return 0;
 }

@@ -2,7 +2,6 @@
  * actually be built here (it builds one and runs /bin/true). */
 #include <errno.h>
 #include <fcntl.h>
-#include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -68,7 +67,6 @@ static int try_sandbox(double *ret_ms, const char **ret_step)
 int cli_check(int argc, char **argv)
 {
 	struct sandbox_host_info hi;
-	const struct scmp_version *sv = seccomp_version();
 	struct utsname u;
 	char buf[64] = "?";
 	const char *step = NULL;
@@ -93,11 +91,8 @@ int cli_check(int argc, char **argv)
 			      buf, sizeof(buf)) == 0 && buf[0] == '1')
 		line("", "AppArmor restricts unprivileged user namespaces (Ubuntu 24.04+): "
 			 "an ordinary user needs an AppArmor profile allowing userns");
-	if (hi.seccomp_error)
-		line("seccomp:", "cannot build the filter: %s", strerror(-hi.seccomp_error));
-	else
-		line("seccomp:", "filter builds (libseccomp %u.%u.%u)", sv->major, sv->minor,
-		     sv->micro);
+	line("seccomp:", "2 stacked filters, %u and %u instructions (compiled at build time by %s)",
+	     hi.seccomp_insns[0], hi.seccomp_insns[1], hi.seccomp_built_with);
 	if (hi.landlock_abi)
 		line("landlock:", "ABI %d", hi.landlock_abi);
 	else

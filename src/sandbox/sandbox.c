@@ -716,15 +716,11 @@ void sandbox_free(struct sandbox *sb)
 
 void sandbox_host_info(struct sandbox_host_info *ret)
 {
-	struct sock_fprog *p = NULL;
-
 	memset(ret, 0, sizeof(*ret));
 	(void)global_init();
-	for (int w = 0; w < SANDBOX_SECCOMP_N && !ret->seccomp_error; w++) {
-		ret->seccomp_error = sandbox_seccomp_build(w, &p);
-		sandbox_seccomp_free(p);
-		p = NULL;
-	}
+	for (int w = 0; w < SANDBOX_SECCOMP_N && w < 2; w++)
+		ret->seccomp_insns[w] = sandbox_seccomp_programs[w].len;
+	ret->seccomp_built_with = sandbox_seccomp_built_with;
 	ret->cgroup_version = g_cgroups.version;
 	ret->cgroup_why = g_cgroups.why;
 	ret->cgroup_parent = g_cgroups.parent[CGROUP_CTRL_MEMORY] ? g_cgroups.parent[CGROUP_CTRL_MEMORY]

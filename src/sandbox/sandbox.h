@@ -169,7 +169,8 @@ struct sandbox_host_info {
 	const char *cgroup_parent; /* where sandboxes' cgroups go; static until exit */
 	unsigned enforceable;	   /* enum sandbox_limit bits */
 	int landlock_abi;	   /* 0: unavailable */
-	int seccomp_error;	   /* 0, or -errno building the filter */
+	unsigned seccomp_insns[2]; /* the two filters' lengths */
+	const char *seccomp_built_with; /* "libseccomp X.Y.Z" */
 };
 void sandbox_host_info(struct sandbox_host_info *ret);
 #endif

@@ -39,6 +39,11 @@ extern const int sandbox_seccomp_families[];
 /* The filters compiled at build time (tools/gen-seccomp): what sandboxes
  * load. */
 extern const struct sock_fprog sandbox_seccomp_programs[SANDBOX_SECCOMP_N];
+/* "libseccomp X.Y.Z": what compiled them. */
+extern const char sandbox_seccomp_built_with[];
+
+/* The rest is in seccomp_policy.c, linked into tools/gen-seccomp and the
+ * tests only. */
 
 /* Build filter `which`.  On success *ret is a heap program (free with
  * sandbox_seccomp_free()).  Returns 0 or -errno. */

@@ -354,7 +354,7 @@ def check_as_root():
     out = r.stdout
     check(re.search(r"landlock:\s+ABI \d+", out), "landlock ABI: %r" % out)
     check(re.search(r"cgroups:\s+v[12]", out), "cgroups: %r" % out)
-    check(re.search(r"seccomp:\s+filter builds", out), "seccomp: %r" % out)
+    check(re.search(r"seccomp:\s+2 stacked filters, \d+ and \d+ instructions", out), "seccomp: %r" % out)
     check("running as:" in out and "root" in out, "running as: %r" % out)
     enforced = re.search(r"^enforced limits:(.*)$", out, re.M)
     check(enforced, "enforced limits line: %r" % out)

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import ROOT, HELPERS, CODECELL, codecell, run_code, test, main, check, eq  # noqa: E402
 
 PROBE = os.path.join(HELPERS, "probe")
-SECCOMP_C = os.path.join(ROOT, "src", "sandbox", "seccomp.c")
+SECCOMP_C = os.path.join(ROOT, "src", "sandbox", "seccomp_policy.c")
 
 # ---- running the probe -------------------------------------------------
 
@@ -88,11 +88,11 @@ def syscalls(user=None):
 
 
 def denied_names():
-    """sandbox_seccomp_denied as written in src/sandbox/seccomp.c."""
+    """sandbox_seccomp_denied as written in src/sandbox/seccomp_policy.c."""
     with open(SECCOMP_C) as f:
         src = f.read()
     m = re.search(r"sandbox_seccomp_denied\[\]\s*=\s*\{(.*?)\};", src, re.S)
-    check(m, "sandbox_seccomp_denied not found in seccomp.c")
+    check(m, "sandbox_seccomp_denied not found in seccomp_policy.c")
     names = re.findall(r'"([a-z0-9_]+)"', m.group(1))
     check(len(names) > 30, "denied list looks truncated: %r" % names)
     return names

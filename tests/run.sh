@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 build=${CODECELL_BUILD:-build}
-out=tests/out
+out=tests/out/$build
 mkdir -p "$out"
 pass=0
 fail=0

@@ -11,19 +11,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, check, codecell, eq, main, test, tmpdir, write  # noqa: E402
+from cctest import CODECELL, check, codecell, eq, main, scratch, test, tmpdir, write  # noqa: E402
 
 # A program that would leave a trace if it ran.
 SCRIPT = "print('RAN')\n"
 
-
-@contextlib.contextmanager
-def scratch():
-    d = tmpdir()
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def refused(r, *words, what=""):

@@ -10,7 +10,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import check, codecell, eq, main, run_code, test, tmpdir, write  # noqa: E402
+from cctest import check, codecell, eq, main, run_code, scratch, test, tmpdir, write  # noqa: E402
 
 KEYS = {"status", "logs", "results", "error", "exit_code", "signal", "execution_count",
         "duration_ms", "usage", "truncated", "limits_unenforced", "limits_hit"}
@@ -18,14 +18,6 @@ STATUSES = {"ok", "error", "timeout", "memory_limit", "output_limit", "killed", 
 DRIVER_MARKS = ("<string>", "_codecell", "exec(code", "python_run", "node_run",
                 "[eval]", "node:internal", "Module._compile")
 
-
-@contextlib.contextmanager
-def scratch():
-    d = tmpdir()
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def one_object(r):

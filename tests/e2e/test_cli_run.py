@@ -11,16 +11,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, check, codecell, eq, main, test, tmpdir, write  # noqa: E402
+from cctest import CODECELL, check, codecell, eq, main, scratch, test, tmpdir, write  # noqa: E402
 
-
-@contextlib.contextmanager
-def scratch():
-    d = tmpdir()
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def raw(*args, stdin=b"", timeout=60, env=None):

@@ -6,6 +6,9 @@ Output is TAP ("ok N - name" / "not ok N - name"), which run.sh counts.
 A test that needs something the host lacks must fail, not skip: CI runs
 on the same kind of machine, and a silent skip hides a broken sandbox.
 """
+import base64
+import contextlib
+import gzip
 import json
 import os
 import shutil
@@ -79,6 +82,68 @@ def write(path, text, mode=0o644):
         f.write(text)
     os.chmod(path, mode)
     return path
+
+
+@contextlib.contextmanager
+def scratch():
+    """A temporary directory, removed afterwards."""
+    d = tmpdir()
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def children(pid):
+    """Direct children of pid, from /proc."""
+    kids = []
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                kids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+# ---- the static probe (tests/helpers/probe.c) inside a bash run ----------
+
+PROBE = os.path.join(HELPERS, "probe")
+_embed_cache = None
+_file_works = {}
+
+
+def embedded_probe_script(commands):
+    """The probe shipped inside the script itself (gzip+base64)."""
+    global _embed_cache
+    if _embed_cache is None:
+        with open(PROBE, "rb") as f:
+            _embed_cache = base64.b64encode(gzip.compress(f.read(), 6)).decode()
+    return ("base64 -d <<'__PROBE__' | gzip -dc > probe\n%s\n__PROBE__\n"
+            "chmod 755 probe\n%s\n" % (_embed_cache, commands))
+
+
+def run_probe(commands, user=None, args=(), env=None):
+    """Run a bash script in which ./probe is the helper.  The probe goes in
+    with --file; should codecell be unable to copy files in (as root it
+    once failed with EOVERFLOW; test_privilege.py
+    workspace_file_copied_in_unprivileged guards that), it is embedded in
+    the script instead, so that the checks still run.
+    Returns (Run, [probe records])."""
+    check(os.access(PROBE, os.X_OK), "probe not built: %s (make all)" % PROBE)
+    r = None
+    if _file_works.get(user, True):
+        r = codecell("run", "--json", "--lang", "bash", "--file", PROBE, *args, "-",
+                     stdin=commands + "\n", user=user, env=env)
+        if r.status == 125 and "cannot copy" in (r.stdout + r.stderr):
+            _file_works[user] = False
+            r = None
+    if r is None:
+        r = codecell("run", "--json", "--lang", "bash", *args, "-",
+                     stdin=embedded_probe_script(commands), user=user, env=env)
+    check(r.stdout.startswith("{"), "no JSON result: %r" % (r,))
+    recs = [json.loads(l) for l in r.json["logs"]["stdout"].splitlines() if l.startswith("{")]
+    return r, recs
 
 
 def check(cond, msg="check failed"):

@@ -15,53 +15,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import ROOT, HELPERS, CODECELL, codecell, run_code, test, main, check, eq  # noqa: E402
+from cctest import ROOT, HELPERS, CODECELL, PROBE, codecell, run_code, run_probe, test, main, check, eq  # noqa: E402
 
-PROBE = os.path.join(HELPERS, "probe")
 SECCOMP_C = os.path.join(ROOT, "src", "sandbox", "seccomp_policy.c")
 
 # ---- running the probe -------------------------------------------------
-
-_embed_cache = None
-_file_works = {}
-
-
-def _embedded_script(commands):
-    """The probe shipped inside the script itself (gzip+base64)."""
-    global _embed_cache
-    if _embed_cache is None:
-        with open(PROBE, "rb") as f:
-            _embed_cache = base64.b64encode(gzip.compress(f.read(), 6)).decode()
-    return ("base64 -d <<'__PROBE__' | gzip -dc > probe\n%s\n__PROBE__\n"
-            "chmod 755 probe\n%s\n" % (_embed_cache, commands))
-
-
-def run_probe(commands, user=None, args=(), env=None):
-    """Run a bash script in which ./probe is the helper.  The probe goes in
-    with --file; should codecell be unable to copy files in (as root it
-    once failed with EOVERFLOW; test_privilege.py
-    workspace_file_copied_in_unprivileged guards that), it is embedded in
-    the script instead, so that the checks here still run.
-    Returns (Run, [probe records])."""
-    check(os.access(PROBE, os.X_OK), "probe not built: %s (make all)" % PROBE)
-    r = None
-    if _file_works.get(user, True):
-        r = codecell("run", "--json", "--lang", "bash", "--file", PROBE, *args, "-",
-                     stdin=commands + "\n", user=user, env=env)
-        if r.status == 125 and "cannot copy" in (r.stdout + r.stderr):
-            _file_works[user] = False
-            r = None
-    if r is None:
-        r = codecell("run", "--json", "--lang", "bash", *args, "-",
-                     stdin=_embedded_script(commands), user=user, env=env)
-    check(r.stdout.startswith("{"), "no JSON result: %r" % (r,))
-    out = r.json["logs"]["stdout"]
-    recs = []
-    for line in out.splitlines():
-        if line.startswith("{"):
-            recs.append(json.loads(line))
-    return r, recs
-
 
 def by_check(recs):
     d = {}

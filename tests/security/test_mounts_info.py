@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import (CODECELL, codecell, run_code, test, main, check, eq,  # noqa: E402
-                    leftovers, tmpdir, write)
+                    leftovers, tmpdir, write, children)
 
 SECRET = "cctest-secret-0d6f1c"
 
@@ -289,17 +289,6 @@ def _pids_with(tag):
     return found
 
 
-def _children(pid):
-    kids = []
-    try:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
-                kids += [int(x) for x in f.read().split()]
-    except OSError:
-        pass
-    return kids
-
-
 @test
 def sandbox_dies_with_its_supervisor():
     # codecell killed with SIGKILL (OOM killer, crash, operator) cannot
@@ -325,7 +314,7 @@ def sandbox_dies_with_its_supervisor():
             while time.monotonic() < deadline and not _pids_with("sleep\0" + tag):
                 time.sleep(0.02)
             check(_pids_with("sleep\0" + tag), "the program never started %s" % who)
-            inits = _children(p.pid)  # the sandbox's init, to clean up after
+            inits = children(p.pid)  # the sandbox's init, to clean up after
             p.kill()
             p.wait()
             deadline = time.monotonic() + 1.5

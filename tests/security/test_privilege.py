@@ -16,46 +16,12 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (CODECELL, HELPERS, codecell, run_code, test, main, check, eq,  # noqa: E402
-                    tmpdir, write)
+from cctest import (CODECELL, HELPERS, PROBE, codecell, embedded_probe_script, run_code,  # noqa: E402
+                    run_probe, test, main, check, eq, tmpdir, write, children)
 
-PROBE = os.path.join(HELPERS, "probe")
 USERS = (None, 1000)  # None: as root (the caller of this script)
 
 # ---- running the probe (same scheme as test_kernel_surface.py) ----------
-
-_embed_cache = None
-_file_works = {}
-
-
-def _embedded_script(commands):
-    global _embed_cache
-    if _embed_cache is None:
-        with open(PROBE, "rb") as f:
-            _embed_cache = base64.b64encode(gzip.compress(f.read(), 6)).decode()
-    return ("base64 -d <<'__PROBE__' | gzip -dc > probe\n%s\n__PROBE__\n"
-            "chmod 755 probe\n%s\n" % (_embed_cache, commands))
-
-
-def run_probe(commands, user=None, args=()):
-    """./probe inside a bash run: through --file, or embedded in the script
-    should codecell be unable to copy files in (workspace_file_copied_in_*).
-    Returns (Run, [probe records])."""
-    check(os.access(PROBE, os.X_OK), "probe not built: %s (make all)" % PROBE)
-    r = None
-    if _file_works.get(user, True):
-        r = codecell("run", "--json", "--lang", "bash", "--file", PROBE, *args, "-",
-                     stdin=commands + "\n", user=user)
-        if r.status == 125 and "cannot copy" in (r.stdout + r.stderr):
-            _file_works[user] = False
-            r = None
-    if r is None:
-        r = codecell("run", "--json", "--lang", "bash", *args, "-",
-                     stdin=_embedded_script(commands), user=user)
-    check(r.stdout.startswith("{"), "no JSON result: %r" % (r,))
-    recs = [json.loads(l) for l in r.json["logs"]["stdout"].splitlines() if l.startswith("{")]
-    return r, recs
-
 
 def probe(mode, user=None):
     r, recs = run_probe("./probe %s" % mode, user=user)
@@ -365,7 +331,7 @@ def callers_fds_do_not_reach_the_program():
     d, dfd, ffd = _leaky_fds()
     try:
         for user in USERS:
-            script = _embedded_script("./probe fds")
+            script = embedded_probe_script("./probe fds")
             p = _popen_codecell(script, pass_fds=(dfd, ffd), user=user)
             out, err = p.communicate(timeout=60)
             fds = {}
@@ -380,7 +346,7 @@ def callers_fds_do_not_reach_the_program():
                 check(d not in t, "caller's fd reached the program: %r" % fds)
         # a host file (or directory) on codecell's stdin is not handed in
         # either: the program's fd 0 would be a host inode
-        code = write(os.path.join(d, "fds.sh"), _embedded_script("./probe fds"))
+        code = write(os.path.join(d, "fds.sh"), embedded_probe_script("./probe fds"))
         for src in (os.path.join(d, "secret.txt"), d):
             stdin = os.open(src, os.O_RDONLY)
             try:
@@ -402,17 +368,6 @@ def callers_fds_do_not_reach_the_program():
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _children(pid):
-    kids = []
-    try:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
-                kids += [int(x) for x in f.read().split()]
-    except OSError:
-        pass
-    return kids
-
-
 @test
 def init_holds_none_of_the_callers_fds():
     # The init (PID 1 inside) is a clone of the supervisor: it keeps every
@@ -428,7 +383,7 @@ def init_holds_none_of_the_callers_fds():
         init = None
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and init is None:
-            kids = _children(p.pid)
+            kids = children(p.pid)
             if kids:
                 init = kids[0]
             else:

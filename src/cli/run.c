@@ -136,26 +136,73 @@ static void explain(const struct run_result *res, const struct run_request *req)
 		log_warn("a file reached the size limit (--file-size)");
 }
 
+/* A request refused before it ran: the message on stderr and, with
+ * --json, one "rejected" object on stdout. */
+static int refuse(bool json, const char *msg)
+{
+	log_error("%s", msg);
+	if (json) {
+		struct run_result rej = { .status = RESULT_REJECTED, .message = (char *)msg };
+
+		print_json(&rej);
+	}
+	return EXIT_CODECELL_ERROR;
+}
+
+/* engine_run with SIGINT/SIGTERM/SIGHUP turned into a clean stop: the
+ * sandbox is killed and removed, never left running without its
+ * supervisor.  *ret_sig is the signal that stopped it, or 0. */
+static int run_stoppable(struct run_request *req, struct run_result *res, int *ret_sig)
+{
+	struct signalfd_siginfo si;
+	sigset_t oldmask;
+	int stop, r;
+
+	*ret_sig = 0;
+	sigprocmask(SIG_BLOCK, NULL, &oldmask); /* the current mask, whatever follows */
+	stop = stop_signals_fd(&oldmask);
+	req->stop_fd = stop;
+	r = engine_run(req, res);
+	if (stop >= 0) {
+		/* drain before unblocking, or a late signal kills us unreported */
+		if (read(stop, &si, sizeof(si)) == sizeof(si))
+			*ret_sig = (int)si.ssi_signo;
+		close(stop);
+	}
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	return r;
+}
+
+static int report(const struct run_opts *o, struct run_result *res)
+{
+	if (res->limits_unenforced && !res->message)
+		warn_unenforced(res->limits_unenforced);
+	if (o->json) {
+		print_json(res);
+	} else {
+		if (res->message)
+			log_error("%s", res->message);
+		explain(res, &o->req);
+	}
+	if (res->warning)
+		log_warn("%s", res->warning);
+	return run_result_exit_status(res);
+}
+
 int cli_run(int argc, char **argv)
 {
 	struct run_opts o;
 	struct run_result res;
 	struct buf err, code;
-	sigset_t oldmask;
-	int r, status, stop, stopsig = 0;
+	int r, status, stopsig;
+	char msg[512];
 
 	buf_init(&err, 4096);
 	r = run_opts_parse(argc, argv, &o, &err);
 	if (r < 0) {
-		log_error("%s", buf_str(&err));
-		if (wants_json(argc, argv)) {
-			struct run_result rej = { .status = RESULT_REJECTED,
-						  .message = (char *)buf_str(&err) };
-
-			print_json(&rej);
-		}
+		status = refuse(wants_json(argc, argv), buf_str(&err));
 		buf_release(&err);
-		return EXIT_CODECELL_ERROR;
+		return status;
 	}
 	buf_release(&err);
 	if (o.help) {
@@ -166,18 +213,12 @@ int cli_run(int argc, char **argv)
 	r = read_code(o.path, &code);
 	if (r < 0) {
 		if (r == -E2BIG)
-			log_error("'%s' is too large: the limit is %u bytes", o.path, ENGINE_CODE_MAX);
+			snprintf(msg, sizeof(msg), "'%s' is too large: the limit is %u bytes", o.path,
+				 ENGINE_CODE_MAX);
 		else
-			log_error("cannot read '%s': %s", o.path, strerror(-r));
-		if (o.json) {
-			char msg[512];
-			struct run_result rej = { .status = RESULT_REJECTED, .message = msg };
-
 			snprintf(msg, sizeof(msg), "cannot read '%s': %s", o.path, strerror(-r));
-			print_json(&rej);
-		}
 		buf_release(&code);
-		return EXIT_CODECELL_ERROR;
+		return refuse(o.json, msg);
 	}
 	o.req.code = buf_str(&code);
 	o.req.code_len = code.len;
@@ -189,36 +230,13 @@ int cli_run(int argc, char **argv)
 		o.req.live_stdout = STDOUT_FILENO;
 		o.req.live_stderr = STDERR_FILENO;
 	}
-	/* SIGINT/SIGTERM/SIGHUP end the run cleanly: the sandbox is killed
-	 * and removed, never left running without its supervisor. */
-	stop = stop_signals_fd(&oldmask);
-	o.req.stop_fd = stop;
-	r = engine_run(&o.req, &res);
+	r = run_stoppable(&o.req, &res, &stopsig);
 	buf_release(&code);
-	if (stop >= 0) {
-		struct signalfd_siginfo si;
-
-		if (res.stopped && read(stop, &si, sizeof(si)) == sizeof(si))
-			stopsig = (int)si.ssi_signo;
-		close(stop);
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-	}
 	if (r < 0) {
 		log_error("cannot run '%s': %s", o.path, strerror(-r));
 		return EXIT_CODECELL_ERROR;
 	}
-	if (res.limits_unenforced && !res.message)
-		warn_unenforced(res.limits_unenforced);
-	if (o.json) {
-		print_json(&res);
-	} else {
-		if (res.message)
-			log_error("%s", res.message);
-		explain(&res, &o.req);
-	}
-	if (res.warning)
-		log_warn("%s", res.warning);
-	status = stopsig ? 128 + stopsig : run_result_exit_status(&res);
+	status = report(&o, &res);
 	run_result_release(&res);
-	return status;
+	return stopsig ? 128 + stopsig : status;
 }

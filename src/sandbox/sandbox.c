@@ -309,23 +309,14 @@ static int make_cgroup(struct sandbox *sb, const struct sandbox_limits *l)
 	return cgroup_create(&g_cgroups, name, l->memory_bytes, l->pids, &sb->cg);
 }
 
-int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
-		const char **ret_failed_step)
+/* A sandbox object for cfg, nothing spawned yet.  -EINVAL for a root
+ * caller mapping to uid/gid 0, -EOPNOTSUPP under --strict when a limit
+ * cannot be enforced. */
+static int sandbox_alloc(const struct sandbox_config *cfg, bool privileged,
+			 struct sandbox **ret)
 {
-	bool privileged = geteuid() == 0;
-	struct child_ctx c = { .cfg = cfg };
-	char **argv = NULL, **envp = NULL, *cwd = NULL;
-	struct sandbox *sb;
-	struct rootfs fs;
-	int sv[2], step = STEP_CLONE, r;
+	struct sandbox *sb = calloc(1, sizeof(*sb));
 
-	if (ret_failed_step)
-		*ret_failed_step = NULL;
-	r = validate(cfg);
-	if (r < 0)
-		return r;
-	(void)global_init();
-	sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return -ENOMEM;
 	*sb = (struct sandbox){ .pid = -1, .pidfd = -1, .sock = -1, .ws_fd = -1,
@@ -334,81 +325,111 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 				.cg = { .oom_efd = -1 } };
 	sb->ws_uid = privileged ? cfg->host_uid : geteuid();
 	sb->ws_gid = privileged ? cfg->host_gid : getegid();
+	sb->unenforced = compute_unenforced(&cfg->limits);
 	if (privileged && (sb->ws_uid == 0 || sb->ws_gid == 0)) {
 		free(sb);
 		return -EINVAL;
 	}
-	sb->unenforced = compute_unenforced(&cfg->limits);
 	if (cfg->strict && sb->unenforced) {
 		free(sb);
-		if (ret_failed_step)
-			*ret_failed_step = "enforce every limit (--strict)";
 		return -EOPNOTSUPP;
 	}
-	argv = copy_strv(cfg->argv);
-	envp = copy_strv(cfg->envp);
-	cwd = cfg->cwd ? strdup(cfg->cwd) : NULL;
-	if (!argv || !envp || (cfg->cwd && !cwd)) {
-		r = -ENOMEM;
-		free(sb);
-		goto out_strings;
+	*ret = sb;
+	return 0;
+}
+
+/* What the child gets: its own copies of the strings (freed by the
+ * caller with child_ctx_release()), the op list, fds and rlimits. */
+static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
+			  const struct rootfs *fs, unsigned unenforced, bool privileged)
+{
+	*c = (struct child_ctx){ .cfg = cfg, .fs = fs, .seccomp = sandbox_seccomp_programs,
+				 .set_groups = privileged, .fd_stdin = cfg->stdin_fd,
+				 .fd_stdout = cfg->stdout_fd, .fd_stderr = cfg->stderr_fd,
+				 .sock = -1, .parent_sock = -1 };
+	for (size_t i = 0; i < cfg->n_pass_fds; i++)
+		c->fd_pass[i] = cfg->pass_fds[i];
+	c->argv = copy_strv(cfg->argv);
+	c->envp = copy_strv(cfg->envp);
+	c->cwd = cfg->cwd ? strdup(cfg->cwd) : NULL;
+	prepare_rlimits(c, &cfg->limits, unenforced);
+	return !c->argv || !c->envp || (cfg->cwd && !c->cwd) ? -ENOMEM : 0;
+}
+
+static void child_ctx_release(struct child_ctx *c)
+{
+	free((void *)c->argv);
+	free((void *)c->envp);
+	free((void *)c->cwd);
+}
+
+/* cgroup, socketpair, clone, hand-shake.  On failure *ret_step names the
+ * step. */
+static int spawn(struct sandbox *sb, struct child_ctx *c, bool privileged, int *ret_step)
+{
+	int sv[2], r;
+
+	*ret_step = STEP_CGROUP;
+	r = make_cgroup(sb, &c->cfg->limits);
+	if (r < 0)
+		return r;
+	*ret_step = STEP_CLONE;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	sb->sock = sv[0];
+	c->sock = sv[1];
+	c->parent_sock = sv[0];
+	sb->pid = clone_child(&sb->pidfd);
+	if (sb->pid == 0)
+		sandbox_child_main(c);
+	close(sv[1]);
+	/* ENOSPC: user.max_user_namespaces (or another namespace count) is
+	 * exhausted or 0; EPERM/EACCES: this user may not create them
+	 * (sysctl or AppArmor).  The caller words it. */
+	if (sb->pid < 0)
+		return -errno;
+	return handshake(sb, c->cfg, privileged, ret_step);
+}
+
+int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
+		const char **ret_failed_step)
+{
+	bool privileged = geteuid() == 0;
+	struct sandbox *sb = NULL;
+	struct child_ctx c;
+	struct rootfs fs;
+	int step = STEP_CLONE, r;
+
+	if (ret_failed_step)
+		*ret_failed_step = NULL;
+	r = validate(cfg);
+	if (r < 0)
+		return r;
+	(void)global_init();
+	r = sandbox_alloc(cfg, privileged, &sb);
+	if (r < 0) {
+		if (r == -EOPNOTSUPP && ret_failed_step)
+			*ret_failed_step = "enforce every limit (--strict)";
+		return r;
 	}
 	r = rootfs_build(&fs, &cfg->limits);
 	if (r < 0) {
 		free(sb);
-		goto out_strings;
+		return r;
 	}
-	r = make_cgroup(sb, &cfg->limits);
+	r = child_ctx_init(&c, cfg, &fs, sb->unenforced, privileged);
+	if (r == 0)
+		r = spawn(sb, &c, privileged, &step);
+	child_ctx_release(&c);
+	rootfs_release(&fs);
 	if (r < 0) {
-		step = STEP_CGROUP;
-		goto fail;
+		if (ret_failed_step)
+			*ret_failed_step = sandbox_step_name(step);
+		sandbox_free(sb);
+		return r;
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	sb->sock = sv[0];
-	c.fs = &fs;
-	c.seccomp = sandbox_seccomp_programs;
-	c.sock = sv[1];
-	c.parent_sock = sv[0];
-	c.set_groups = privileged;
-	c.argv = argv;
-	c.envp = envp;
-	c.cwd = cwd;
-	c.fd_stdin = cfg->stdin_fd;
-	c.fd_stdout = cfg->stdout_fd;
-	c.fd_stderr = cfg->stderr_fd;
-	for (size_t i = 0; i < cfg->n_pass_fds; i++)
-		c.fd_pass[i] = cfg->pass_fds[i];
-	prepare_rlimits(&c, &cfg->limits, sb->unenforced);
-	sb->pid = clone_child(&sb->pidfd);
-	if (sb->pid == 0)
-		sandbox_child_main(&c);
-	close(sv[1]);
-	if (sb->pid < 0) {
-		/* ENOSPC: user.max_user_namespaces (or another namespace
-		 * count) is exhausted or 0; EPERM/EACCES: this user may not
-		 * create them (sysctl or AppArmor).  The caller words it. */
-		r = -errno;
-		goto fail;
-	}
-	r = handshake(sb, cfg, privileged, &step);
-	if (r < 0)
-		goto fail;
-	rootfs_release(&fs);
 	*ret = sb;
-	goto out_strings;
-fail:
-	if (ret_failed_step)
-		*ret_failed_step = sandbox_step_name(step);
-	rootfs_release(&fs);
-	sandbox_free(sb);
-out_strings:
-	free(argv);
-	free(envp);
-	free(cwd);
-	return r;
+	return 0;
 }
 
 int sandbox_workspace_fd(const struct sandbox *sb)

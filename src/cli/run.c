@@ -87,6 +87,7 @@ static void print_json(const struct run_result *res)
 
 static void warn_unenforced(unsigned bits)
 {
+	struct sandbox_host_info hi;
 	struct buf b;
 
 	if (!bits)
@@ -95,8 +96,9 @@ static void warn_unenforced(unsigned bits)
 	for (unsigned bit = 1; bit <= SANDBOX_LIMIT_LANDLOCK; bit <<= 1)
 		if (bits & bit)
 			(void)buf_printf(&b, "%s%s", b.len ? ", " : "", sandbox_limit_name(bit));
-	log_warn("limits not enforced on this host: %s (no usable cgroup: only per-process rlimits apply; see 'codecell check'; --strict refuses to run)",
-		 buf_str(&b));
+	sandbox_host_info(&hi);
+	log_warn("limits not enforced on this host: %s (%s; only per-process rlimits apply; see 'codecell check'; --strict refuses to run)",
+		 buf_str(&b), hi.cgroup_why ? hi.cgroup_why : "no usable cgroup");
 	buf_release(&b);
 }
 

@@ -31,6 +31,17 @@ const char *cgroup_ctrl_name(enum cgroup_ctrl ctrl)
 	return ctrl < _CGROUP_CTRL_MAX ? ctrl_names[ctrl] : NULL;
 }
 
+/* Does the space-separated list contain word? */
+static bool list_has_word(const char *list, const char *word)
+{
+	size_t wl = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)); p += wl)
+		if ((p == list || p[-1] == ' ') && (p[wl] == ' ' || p[wl] == '\0'))
+			return true;
+	return false;
+}
+
 /* Does the comma list [s, e) contain word? */
 static bool list_has(const char *s, const char *e, const char *word)
 {
@@ -172,13 +183,30 @@ static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 	}
 }
 
-static int v2_enable(const char *dir)
+/* Enable what can be enabled for dir's children, one controller at a
+ * time (one unavailable controller fails a combined write whole). */
+static void v2_enable(const char *dir)
 {
+	static const char *const want[] = { "+memory", "+pids", "+cpu" };
 	_cleanup_free_ char *p = NULL;
 
 	if (asprintf(&p, "%s/cgroup.subtree_control", dir) < 0)
-		return -ENOMEM;
-	return write_string_file(p, "+memory +pids +cpu");
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		(void)write_string_file(p, want[i]);
+}
+
+/* Is controller name enabled for dir's children? */
+static bool v2_has(const char *dir, const char *name)
+{
+	_cleanup_free_ char *p = NULL;
+	char text[512];
+
+	if (asprintf(&p, "%s/cgroup.subtree_control", dir) < 0 ||
+	    read_small_fileat(AT_FDCWD, p, text, sizeof(text)) < 0)
+		return false;
+	text[strcspn(text, "\n")] = '\0';
+	return list_has_word(text, name);
 }
 
 static void probe_v2(const char *root, const char *env_override, struct cgroup_host *h)
@@ -192,31 +220,45 @@ static void probe_v2(const char *root, const char *env_override, struct cgroup_h
 		else
 			h->why = "CODECELL_CGROUP is not a cgroup we can write to";
 	} else if (geteuid() == 0) {
-		if (asprintf(&parent, "%s/codecell", root) < 0)
-			parent = NULL;
 		/* The root cgroup is exempt from the no-internal-processes
 		 * rule, so controllers can be enabled for our subtree. */
-		if (parent && (v2_enable(root) < 0 || mkdir_ok(parent) < 0 ||
-			       v2_enable(parent) < 0)) {
-			h->why = "cannot enable memory and pids controllers under the cgroup v2 root";
+		if (asprintf(&parent, "%s/codecell", root) < 0)
+			parent = NULL;
+		else if (mkdir_ok(parent) < 0) {
+			h->why = "cannot create a cgroup under the cgroup v2 root";
 			free(parent);
 			parent = NULL;
+		} else {
+			v2_enable(root);
+			v2_enable(parent);
 		}
 	} else {
 		h->why = "an ordinary user needs a delegated cgroup: set CODECELL_CGROUP";
 	}
-	if (parent)
-		collect_stale(parent);
-	for (int c = 0; c < _CGROUP_CTRL_MAX && parent; c++)
-		h->parent[c] = strdup(parent);
-	free(parent);
+	if (!parent)
+		return;
+	collect_stale(parent);
+	/* one directory; a controller counts only if delegated to it.
+	 * CPU usage (cpu.stat) is there in every v2 cgroup. */
+	if (v2_has(parent, "memory"))
+		h->parent[CGROUP_CTRL_MEMORY] = strdup(parent);
+	else
+		h->why = "the memory controller is not enabled in the cgroup's subtree_control";
+	if (v2_has(parent, "pids"))
+		h->parent[CGROUP_CTRL_PIDS] = strdup(parent);
+	else
+		h->why = "the pids controller is not enabled in the cgroup's subtree_control";
+	h->parent[CGROUP_CTRL_CPUACCT] = parent;
 }
 
 void cgroup_host_probe(const char *root, const char *self, const char *env_override,
 		       struct cgroup_host *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	if (is_fs(root, CGROUP2_SUPER_MAGIC))
+	/* a v2 CODECELL_CGROUP counts on a hybrid host too (v1 controllers
+	 * with a v2 hierarchy beside them) */
+	if (is_fs(root, CGROUP2_SUPER_MAGIC) ||
+	    (env_override && *env_override && is_fs(env_override, CGROUP2_SUPER_MAGIC)))
 		probe_v2(root, env_override, ret);
 	else if (is_fs(root, TMPFS_MAGIC) || is_fs(root, CGROUP_SUPER_MAGIC))
 		probe_v1(root, self, ret);
@@ -325,6 +367,15 @@ static int set_memory(struct cgroup *cg, uint64_t memory)
 	return v1_arm_oom(cg);
 }
 
+/* v2 keeps one directory in every slot: any set slot names it. */
+static const char *cgroup_first_path(const struct cgroup *cg)
+{
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++)
+		if (cg->path[c])
+			return cg->path[c];
+	return NULL;
+}
+
 int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory,
 		  uint64_t pids, struct cgroup *ret)
 {
@@ -333,11 +384,13 @@ int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory
 	int r = 0;
 
 	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		const char *first = cgroup_first_path(&cg);
+
 		if (!h->parent[c])
 			continue;
 		/* v2 has one directory for all controllers */
-		if (h->version == CGROUP_V2 && c > 0) {
-			cg.path[c] = strdup(cg.path[0]);
+		if (h->version == CGROUP_V2 && first) {
+			cg.path[c] = strdup(first);
 			continue;
 		}
 		if (asprintf(&cg.path[c], "%s/%s", h->parent[c], name) < 0) {
@@ -375,10 +428,12 @@ int cgroup_attach(const struct cgroup *cg, pid_t pid)
 	char v[32];
 
 	snprintf(v, sizeof(v), "%d", (int)pid);
+	if (cg->version == CGROUP_V2)
+		return cgroup_first_path(cg) ? write_knob(cgroup_first_path(cg), "cgroup.procs", v) : 0;
 	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
 		int r;
 
-		if (!cg->path[c] || (cg->version == CGROUP_V2 && c > 0))
+		if (!cg->path[c])
 			continue;
 		r = write_knob(cg->path[c], "cgroup.procs", v);
 		if (r < 0)
@@ -389,9 +444,9 @@ int cgroup_attach(const struct cgroup *cg, pid_t pid)
 
 int cgroup_kill(const struct cgroup *cg)
 {
-	if (cg->version != CGROUP_V2 || !cg->path[0])
+	if (cg->version != CGROUP_V2 || !cgroup_first_path(cg))
 		return -EOPNOTSUPP;
-	return write_knob(cg->path[0], "cgroup.kill", "1");
+	return write_knob(cgroup_first_path(cg), "cgroup.kill", "1");
 }
 
 void cgroup_read_stats(const struct cgroup *cg, struct cgroup_stats *ret)

@@ -744,8 +744,8 @@ void sandbox_host_info(struct sandbox_host_info *ret)
 	ret->seccomp_built_with = sandbox_seccomp_built_with;
 	ret->cgroup_version = g_cgroups.version;
 	ret->cgroup_why = g_cgroups.why;
-	ret->cgroup_parent = g_cgroups.parent[CGROUP_CTRL_MEMORY] ? g_cgroups.parent[CGROUP_CTRL_MEMORY]
-								 : g_cgroups.parent[CGROUP_CTRL_PIDS];
+	for (int c = 0; c < _CGROUP_CTRL_MAX && !ret->cgroup_parent; c++)
+		ret->cgroup_parent = g_cgroups.parent[c];
 	/* always: wall clock, rlimits, tmpfs sizes, output */
 	ret->enforceable = SANDBOX_LIMIT_WALL | SANDBOX_LIMIT_CPU | SANDBOX_LIMIT_FILE_SIZE |
 			   SANDBOX_LIMIT_OPEN_FILES | SANDBOX_LIMIT_DISK | SANDBOX_LIMIT_OUTPUT |

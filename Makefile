@@ -19,7 +19,7 @@ CFLAGS_ALL := -std=gnu11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Isrc -I$(BUILD)
 LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now $(EXTRA_LDFLAGS)
 LIBS := $(PKG_LIBS) -lm
 
-LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/sandbox/*.c src/engine/*.c))
+LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/sandbox/*.c src/session/*.c src/engine/*.c))
 POLICY_OBJ := $(BUILD)/src/sandbox/seccomp_policy.o
 CLI_SRC := $(wildcard src/cli/*.c) src/main.c
 GEN_SRC := $(BUILD)/gen/kernels.c
@@ -104,7 +104,7 @@ bench: setup
 # libFuzzer targets (clang), each run for FUZZ_SECONDS on its corpus.
 FUZZ_SECONDS ?= 20
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
-FUZZ_LIB_SRC := $(wildcard src/util/*.c src/engine/*.c src/sandbox/*.c)
+FUZZ_LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/engine/*.c src/session/*.c src/sandbox/*.c)) src/sandbox/seccomp_policy.c
 fuzz: setup
 	$(MAKE) BUILD=build-fuzz build-fuzz/gen/kernels.h build-fuzz/gen/seccomp_bpf.c
 	@mkdir -p build-fuzz/fuzz

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "sandbox/sandbox.h"
+#include "session/result.h"
 
 /* Named limits on what a caller may hand us. */
 #define ENGINE_CODE_MAX (8u << 20)	/* bytes of code */
@@ -32,17 +33,6 @@ int engine_lang_parse(const char *name, enum engine_lang *ret);
 int engine_lang_from_path(const char *path, enum engine_lang *ret);
 /* The list of names for messages: "python, javascript, bash, sql". */
 const char *engine_lang_list(void);
-
-enum result_status {
-	RESULT_OK,
-	RESULT_ERROR,
-	RESULT_TIMEOUT,
-	RESULT_MEMORY_LIMIT,
-	RESULT_OUTPUT_LIMIT,
-	RESULT_KILLED,
-	RESULT_REJECTED,
-};
-const char *result_status_name(enum result_status s);
 
 struct run_request {
 	enum engine_lang lang;
@@ -73,43 +63,16 @@ struct run_request {
 /* Defaults for every field a caller does not set. */
 void run_request_init(struct run_request *req);
 
-struct run_result {
-	enum result_status status;
-	char *out; /* stdout as kept (head, marker, tail); owned */
-	size_t out_len;
-	bool out_truncated;
-	char *err; /* stderr, same */
-	size_t err_len;
-	bool err_truncated;
-	bool has_error; /* the error object */
-	char *error_name, *error_value, *error_traceback;
-	bool has_exit_code;
-	int exit_code;
-	int signal; /* 0: none */
-	double duration_ms;
-	double cpu_ms;
-	uint64_t max_rss_kb;
-	unsigned limits_unenforced; /* enum sandbox_limit bits */
-	unsigned limits_hit;
-	bool setup_failed; /* the sandbox could not be built */
-	char *message;	   /* REJECTED / setup failure: for the user */
-	char *warning;	   /* something the user should know (copy-out) */
-	bool stopped;	   /* ended by stop_fd */
-};
-
 /* Run a request to completion.  Problems with the request or the host
  * come back in *ret (status REJECTED or setup_failed, with a message);
  * the return is -errno only when the supervisor itself failed. */
 int engine_run(const struct run_request *req, struct run_result *ret);
-void run_result_release(struct run_result *r);
 /* Parse a driver's report ({"error": {"name", "value", "traceback"}},
  * written by code inside the sandbox: untrusted) into r's error fields.
  * Anything else is ignored. */
 void engine_parse_report(const char *data, size_t len, struct run_result *r);
 /* The CLI's exit status for a result (README "Exit codes"). */
 int run_result_exit_status(const struct run_result *r);
-/* The result object of DESIGN.md.  New reference. */
-json_t *run_result_to_json(const struct run_result *r);
 
 /* codecell's own exit statuses. */
 #define EXIT_CODECELL_ERROR 125

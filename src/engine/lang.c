@@ -57,17 +57,3 @@ int engine_lang_from_path(const char *path, enum engine_lang *ret)
 	return -ENOENT;
 }
 
-static const char *const status_names[] = {
-	[RESULT_OK] = "ok",
-	[RESULT_ERROR] = "error",
-	[RESULT_TIMEOUT] = "timeout",
-	[RESULT_MEMORY_LIMIT] = "memory_limit",
-	[RESULT_OUTPUT_LIMIT] = "output_limit",
-	[RESULT_KILLED] = "killed",
-	[RESULT_REJECTED] = "rejected",
-};
-
-const char *result_status_name(enum result_status s)
-{
-	return s <= RESULT_REJECTED ? status_names[s] : "error";
-}

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/capture.h"
+#include "util/capture.h"
 #include "engine/engine.h"
 #include "engine/workspace.h"
 #include "kernels.h"
@@ -599,17 +599,6 @@ out:
 	return k;
 }
 
-void run_result_release(struct run_result *r)
-{
-	free(r->out);
-	free(r->err);
-	free(r->error_name);
-	free(r->error_value);
-	free(r->error_traceback);
-	free(r->message);
-	free(r->warning);
-	memset(r, 0, sizeof(*r));
-}
 
 int run_result_exit_status(const struct run_result *r)
 {

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "cli/cli.h"
-#include "engine/capture.h"
+#include "util/capture.h"
 #include "engine/engine.h"
 
 static void capture_keeps_everything_under_cap(void **state)

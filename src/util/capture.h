@@ -2,8 +2,8 @@
  * "over-long output keeps its head and tail with a marker of what was
  * cut").  The first cap/2 bytes are the head, the last cap/2 the tail; the
  * middle is counted and dropped. */
-#ifndef CODECELL_ENGINE_CAPTURE_H
-#define CODECELL_ENGINE_CAPTURE_H
+#ifndef CODECELL_UTIL_CAPTURE_H
+#define CODECELL_UTIL_CAPTURE_H
 
 #include <stdbool.h>
 #include <stddef.h>

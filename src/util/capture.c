@@ -1,4 +1,4 @@
-#include "engine/capture.h"
+#include "util/capture.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "session/result.h"
+#include "sandbox/sandbox.h"
 #include "util/buf.h"
 #include "util/parse.h"
 #include "util/banned.h"
@@ -83,12 +84,15 @@ json_t *run_result_to_json(const struct run_result *r)
 	json_object_set_new(o, "logs",
 			    json_pack("{s:o, s:o}", "stdout", json_text(r->out, r->out_len),
 				      "stderr", json_text(r->err, r->err_len)));
-	json_object_set_new(o, "results", json_array());
+	json_object_set_new(o, "results", r->results ? json_incref(r->results) : json_array());
 	json_object_set_new(o, "error", error_json(r));
 	json_object_set_new(o, "exit_code",
 			    r->has_exit_code ? json_integer(r->exit_code) : json_null());
 	json_object_set_new(o, "signal", signal_json(r->signal));
-	json_object_set_new(o, "execution_count", json_null());
+	json_object_set_new(o, "execution_count",
+			    r->execution_count ? json_integer(r->execution_count) : json_null());
+	if (r->execution_count)
+		json_object_set_new(o, "restarted", json_boolean(r->restarted));
 	json_object_set_new(o, "duration_ms", json_real(r->duration_ms));
 	json_object_set_new(o, "usage",
 			    json_pack("{s:f, s:I}", "cpu_ms", r->cpu_ms, "max_rss_kb",
@@ -101,4 +105,32 @@ json_t *run_result_to_json(const struct run_result *r)
 	if (r->warning)
 		json_object_set_new(o, "warning", json_text(r->warning, strlen(r->warning)));
 	return o;
+}
+
+static const char *const status_names[] = {
+	[RESULT_OK] = "ok",
+	[RESULT_ERROR] = "error",
+	[RESULT_TIMEOUT] = "timeout",
+	[RESULT_MEMORY_LIMIT] = "memory_limit",
+	[RESULT_OUTPUT_LIMIT] = "output_limit",
+	[RESULT_KILLED] = "killed",
+	[RESULT_REJECTED] = "rejected",
+};
+
+const char *result_status_name(enum result_status s)
+{
+	return s <= RESULT_REJECTED ? status_names[s] : "error";
+}
+
+void run_result_release(struct run_result *r)
+{
+	free(r->out);
+	free(r->err);
+	free(r->error_name);
+	free(r->error_value);
+	free(r->error_traceback);
+	free(r->message);
+	free(r->warning);
+	json_decref(r->results);
+	memset(r, 0, sizeof(*r));
 }

@@ -1,0 +1,55 @@
+/* The result of running code, one shape for one-shot runs and session
+ * executions (DESIGN.md "The result"), and its JSON form. */
+#ifndef CODECELL_SESSION_RESULT_H
+#define CODECELL_SESSION_RESULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+enum result_status {
+	RESULT_OK,
+	RESULT_ERROR,
+	RESULT_TIMEOUT,
+	RESULT_MEMORY_LIMIT,
+	RESULT_OUTPUT_LIMIT,
+	RESULT_KILLED,
+	RESULT_REJECTED,
+};
+const char *result_status_name(enum result_status s);
+
+struct run_result {
+	enum result_status status;
+	char *out; /* stdout as kept (head, marker, tail); owned */
+	size_t out_len;
+	bool out_truncated;
+	char *err; /* stderr, same */
+	size_t err_len;
+	bool err_truncated;
+	bool has_error; /* the error object */
+	char *error_name, *error_value, *error_traceback;
+	bool has_exit_code;
+	int exit_code;
+	int signal; /* 0: none */
+	double duration_ms;
+	double cpu_ms;
+	uint64_t max_rss_kb;
+	unsigned limits_unenforced; /* enum sandbox_limit bits */
+	unsigned limits_hit;
+	bool setup_failed; /* the sandbox could not be built */
+	char *message;	   /* REJECTED / setup failure: for the user */
+	char *warning;	   /* something the user should know (copy-out) */
+	bool stopped;	   /* ended by stop_fd */
+	/* sessions */
+	json_t *results;	 /* array of MIME bundles, owned; NULL: [] */
+	int execution_count;	 /* 0: not a session */
+	bool restarted;		 /* the kernel had to be restarted */
+};
+
+void run_result_release(struct run_result *r);
+/* The result object of DESIGN.md.  New reference. */
+json_t *run_result_to_json(const struct run_result *r);
+
+#endif

@@ -13,10 +13,11 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  run      run a file or stdin in a sealed sandbox (codecell run --help)\n"
+	"  shell    a Python session: state persists between statements\n"
 	"  check    report what this host supports and whether the sandbox works\n"
 	"  version  print the version\n"
 	"\n"
-	"Not built yet: shell, serve, mcp, agent (see README.md).\n";
+	"Not built yet: serve, mcp, agent (see README.md).\n";
 
 static int cmd_version(int argc, char **argv)
 {
@@ -31,6 +32,7 @@ static const struct {
 } commands[] = {
 	{ "run", cli_run },
 	{ "check", cli_check },
+	{ "shell", cli_shell },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 };

@@ -9,6 +9,7 @@
 
 int cli_run(int argc, char **argv);
 int cli_check(int argc, char **argv);
+int cli_shell(int argc, char **argv);
 
 struct run_opts {
 	struct run_request req;
@@ -21,11 +22,18 @@ struct run_opts {
 	const char *env[ENGINE_MAX_ENV + 1];
 	size_t n_env;
 	char **args; /* points into argv: the program's arguments */
+	/* codecell shell */
+	bool shell;
+	const char *preload;
+	double idle_timeout_s;
 };
 
 /* Parse `codecell run` arguments (argv[0] is "run").  Pure: no I/O.
  * Returns 0, or -EINVAL with a message for the user in err. */
 int run_opts_parse(int argc, char **argv, struct run_opts *o, struct buf *err);
+/* The same for `codecell shell` (no FILE; --preload, --idle-timeout). */
+int shell_opts_parse(int argc, char **argv, struct run_opts *o, struct buf *err);
 extern const char run_usage[];
+extern const char shell_usage[];
 
 #endif

@@ -40,6 +40,29 @@ const char run_usage[] =
 	"  --strict             refuse to run if any limit cannot be enforced\n"
 	"  -h, --help           show this help\n";
 
+const char shell_usage[] =
+	"usage: codecell shell [OPTIONS]\n"
+	"\n"
+	"A Python session in a sealed sandbox: variables, imports and files persist\n"
+	"from one statement to the next.  On a terminal it prompts like python3;\n"
+	"with input from a pipe it runs each complete statement as it arrives.\n"
+	"A statement that runs past --timeout is interrupted (KeyboardInterrupt)\n"
+	"and the session is kept.\n"
+	"\n"
+	"options:\n"
+	"  --lang LANG          python (the only session language so far)\n"
+	"  --preload LIST       modules to import before the first statement,\n"
+	"                       e.g. numpy,pandas,matplotlib\n"
+	"  --json               print one result object per statement (a line each)\n"
+	"  --timeout DUR        limit per statement (default 30s)\n"
+	"  --idle-timeout DUR   end the session after this long without input\n"
+	"                       (default 10m)\n"
+	"  --memory SIZE, --pids N, --cpu-time SECONDS, --file-size SIZE,\n"
+	"  --open-files N, --tmp-size SIZE, --workspace-size SIZE,\n"
+	"  --output-limit SIZE, --net MODE, --env KEY=VALUE, --strict\n"
+	"                       as for 'codecell run' (see codecell run --help)\n"
+	"  -h, --help           show this help\n";
+
 struct opt {
 	const char *name;
 	bool has_arg;
@@ -173,6 +196,26 @@ static int o_cpu(struct run_opts *o, const char *n, const char *a, struct buf *e
 	return count_into(&o->req.limits.cpu_seconds, 1, 31536000, n, a, e);
 }
 
+static int o_preload(struct run_opts *o, const char *name, const char *arg, struct buf *err)
+{
+	for (const char *p = arg; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == ','))
+			return bad(err, name, arg, "module names separated by commas, e.g. numpy,pandas");
+	o->preload = arg;
+	return 0;
+}
+
+static int o_idle(struct run_opts *o, const char *name, const char *arg, struct buf *err)
+{
+	if (!strcmp(arg, "0")) {
+		o->idle_timeout_s = 0;
+		return 0;
+	}
+	if (parse_duration(arg, &o->idle_timeout_s) < 0)
+		return bad(err, name, arg, "a duration such as 10m, or 0 for never");
+	return 0;
+}
+
 static int o_net(struct run_opts *o, const char *name, const char *arg, struct buf *err)
 {
 	if (!strcmp(arg, "none"))
@@ -239,7 +282,8 @@ static const struct opt opts[] = {
 	{ "--file", true, o_file },	       { "--workspace", true, o_workspace },
 	{ "--db", true, o_db },		       { "--env", true, o_env },
 	{ "--strict", false, o_strict },       { "--help", false, o_help },
-	{ "-h", false, o_help },
+	{ "-h", false, o_help },		       { "--preload", true, o_preload },
+	{ "--idle-timeout", true, o_idle },
 };
 
 static const struct opt *find(const char *arg, size_t *ret_namelen)
@@ -255,10 +299,36 @@ static const struct opt *find(const char *arg, size_t *ret_namelen)
 	return NULL;
 }
 
+/* What `codecell shell` does not take (yet). */
+static int finish_shell(struct run_opts *o, struct buf *err)
+{
+	if (o->path) {
+		(void)buf_printf(err, "'codecell shell' takes no FILE ('%s'); use 'codecell run FILE'",
+				 o->path);
+		return -EINVAL;
+	}
+	if (o->req.lang != LANG_PYTHON) {
+		(void)buf_printf(err, "sessions are Python only so far: '--lang %s' is not supported by 'codecell shell' yet",
+				 engine_lang_name(o->req.lang));
+		return -EINVAL;
+	}
+	if (o->n_files || o->req.workspace_dir || o->req.db_path) {
+		(void)buf_puts(err, "--file, --workspace and --db are not supported by 'codecell shell' yet");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int finish(struct run_opts *o, struct buf *err)
 {
 	if (o->help)
 		return 0;
+	if (o->shell)
+		return finish_shell(o, err);
+	if (o->preload || o->idle_timeout_s != 600) {
+		(void)buf_puts(err, "--preload and --idle-timeout go with 'codecell shell'");
+		return -EINVAL;
+	}
 	if (!o->path) {
 		(void)buf_puts(err, "no code given: name a FILE, or - to read code from standard input");
 		return -EINVAL;
@@ -272,11 +342,27 @@ static int finish(struct run_opts *o, struct buf *err)
 	return 0;
 }
 
+static int parse(int argc, char **argv, struct run_opts *o, struct buf *err);
+
 int run_opts_parse(int argc, char **argv, struct run_opts *o, struct buf *err)
+{
+	memset(o, 0, sizeof(*o));
+	o->idle_timeout_s = 600;
+	return parse(argc, argv, o, err);
+}
+
+int shell_opts_parse(int argc, char **argv, struct run_opts *o, struct buf *err)
+{
+	memset(o, 0, sizeof(*o));
+	o->shell = true;
+	o->idle_timeout_s = 600;
+	return parse(argc, argv, o, err);
+}
+
+static int parse(int argc, char **argv, struct run_opts *o, struct buf *err)
 {
 	int i;
 
-	memset(o, 0, sizeof(*o));
 	run_request_init(&o->req);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
@@ -292,7 +378,8 @@ int run_opts_parse(int argc, char **argv, struct run_opts *o, struct buf *err)
 			break;
 		op = find(a, &nl);
 		if (!op) {
-			(void)buf_printf(err, "unknown option '%s' (see 'codecell run --help')", a);
+			(void)buf_printf(err, "unknown option '%s' (see 'codecell %s --help')", a,
+					 o->shell ? "shell" : "run");
 			return -EINVAL;
 		}
 		if (op->has_arg) {

@@ -11,12 +11,13 @@
 
 #include "sandbox/sandbox.h"
 #include "session/result.h"
+#include "session/session.h"
 
 /* Named limits on what a caller may hand us. */
 #define ENGINE_CODE_MAX (8u << 20)	/* bytes of code */
 #define ENGINE_REPORT_MAX (1u << 20)	/* the driver's error record */
 #define ENGINE_MAX_FILES 64		/* --file */
-#define ENGINE_MAX_ENV 64		/* --env */
+#define ENGINE_MAX_ENV SESSION_MAX_ENV /* --env */
 #define ENGINE_MAX_ARGS 256		/* program arguments */
 /* A program that writes this many times its output limit is stopped
  * (status output_limit); below that the output is only truncated. */
@@ -67,6 +68,11 @@ void run_request_init(struct run_request *req);
  * come back in *ret (status REJECTED or setup_failed, with a message);
  * the return is -errno only when the supervisor itself failed. */
 int engine_run(const struct run_request *req, struct run_result *ret);
+/* Run code in a session, through the same checks as a one-shot run
+ * (size, UTF-8, NUL bytes): bad code comes back as status REJECTED.
+ * Otherwise as session_exec(). */
+int engine_session_exec(struct session *s, const char *code, size_t len,
+			const struct session_exec_opts *eo, struct run_result *ret);
 /* Parse a driver's report ({"error": {"name", "value", "traceback"}},
  * written by code inside the sandbox: untrusted) into r's error fields.
  * Anything else is ignored. */

@@ -11,7 +11,8 @@
 
 #include "util/capture.h"
 #include "engine/engine.h"
-#include "engine/workspace.h"
+#include "session/session.h"
+#include "session/workspace.h"
 #include "kernels.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -85,16 +86,43 @@ static bool validate_workspace_dir(const struct run_request *req, struct run_res
 	return true;
 }
 
-static bool validate(const struct run_request *req, struct run_result *r)
+/* Checks every door applies to code, whether it runs one-shot or in a
+ * session. */
+static bool validate_code(const char *code, size_t len, const char *filename,
+			  struct run_result *r)
 {
 	uint64_t bad;
-	size_t i;
 
-	if (req->code_len > ENGINE_CODE_MAX) {
-		reject(r, false, "'%s' is too large: %zu bytes, the limit is %u", req->filename,
-		       req->code_len, ENGINE_CODE_MAX);
+	if (len > ENGINE_CODE_MAX) {
+		reject(r, false, "'%s' is too large: %zu bytes, the limit is %u", filename, len,
+		       ENGINE_CODE_MAX);
 		return false;
 	}
+	if (!utf8_valid(code, len, &bad)) {
+		reject(r, false, "'%s' is not valid UTF-8 (bad byte at offset %llu); save it as UTF-8",
+		       filename, (unsigned long long)bad);
+		return false;
+	}
+	if (memchr(code, '\0', len)) {
+		reject(r, false, "'%s' contains a NUL byte; is it a binary file?", filename);
+		return false;
+	}
+	return true;
+}
+
+int engine_session_exec(struct session *s, const char *code, size_t len,
+			const struct session_exec_opts *eo, struct run_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (!validate_code(code, len, "<cell>", r))
+		return 0;
+	return session_exec(s, code, len, eo, r);
+}
+
+static bool validate(const struct run_request *req, struct run_result *r)
+{
+	size_t i;
+
 	for (i = 0; i < req->code_len; i++)
 		if (!strchr(" \t\r\n\f\v", req->code[i]))
 			break;
@@ -102,15 +130,8 @@ static bool validate(const struct run_request *req, struct run_result *r)
 		reject(r, false, "no code to run: '%s' is empty", req->filename);
 		return false;
 	}
-	if (!utf8_valid(req->code, req->code_len, &bad)) {
-		reject(r, false, "'%s' is not valid UTF-8 (bad byte at offset %llu); save it as UTF-8",
-		       req->filename, (unsigned long long)bad);
+	if (!validate_code(req->code, req->code_len, req->filename, r))
 		return false;
-	}
-	if (memchr(req->code, '\0', req->code_len)) {
-		reject(r, false, "'%s' contains a NUL byte; is it a binary file?", req->filename);
-		return false;
-	}
 	if (req->lang >= _LANG_MAX) {
 		reject(r, false, "unknown language");
 		return false;
@@ -184,48 +205,6 @@ static size_t build_argv(const struct run_request *req, const char **argv)
 			argv[n++] = req->args[i];
 	argv[n] = NULL;
 	return n;
-}
-
-/* Does "KEY=..." have the key of "KEY=..."? */
-static bool same_key(const char *a, const char *b)
-{
-	size_t ka = strcspn(a, "="), kb = strcspn(b, "=");
-
-	return ka == kb && !strncmp(a, b, ka);
-}
-
-/* Our defaults, then the caller's variables; a later KEY replaces an
- * earlier one (interpreters disagree on which duplicate they read). */
-static void build_envp(const struct run_request *req, const char **envp)
-{
-	static const char *const base[] = {
-		"PATH=/usr/local/bin:/usr/bin:/bin",
-		"HOME=" SANDBOX_HOME,
-		"USER=user",
-		"LANG=C.UTF-8",
-		"TZ=UTC",
-		"TMPDIR=/tmp",
-		"PYTHONUNBUFFERED=1",
-		"PYTHONDONTWRITEBYTECODE=1",
-		"MPLBACKEND=Agg",
-		"MPLCONFIGDIR=/tmp/.matplotlib",
-		"XDG_CACHE_HOME=/tmp/.cache",
-		NULL,
-	};
-	size_t n = 0;
-
-	for (size_t i = 0; base[i]; i++)
-		envp[n++] = base[i];
-	for (size_t i = 0; req->env && req->env[i] && i < ENGINE_MAX_ENV; i++) {
-		size_t k;
-
-		for (k = 0; k < n && !same_key(envp[k], req->env[i]); k++)
-			;
-		envp[k] = req->env[i];
-		if (k == n)
-			n++;
-	}
-	envp[n] = NULL;
 }
 
 struct pump_ctx {
@@ -372,6 +351,8 @@ static void classify(const struct sandbox_exit *x, struct run_result *r)
 	case SANDBOX_END_SETUP_FAILED:
 		reject(r, true, "cannot %s: %s", x->failed_step, strerror(x->error));
 		break;
+	case SANDBOX_END_RUNNING: /* one-shot waits never pass until() */
+		break;
 	}
 	r->duration_ms = (double)x->duration_ns / 1e6;
 	r->cpu_ms = (double)x->cpu_ns / 1e6;
@@ -497,7 +478,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	int k;
 
 	build_argv(req, argv);
-	build_envp(req, envp);
+	session_envp(req->env, false, envp);
 	cfg.argv = argv;
 	cfg.envp = envp;
 	cfg.stdin_fd = req->lang == LANG_SQL ? f->code : req->stdin_fd;

@@ -327,6 +327,30 @@ static void scrub_cmdline(void)
 		memset((void *)start, 0, end - start);
 }
 
+/* The supervisor interrupts the program (a session's cell on timeout)
+ * by signalling the init, which passes SIGINT on to the worker.  A
+ * handler is what makes PID 1 receive the signal at all; it is
+ * async-signal-safe (kill only). */
+static volatile pid_t g_worker;
+
+static void forward_sigint(int sig)
+{
+	if (g_worker > 0)
+		kill(g_worker, sig);
+}
+
+static void install_forwarder(void)
+{
+	struct sigaction sa = { .sa_handler = forward_sigint, .sa_flags = SA_RESTART };
+	sigset_t set;
+
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGINT, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	(void)sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 /* Reap everything; when the program (worker) ends, report it and exit:
  * the kernel then kills whatever else is left in the PID namespace. */
 __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_t worker)
@@ -402,5 +426,7 @@ __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
 		fail(c, STEP_FORK, -errno);
 	if (worker == 0)
 		worker_main(c);
+	g_worker = worker;
+	install_forwarder();
 	reap_until(c, worker);
 }

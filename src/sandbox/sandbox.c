@@ -40,6 +40,7 @@ struct sandbox {
 	double timeout_s;
 	uint64_t cpu_limit_s;
 	int timer_fd;
+	bool in_grace; /* the deadline passed; the caller asked for grace */
 	uid_t ws_uid;
 	gid_t ws_gid;
 	uint64_t start_ns;
@@ -481,6 +482,28 @@ void sandbox_kill(struct sandbox *sb)
 	kill_tree(sb, SANDBOX_END_KILLED, 0);
 }
 
+static void reap(struct sandbox *sb);
+
+void sandbox_stop(struct sandbox *sb)
+{
+	kill_tree(sb, SANDBOX_END_KILLED, 0);
+	reap(sb);
+}
+
+int sandbox_interrupt(struct sandbox *sb)
+{
+	if (sb->reaped || sb->pidfd < 0)
+		return -ESRCH;
+	if (syscall(SYS_pidfd_send_signal, sb->pidfd, SIGINT, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+bool sandbox_ended(const struct sandbox *sb)
+{
+	return sb->reaped;
+}
+
 static void reap(struct sandbox *sb)
 {
 	int st;
@@ -516,10 +539,9 @@ static int ep_add(int ep, int fd, uint64_t tag)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-static int arm_timer(const struct sandbox *sb)
+static int arm_timer(double t)
 {
 	struct itimerspec its = { 0 };
-	double t = sb->timeout_s;
 	int fd;
 
 	if (t <= 0)
@@ -621,6 +643,25 @@ static void fill_exit(struct sandbox *sb, struct sandbox_exit *e)
 	e->exit_code = WEXITSTATUS(sb->wstatus);
 }
 
+/* The deadline passed: kill, or (sessions) let the caller interrupt and
+ * re-arm for the grace it asks for; the second expiry kills. */
+static void on_timer(struct sandbox *sb, const struct sandbox_wait_opts *o, int ep)
+{
+	double grace = 0;
+
+	if (o->on_deadline && !sb->in_grace)
+		grace = o->on_deadline(o->userdata);
+	(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->timer_fd, NULL);
+	close_fd(&sb->timer_fd);
+	if (grace > 0) {
+		sb->in_grace = true;
+		sb->timer_fd = arm_timer(grace);
+		if (sb->timer_fd >= 0 && ep_add(ep, sb->timer_fd, EV_TIMER) == 0)
+			return;
+	}
+	kill_tree(sb, SANDBOX_END_TIMEOUT, 0);
+}
+
 static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int ep)
 {
 	bool open_ch[SANDBOX_MAX_CHANNELS];
@@ -633,6 +674,8 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 		struct epoll_event evs[16];
 		int timeout = -1, n;
 
+		if (o->until && !sb->reaped && o->until(o->userdata))
+			return 1;
 		if (sb->reaped) {
 			/* every process is gone; the pipes are at EOF or about
 			 * to be: never hang on one */
@@ -666,8 +709,7 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 				reap(sb);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->pidfd, NULL);
 			} else if (tag == EV_TIMER) {
-				kill_tree(sb, SANDBOX_END_TIMEOUT, 0);
-				(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->timer_fd, NULL);
+				on_timer(sb, o, ep);
 			} else if (tag == EV_STOP) {
 				kill_tree(sb, SANDBOX_END_KILLED, SANDBOX_KILL_STOP);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->stop_fd, NULL);
@@ -704,7 +746,7 @@ int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o,
 	if ((r = ep_add(ep, sb->sock, EV_SOCK)) < 0 || (r = ep_add(ep, sb->pidfd, EV_PIDFD)) < 0)
 		return r;
 	close_fd(&sb->timer_fd);
-	sb->timer_fd = arm_timer(sb);
+	sb->timer_fd = arm_timer(o->deadline_s > 0 ? o->deadline_s : sb->timeout_s);
 	if (sb->timer_fd >= 0 && (r = ep_add(ep, sb->timer_fd, EV_TIMER)) < 0)
 		return r;
 	if (sb->cg.oom_efd >= 0 && (r = ep_add(ep, sb->cg.oom_efd, EV_OOM)) < 0)
@@ -712,8 +754,15 @@ int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o,
 	if (o->stop_fd > 0 && (r = ep_add(ep, o->stop_fd, EV_STOP)) < 0)
 		return r;
 	r = wait_loop(sb, o, ep);
+	close_fd(&sb->timer_fd);
+	sb->in_grace = false;
 	if (r < 0)
 		return r;
+	if (r == 1) {
+		memset(ret, 0, sizeof(*ret));
+		ret->end = SANDBOX_END_RUNNING;
+		return 0;
+	}
 	drain_reports(sb);
 	fill_exit(sb, ret);
 	return 0;

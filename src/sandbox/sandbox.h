@@ -94,6 +94,7 @@ enum sandbox_end {
 	SANDBOX_END_MEMORY,	  /* memory limit hit; tree killed */
 	SANDBOX_END_KILLED,	  /* killed on the caller's request */
 	SANDBOX_END_SETUP_FAILED, /* never ran: see failed_step, error */
+	SANDBOX_END_RUNNING,	  /* wait returned early (until()); still running */
 };
 
 struct sandbox_exit {
@@ -129,6 +130,17 @@ struct sandbox_wait_opts {
 	 * SANDBOX_KILL_STOP.  0 or -1 for none, so a zero-initialized struct
 	 * has none (stdin is never a stop fd).  Not read by the sandbox. */
 	int stop_fd;
+	/* Sessions: return as soon as until(userdata) is true, checked after
+	 * each batch of events; the sandbox keeps running and the end is
+	 * SANDBOX_END_RUNNING.  NULL: wait for the end. */
+	bool (*until)(void *userdata);
+	/* Deadline of this call in seconds from now; 0: the config's
+	 * timeout_s. */
+	double deadline_s;
+	/* Called at the deadline instead of killing; returns the seconds of
+	 * grace to give (after, say, sandbox_interrupt()) before the kill; 0
+	 * kills at once.  NULL: kill at the deadline. */
+	double (*on_deadline)(void *userdata);
 };
 #define SANDBOX_KILL_STOP (-1)
 
@@ -155,6 +167,13 @@ int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *opts,
 		 struct sandbox_exit *ret);
 /* Kill the whole tree now (idempotent). */
 void sandbox_kill(struct sandbox *sb);
+/* Kill the tree and reap it; the workspace fd stays valid (to copy the
+ * workspace out or into another sandbox).  Idempotent. */
+void sandbox_stop(struct sandbox *sb);
+/* Send SIGINT to the program (the init forwards it).  0 or -errno. */
+int sandbox_interrupt(struct sandbox *sb);
+/* Whether the program's tree is gone (the init was reaped). */
+bool sandbox_ended(const struct sandbox *sb);
 /* Kill, reap, remove the cgroup, close everything.  Accepts NULL. */
 void sandbox_free(struct sandbox *sb);
 

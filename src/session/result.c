@@ -91,7 +91,7 @@ json_t *run_result_to_json(const struct run_result *r)
 	json_object_set_new(o, "signal", signal_json(r->signal));
 	json_object_set_new(o, "execution_count",
 			    r->execution_count ? json_integer(r->execution_count) : json_null());
-	if (r->execution_count)
+	if (r->from_session)
 		json_object_set_new(o, "restarted", json_boolean(r->restarted));
 	json_object_set_new(o, "duration_ms", json_real(r->duration_ms));
 	json_object_set_new(o, "usage",

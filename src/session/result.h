@@ -44,7 +44,8 @@ struct run_result {
 	bool stopped;	   /* ended by stop_fd */
 	/* sessions */
 	json_t *results;	 /* array of MIME bundles, owned; NULL: [] */
-	int execution_count;	 /* 0: not a session */
+	bool from_session;	 /* a session execution (adds "restarted") */
+	int execution_count;	 /* 0: unknown (the kernel died), or not a session */
 	bool restarted;		 /* the kernel had to be restarted */
 };
 

@@ -2,8 +2,8 @@
  * through the O_PATH fd the sandbox hands out.  Every path inside is
  * resolved beneath the workspace root (openat2 RESOLVE_BENEATH): a
  * symlink planted by sandboxed code never leads out. */
-#ifndef CODECELL_ENGINE_WORKSPACE_H
-#define CODECELL_ENGINE_WORKSPACE_H
+#ifndef CODECELL_SESSION_WORKSPACE_H
+#define CODECELL_SESSION_WORKSPACE_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -24,6 +24,10 @@ int ws_copy_in_file(int wsfd, const char *path, const char *name,
  * recursively (regular files and directories; symlinks are skipped).
  * 0 or -errno. */
 int ws_copy_in_dir(int wsfd, const char *dir, const struct ws_owner *o);
+/* Copy one sandbox's workspace into another's (a session restart):
+ * regular files and directories, as ws_copy_in_dir does.  The source's
+ * processes must be gone.  0 or -errno. */
+int ws_copy_between(int from_wsfd, int to_wsfd, const struct ws_owner *o);
 /* Copy the workspace out into host directory dir (created if missing),
  * recursively; regular files and directories only.  What was skipped
  * (symlinks, sockets, ...) is listed in skipped (one path a line).

@@ -1,4 +1,4 @@
-#include "engine/workspace.h"
+#include "session/workspace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -162,6 +162,16 @@ static int copy_in_tree(int wsfd, int hostdir, const char *rel, const struct ws_
 	}
 	closedir(d);
 	return r;
+}
+
+int ws_copy_between(int from_wsfd, int to_wsfd, const struct ws_owner *o)
+{
+	/* the sandbox hands out O_PATH fds: reopen the source for reading */
+	_cleanup_close_ int from = openat_beneath(from_wsfd, ".", O_RDONLY | O_DIRECTORY, 0);
+
+	if (from < 0)
+		return from;
+	return copy_in_tree(to_wsfd, from, "", o, 0);
 }
 
 int ws_copy_in_dir(int wsfd, const char *dir, const struct ws_owner *o)

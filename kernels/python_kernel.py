@@ -1,0 +1,647 @@
+# codecell session kernel for Python: a long-lived process that runs cells
+# like a notebook kernel.  Started inside the sandbox as
+#   /usr/bin/python3 -S -s -c <this file> [--preload mod1,mod2,...]
+# Requests come on fd 3 and events go to fd 4, both newline-delimited JSON
+# (one object a line, UTF-8).  The user's stdout and stderr are fd 1 and 2.
+# Standard library only.
+#
+# Requests:
+#   {"op":"execute","id":N,"code":"..."}   run a cell
+#   {"op":"complete","id":N,"code":"..."}  is it a complete statement?
+#   {"op":"reseed","id":N}                 fresh random streams
+# Events:
+#   {"type":"ready","preloaded":[...],"failed":{"name":"error"}}  once, first
+#   {"type":"display","id":N,"data":{"image/png":B64,"text/plain":...}}
+#   {"type":"result","id":N,"is_main_result":true,"data":{"text/plain":...}}
+#   {"type":"error","id":N,"name":...,"value":...,"traceback":...}
+#   {"type":"complete","id":N,"status":"complete"|"incomplete"|"invalid"}
+#   {"type":"done","id":N,"execution_count":K,"status":"ok"|"error"}
+# An execute gives its displays and result in the order they happen
+# (plt.show() displays before the result, figures left open after it),
+# then at most one error, then "done", always last.  A request that is not
+# understood gets an error named InvalidRequest (KernelError for a fault of
+# the kernel) and a "done" with status "error"; execution_count is left.
+# complete takes lines that each end in a newline (see _complete_status).
+#
+# The kernel's code lives in this module's globals; the user gets a fresh
+# __main__ module.  Frames whose globals are these globals are the
+# kernel's, and are cut out of the user's tracebacks.
+#
+# SIGINT interrupts a running cell (KeyboardInterrupt, reported as the
+# cell's error) and is ignored between cells.  An event line is never cut
+# by it: a SIGINT that arrives while one is being written takes effect just
+# after the write.
+
+import builtins
+
+# the kernel's functions keep the builtins as they are now, whatever user
+# code later does to the builtins module
+globals()["__builtins__"] = dict(vars(builtins))
+
+import sys  # noqa: E402
+import _signal  # noqa: E402
+import _thread  # noqa: E402
+import posix  # noqa: E402
+
+
+class _State:
+    busy = False      # a cell is running: SIGINT raises KeyboardInterrupt
+    crit = 0          # the main thread is writing an event: SIGINT waits
+    pending = False   # a SIGINT arrived during such a write
+    count = 0         # execution_count of the last execute
+    cur_id = None     # id of the request being served
+    flags = 0         # __future__ flags that cells have turned on
+    loop = None       # asyncio loop for cells that use top-level await
+    pid = posix.getpid()
+    main_thread = _thread.get_ident()
+    lock = _thread.allocate_lock()
+
+
+_S = _State
+
+
+def _sigint(signum, frame):
+    if _S.busy:
+        if _S.crit:
+            _S.pending = True
+        else:
+            raise KeyboardInterrupt
+    # idle: ignored
+
+
+# before anything slow, so that an early SIGINT does not kill the kernel
+_signal.signal(_signal.SIGINT, _sigint)
+
+import _ast    # noqa: E402
+import io      # noqa: E402
+import json    # noqa: E402
+import linecache  # noqa: E402
+
+_KERNEL_GLOBALS = globals()
+_KERNEL_MODULE = sys.modules["__main__"]  # kept alive with its globals
+_TEXT_CAP = 1 << 20        # characters of text/plain, text/html, value, traceback
+_PNG_CAP = 8 << 20         # bytes of one PNG, before base64
+_CO_COROUTINE = 0x80
+_TOP_LEVEL_AWAIT = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_FUTURE_MASK = 0
+for _name in __import__("__future__").all_feature_names:
+    _FUTURE_MASK |= getattr(__import__("__future__"), _name).compiler_flag
+del _name
+
+
+# ---- text limits ------------------------------------------------------------
+
+def _clean(s, cap=_TEXT_CAP):
+    """s as text that encodes to UTF-8 (lone surrogates escaped), at most
+    cap characters: a longer one keeps its head and tail around a
+    "[... N characters cut ...]" marker.  NUL becomes the text \\x00 (many
+    JSON parsers, jansson among them, refuse \\u0000)."""
+    if not isinstance(s, str):
+        s = str(s)
+    if "\0" in s:
+        s = s.replace("\0", "\\x00")
+    for _ in range(2):
+        if len(s) > cap:
+            keep = cap - 64  # room for the marker
+            head = keep // 2
+            s = "%s\n[... %d characters cut ...]\n%s" % (
+                s[:head], len(s) - keep, s[len(s) - (keep - head):])
+        try:
+            s.encode("utf-8")
+            break
+        except UnicodeEncodeError:
+            # escaping can lengthen it: cap once more
+            s = s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return s
+
+
+def _safe_str(e):
+    try:
+        return str(e)
+    except Exception:
+        return "<unprintable %s>" % type(e).__name__
+
+
+# ---- events -----------------------------------------------------------------
+
+def _emit(obj):
+    """Write one event line to fd 4.  A forked child of user code writes
+    nothing.  SIGINT cannot cut the line: it is held until the write ends."""
+    if posix.getpid() != _S.pid:
+        return
+    data = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
+        "utf-8", "backslashreplace")
+    main = _thread.get_ident() == _S.main_thread
+    if main:
+        _S.crit += 1
+    try:
+        with _S.lock:
+            view = memoryview(data)
+            while view:
+                view = view[posix.write(4, view):]
+    except OSError:
+        # the supervisor is gone (or user code closed fd 4): nothing to
+        # report to
+        posix._exit(1)
+    finally:
+        if main:
+            _S.crit -= 1
+    if main and _S.pending and _S.busy and not _S.crit:
+        _S.pending = False
+        raise KeyboardInterrupt
+
+
+def _flush_std():
+    for f in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            f.flush()
+        except BaseException:
+            pass
+
+
+# ---- what user code sees ----------------------------------------------------
+
+class _Quitter:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "Use %s() or Ctrl-D (i.e. EOF) to exit" % self.name
+
+    def __call__(self, code=None):
+        raise SystemExit(code) if code is not None else SystemExit()
+
+
+def _setup_interpreter():
+    v = "%d.%d" % sys.version_info[:2]
+    for d in ("/usr/local/lib/python%s/dist-packages" % v,
+              "/usr/lib/python3/dist-packages",
+              "/usr/lib/python%s/dist-packages" % v):
+        if d not in sys.path:
+            sys.path.append(d)
+    # -c put "" (the current directory) first: make it the workspace, as
+    # the one-shot driver does
+    if sys.path and sys.path[0] == "":
+        sys.path[0] = posix.getcwd()
+    builtins.exit = _Quitter("exit")
+    builtins.quit = _Quitter("quit")
+    try:
+        import _sitebuiltins
+        builtins.help = _sitebuiltins._Helper()
+    except Exception:
+        pass
+    sys.dont_write_bytecode = True
+    # the request and event pipes stay with this process, not its children;
+    # and all four pipes block, as Python code expects of them
+    for fd in (3, 4):
+        posix.set_inheritable(fd, False)
+        posix.set_blocking(fd, True)
+    for fd in (1, 2):
+        try:
+            posix.set_blocking(fd, True)
+        except OSError:
+            pass
+
+    main = type(sys)("__main__")
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    _make_backend()
+    return main.__dict__
+
+
+# ---- matplotlib: the codecell_inline backend --------------------------------
+
+def _make_backend():
+    """MPLBACKEND=module://codecell_inline selects this module.  It imports
+    nothing from matplotlib until matplotlib asks it for its FigureCanvas."""
+    mod = type(sys)("codecell_inline")
+    mod.__doc__ = "codecell's inline matplotlib backend: figures become display events."
+
+    def __getattr__(name):
+        if name == "FigureCanvas":
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            mod.FigureCanvas = FigureCanvasAgg
+            mod.FigureManager = FigureCanvasAgg.manager_class
+            mod.__dict__.pop("__getattr__", None)
+            return FigureCanvasAgg
+        raise AttributeError("module 'codecell_inline' has no attribute %r" % (name,))
+
+    def show(*args, **kwargs):
+        """Send every open figure as a display event, and close them."""
+        if _S.busy:  # not from a thread outside any cell: the next cell shows them
+            _emit_figures(collect=False)
+
+    mod.__getattr__ = __getattr__
+    mod.show = show
+    sys.modules["codecell_inline"] = mod
+
+
+def _emit_figures(collect):
+    """Render each open pyplot figure to a display event and close it.
+    collect: return the first exception instead of raising it (and go on)."""
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    if helpers is None:
+        return None
+    first = None
+    for manager in list(helpers.Gcf.get_all_fig_managers()):
+        try:
+            try:
+                _emit_figure(manager.canvas.figure)
+            finally:
+                helpers.Gcf.destroy(manager)
+        except Exception as e:
+            if not collect:
+                raise
+            if first is None:
+                first = e
+    return first
+
+
+def _emit_figure(fig):
+    if not fig.axes and not fig.lines:
+        return  # an empty figure: nothing to see (as IPython does)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    png = buf.getvalue()
+    try:
+        text = repr(fig)
+    except Exception:
+        text = "<Figure>"
+    if len(png) > _PNG_CAP:
+        data = {"text/plain": _clean("%s\n[PNG of %d bytes not sent: over the %d-byte limit]"
+                                     % (text, len(png), _PNG_CAP))}
+    else:
+        import binascii
+        data = {"image/png": binascii.b2a_base64(png, newline=False).decode("ascii"),
+                "text/plain": _clean(text)}
+    _emit({"type": "display", "id": _S.cur_id, "data": data})
+
+
+def _flush_figures():
+    """End of cell: figures still open are shown, if the inline backend is
+    the one in use (a user who switched to Agg keeps their figures)."""
+    mpl = sys.modules.get("matplotlib")
+    if mpl is None or "matplotlib._pylab_helpers" not in sys.modules:
+        return None
+    try:
+        backend = dict.__getitem__(mpl.rcParams, "backend")
+    except Exception:
+        return None
+    if backend != "module://codecell_inline":
+        return None
+    return _emit_figures(collect=True)
+
+
+# ---- randomness -------------------------------------------------------------
+
+def _reseed():
+    # a module not imported yet seeds itself from os.urandom when it is
+    r = sys.modules.get("random")
+    if r is not None:
+        try:
+            r.seed(posix.urandom(32))
+        except Exception:
+            pass
+    npr = sys.modules.get("numpy.random")
+    if npr is not None:
+        try:
+            b = posix.urandom(32)
+            npr.seed([int.from_bytes(b[i:i + 4], "little") for i in range(0, 32, 4)])
+        except Exception:
+            pass
+
+
+# ---- running a cell ---------------------------------------------------------
+
+def _compile(source, filename, mode):
+    co = compile(source, filename, mode, _S.flags | _TOP_LEVEL_AWAIT, dont_inherit=True)
+    _S.flags |= co.co_flags & _FUTURE_MASK
+    return co
+
+
+def _run_code(co, ns):
+    if not co.co_flags & _CO_COROUTINE:
+        return eval(co, ns)
+    # top-level await: one loop for the session, so that loop-bound
+    # objects survive from cell to cell
+    import asyncio
+    if _S.loop is None or _S.loop.is_closed():
+        _S.loop = asyncio.new_event_loop()
+    task = _S.loop.create_task(eval(co, ns))
+    try:
+        return _S.loop.run_until_complete(task)
+    except BaseException:
+        task.cancel()
+        raise
+
+
+def _bundle(value):
+    """The data of a result: text/plain, and text/html when the value has
+    a _repr_html_ that gives a string."""
+    try:
+        text = repr(value)
+    except Exception as e:
+        text = "<repr() of %s object failed: %s: %s>" % (
+            type(value).__name__, type(e).__name__, _safe_str(e))
+    data = {"text/plain": _clean(text)}
+    html = None
+    try:
+        # not for classes (their _repr_html_ is unbound), nor for objects
+        # that make up any attribute asked for
+        if not isinstance(value, type) and not hasattr(value, "_codecell_no_such_attribute_"):
+            meth = getattr(value, "_repr_html_", None)
+            if callable(meth):
+                html = meth()
+                if isinstance(html, tuple) and html:
+                    html = html[0]
+    except Exception:
+        html = None
+    if isinstance(html, str):
+        data["text/html"] = _clean(html)
+    return data
+
+
+def _run_cell(code, filename, ns):
+    """Compile and run one cell; emit its result, if any."""
+    tree = compile(code, filename, "exec", _ast.PyCF_ONLY_AST | _S.flags | _TOP_LEVEL_AWAIT,
+                   dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = _ast.Expression(tree.body.pop().value)
+    _run_code(_compile(tree, filename, "exec"), ns)
+    if last is not None:
+        value = _run_code(_compile(last, filename, "eval"), ns)
+        if value is not None:
+            builtins._ = value
+            _emit({"type": "result", "id": _S.cur_id, "is_main_result": True,
+                   "data": _bundle(value)})
+
+
+def _format_error(e):
+    """(name, value, traceback) of an exception, without the kernel's frames."""
+    name = type(e).__name__
+    value = _safe_str(e)
+    try:
+        import traceback
+        te = traceback.TracebackException(type(e), e, e.__traceback__)
+        todo = [(te, e)]
+        while todo:
+            t, x = todo.pop()
+            if x is None:
+                continue
+            frames = [f for f, _ in traceback.walk_tb(x.__traceback__)]
+            if len(frames) == len(t.stack):
+                pairs = list(zip(frames, t.stack))
+                # what ran before the first cell frame is the kernel's
+                # machinery (and asyncio's, for top-level await)
+                for i, (f, fs) in enumerate(pairs):
+                    if fs.filename.startswith("<cell-"):
+                        pairs = pairs[i:]
+                        break
+                keep = [fs for f, fs in pairs if f.f_globals is not _KERNEL_GLOBALS]
+            else:  # cannot happen; be safe anyway
+                keep = list(t.stack)
+                while keep and keep[0].filename == "<string>":
+                    keep.pop(0)
+            t.stack = traceback.StackSummary.from_list(keep)
+            if t.__cause__ is not None:
+                todo.append((t.__cause__, x.__cause__))
+            if t.__context__ is not None:
+                todo.append((t.__context__, x.__context__))
+            for sub_t, sub_x in zip(getattr(t, "exceptions", None) or (),
+                                    getattr(x, "exceptions", None) or ()):
+                todo.append((sub_t, sub_x))
+        text = "".join(te.format())
+    except Exception as fe:
+        text = "%s: %s\n[traceback unavailable: %s: %s]\n" % (
+            name, value, type(fe).__name__, _safe_str(fe))
+    return name, value, text
+
+
+def _execute(req, ns):
+    code = req.get("code")
+    if not isinstance(code, str):
+        return _invalid(req, "execute needs a string \"code\"")
+    _S.count += 1
+    filename = "<cell-%d>" % _S.count
+    # register the source so that tracebacks quote its lines (mtime None:
+    # linecache.checkcache leaves such entries alone)
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    err = None
+    _S.pending = False
+    try:
+        _S.busy = True
+        try:
+            try:
+                _run_cell(code, filename, ns)
+            except BaseException as e:
+                err = e
+            fig_err = _flush_figures()
+            if err is None:
+                err = fig_err
+        finally:
+            _S.busy = False
+    except BaseException as e:
+        # a SIGINT that came in the instant the cell ended
+        if err is None:
+            err = e
+    if posix.getpid() != _S.pid:
+        _child_exit(err)
+    _restore_sigint()
+    if err is not None:
+        sys.last_type, sys.last_value, sys.last_traceback = type(err), err, err.__traceback__
+        name, value, text = _format_error(err)
+        err = None
+        _flush_std()
+        _emit({"type": "error", "id": _S.cur_id, "name": _clean(name),
+               "value": _clean(value), "traceback": _clean(text)})
+        status = "error"
+    else:
+        status = "ok"
+    _flush_std()
+    _emit({"type": "done", "id": _S.cur_id, "execution_count": _S.count, "status": status})
+
+
+def _child_exit(err):
+    """A fork made by user code finished the cell: it must not serve
+    requests.  It ends as a script would."""
+    code = 0
+    if isinstance(err, SystemExit):
+        code = err.code
+        if code is None:
+            code = 0
+        elif not isinstance(code, int):
+            try:
+                sys.stderr.write(_safe_str(code) + "\n")
+            except BaseException:
+                pass
+            code = 1
+    elif err is not None:
+        try:
+            sys.stderr.write(_format_error(err)[2])
+        except BaseException:
+            pass
+        code = 1
+    _flush_std()
+    posix._exit(code & 0xff)
+
+
+def _restore_sigint():
+    # user code may have replaced the handler; between cells it must be ours
+    try:
+        if _signal.getsignal(_signal.SIGINT) is not _sigint:
+            _signal.signal(_signal.SIGINT, _sigint)
+    except Exception:
+        pass
+
+
+# ---- the other requests -----------------------------------------------------
+
+def _complete_status(code):
+    """codeop's answer, as the interactive interpreter gives it: a block
+    (if, def, for...) is complete only once a blank line ends it.  Several
+    statements are judged whole, then by their last one.
+
+    code is lines that each end in a newline (as codecell shell sends
+    them; the newline of the last line may be left out): "if x:\n  y\n"
+    is incomplete, "if x:\n  y\n\n" complete.  The interactive
+    interpreter joins its lines with newlines instead, so for codeop
+    itself the first one is already complete: drop the last line's
+    newline before asking it.  A last line of blanks counts as empty."""
+    import codeop
+    import warnings
+
+    if code.endswith("\n"):
+        code = code[:-1]
+        head, sep, last = code.rpartition("\n")
+        if sep and last and not last.strip(" \t\r\f"):
+            code = head + "\n"
+
+    def judge(src, symbol):
+        cc = codeop.CommandCompiler()
+        cc.compiler.flags |= _TOP_LEVEL_AWAIT | (_S.flags & _FUTURE_MASK)
+        return cc(src, "<input>", symbol)
+
+    errors = (SyntaxError, OverflowError, ValueError)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return "complete" if judge(code, "single") is not None else "incomplete"
+        except errors as e:
+            if not (isinstance(e, SyntaxError) and "multiple statements" in str(e.msg)):
+                return "invalid"
+        try:
+            if judge(code, "exec") is None:
+                return "incomplete"
+        except errors:
+            return "invalid"
+        try:
+            tree = compile(code, "<input>", "exec", _ast.PyCF_ONLY_AST | _TOP_LEVEL_AWAIT,
+                           dont_inherit=True)
+            last = tree.body[-1]
+            start = min([last.lineno] + [d.lineno for d in getattr(last, "decorator_list", ())])
+            tail = "\n".join(code.split("\n")[start - 1:])
+            return "complete" if judge(tail, "single") is not None else "incomplete"
+        except Exception:
+            return "complete"
+
+
+def _invalid(req, why, name="InvalidRequest"):
+    rid = req.get("id") if isinstance(req, dict) else None
+    _emit({"type": "error", "id": rid, "name": name, "value": _clean(why),
+           "traceback": ""})
+    _emit({"type": "done", "id": rid, "execution_count": _S.count, "status": "error"})
+
+
+def _exit_kernel(ns):
+    """fd 3 closed: end as a script would, but without waiting for threads
+    user code left running: atexit handlers, then the namespace goes (so
+    files still open are flushed and closed), then exit 0."""
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    try:
+        ns.clear()
+        import gc
+        gc.collect()
+    except BaseException:
+        pass
+    _flush_std()
+    posix._exit(0)
+
+
+def _preload(names):
+    loaded, failed = [], {}
+    for name in names:
+        try:
+            __import__(name)
+            loaded.append(name)
+        except BaseException as e:
+            failed[_clean(name)] = _clean("%s: %s" % (type(e).__name__, _safe_str(e)))
+    return loaded, failed
+
+
+def _main():
+    preload = []
+    args = sys.argv[1:]
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--preload" and i + 1 < len(args):
+            preload += args[i + 1].split(",")
+            i += 1
+        elif a.startswith("--preload="):
+            preload += a[len("--preload="):].split(",")
+        i += 1
+    sys.argv = [""]  # as the interactive interpreter has it
+    ns = _setup_interpreter()
+    loaded, failed = _preload([p.strip() for p in preload if p.strip()])
+    _restore_sigint()
+    _reseed()
+    _flush_std()
+    _emit({"type": "ready", "preloaded": loaded, "failed": failed})
+
+    requests = io.open(3, "rb", closefd=False)
+    while True:
+        line = requests.readline()
+        if not line:
+            _exit_kernel(ns)
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise ValueError("a request is a JSON object")
+        except Exception as e:
+            _invalid(None, "%s: %s" % (type(e).__name__, _safe_str(e)))
+            continue
+        try:
+            _S.cur_id = req.get("id")
+            op = req.get("op")
+            if op == "execute":
+                _execute(req, ns)
+            elif op == "complete":
+                code = req.get("code")
+                if not isinstance(code, str):
+                    _invalid(req, "complete needs a string \"code\"")
+                else:
+                    _emit({"type": "complete", "id": _S.cur_id,
+                           "status": _complete_status(code)})
+            elif op == "reseed":
+                _reseed()
+                _emit({"type": "done", "id": _S.cur_id, "execution_count": _S.count,
+                       "status": "ok"})
+            else:
+                _invalid(req, "unknown op %r" % (op,))
+        except BaseException as e:
+            # a fault of the kernel itself (user code can break what it
+            # relies on): answer and go on serving
+            _S.busy = False
+            if posix.getpid() != _S.pid:
+                posix._exit(1)
+            _invalid(req, "%s: %s" % (type(e).__name__, _safe_str(e)), "KernelError")
+
+
+_main()

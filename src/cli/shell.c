@@ -1,0 +1,272 @@
+/* `codecell shell`: a Python session on a terminal or a pipe.
+ *
+ * Input is cut into statements the way the interactive interpreter does
+ * (the kernel answers "complete?" with codeop's rules), with one addition
+ * for piped input: a line that starts a new top-level statement ends a
+ * compound one without needing a blank line, so a script piped in runs
+ * statement by statement as it arrives. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "session/session.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+#include "util/banned.h"
+
+struct line_reader {
+	int fd;
+	char blk[65536];
+	size_t pos, len;
+	bool eof;
+};
+
+/* One line (without its newline) into line.  1 a line, 0 EOF, -E2BIG
+ * for a line over the code limit, -errno. */
+static int read_line(struct line_reader *lr, struct buf *line)
+{
+	buf_reset(line);
+	for (;;) {
+		char *nl;
+
+		if (lr->pos == lr->len) {
+			ssize_t n;
+
+			if (lr->eof)
+				return line->len ? 1 : 0;
+			n = read(lr->fd, lr->blk, sizeof(lr->blk));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return -errno;
+			if (n == 0) {
+				lr->eof = true;
+				continue;
+			}
+			lr->pos = 0;
+			lr->len = (size_t)n;
+		}
+		nl = memchr(lr->blk + lr->pos, '\n', lr->len - lr->pos);
+		if (nl) {
+			int r = buf_append(line, lr->blk + lr->pos, (size_t)(nl - lr->blk - lr->pos));
+
+			lr->pos = (size_t)(nl - lr->blk) + 1;
+			return r < 0 ? r : 1;
+		}
+		if (buf_append(line, lr->blk + lr->pos, lr->len - lr->pos) < 0)
+			return -E2BIG;
+		lr->pos = lr->len;
+	}
+}
+
+struct shell {
+	struct session *s;
+	const struct run_opts *o;
+	bool tty;
+	int status; /* exit status: the last statement's */
+};
+
+static void print_result_plain(const struct run_result *r)
+{
+	size_t i;
+	json_t *b;
+
+	json_array_foreach(r->results, i, b) {
+		const char *text = json_string_value(json_object_get(b, "text/plain"));
+		const char *png = json_string_value(json_object_get(b, "image/png"));
+
+		if (png)
+			printf("[figure: image/png, %zu bytes of base64; --json returns it]\n",
+			       strlen(png));
+		else if (text && json_is_true(json_object_get(b, "is_main_result")))
+			printf("%s\n", text);
+	}
+	fflush(stdout);
+	if (r->has_error && r->error_traceback && *r->error_traceback)
+		fputs(r->error_traceback, stderr);
+	else if (r->has_error)
+		fprintf(stderr, "%s: %s\n", r->error_name, r->error_value ? r->error_value : "");
+	if (r->status == RESULT_TIMEOUT && !r->restarted)
+		log_error("interrupted: the time limit was reached (--timeout); the session is kept");
+}
+
+static void run_statement(struct shell *sh, const char *code, size_t len)
+{
+	struct session_exec_opts eo = { .live_stdout = sh->o->json ? -1 : STDOUT_FILENO,
+					 .live_stderr = sh->o->json ? -1 : STDERR_FILENO };
+	struct run_result r;
+	int k;
+
+	k = engine_session_exec(sh->s, code, len, &eo, &r);
+	if (k < 0) {
+		log_error("the session cannot go on: %s", strerror(-k));
+		sh->status = EXIT_CODECELL_ERROR;
+		return;
+	}
+	if (sh->o->json) {
+		json_t *j = run_result_to_json(&r);
+		char *line = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+		if (line)
+			printf("%s\n", line);
+		free(line);
+		json_decref(j);
+		fflush(stdout);
+	} else if (r.status == RESULT_REJECTED) {
+		log_error("%s", r.message);
+	} else {
+		print_result_plain(&r);
+		if (r.restarted)
+			log_warn("%s", r.error_value ? r.error_value : "the session was restarted");
+	}
+	sh->status = r.status == RESULT_OK ? 0 : run_result_exit_status(&r);
+	run_result_release(&r);
+}
+
+/* A line that cannot continue the statement before it. */
+static bool starts_statement(const char *line)
+{
+	static const char *const cont[] = { "else", "elif", "except", "finally", "case", NULL };
+
+	if (!*line || *line == ' ' || *line == '\t' || *line == '#' || *line == ')' ||
+	    *line == ']' || *line == '}')
+		return false;
+	for (const char *const *c = cont; *c; c++) {
+		size_t l = strlen(*c);
+
+		if (!strncmp(line, *c, l) && (line[l] == ':' || line[l] == ' ' || line[l] == '\0'))
+			return false;
+	}
+	return true;
+}
+
+static bool blank(const char *line)
+{
+	return line[strspn(line, " \t\r")] == '\0';
+}
+
+static void prompt(const struct shell *sh, bool more)
+{
+	if (sh->tty) {
+		fputs(more ? "... " : ">>> ", stdout);
+		fflush(stdout);
+	}
+}
+
+/* Feed one line; runs what became complete. */
+static void feed(struct shell *sh, struct buf *stmt, const char *line)
+{
+	int c;
+
+	if (!stmt->len && blank(line))
+		return;
+	/* a new top-level statement closes a compound one (piped scripts
+	 * have no blank line after a def) */
+	if (stmt->len && starts_statement(line)) {
+		(void)buf_puts(stmt, "\n");
+		if (session_complete(sh->s, buf_str(stmt)) == 1) {
+			run_statement(sh, stmt->data, stmt->len);
+			buf_reset(stmt);
+		} else {
+			stmt->len--;
+			stmt->data[stmt->len] = '\0';
+		}
+	}
+	if (buf_puts(stmt, line) < 0 || buf_puts(stmt, "\n") < 0) {
+		log_error("statement too long: the limit is %u bytes", ENGINE_CODE_MAX);
+		buf_reset(stmt);
+		return;
+	}
+	c = session_complete(sh->s, buf_str(stmt));
+	if (c != 0) {
+		/* complete; or invalid: running it shows the SyntaxError; or
+		 * the kernel could not answer: running it reports why and
+		 * restarts the session */
+		run_statement(sh, stmt->data, stmt->len);
+		buf_reset(stmt);
+	}
+}
+
+static int loop(struct shell *sh)
+{
+	struct line_reader lr = { .fd = STDIN_FILENO };
+	struct buf line, stmt;
+	int r;
+
+	buf_init(&line, ENGINE_CODE_MAX);
+	buf_init(&stmt, ENGINE_CODE_MAX);
+	for (;;) {
+		prompt(sh, stmt.len > 0);
+		r = read_line(&lr, &line);
+		if (r <= 0)
+			break;
+		if (session_expired(sh->s)) {
+			log_error("the session expired after %g s without input (--idle-timeout)",
+				  sh->o->idle_timeout_s);
+			sh->status = EXIT_CODECELL_ERROR;
+			break;
+		}
+		feed(sh, &stmt, buf_str(&line));
+	}
+	if (r == -E2BIG)
+		log_error("a line is too long: the limit is %u bytes", ENGINE_CODE_MAX);
+	if (r >= 0 && stmt.len)
+		run_statement(sh, stmt.data, stmt.len);
+	if (sh->tty)
+		putchar('\n');
+	buf_release(&line);
+	buf_release(&stmt);
+	return r < 0 ? EXIT_CODECELL_ERROR : sh->status;
+}
+
+int cli_shell(int argc, char **argv)
+{
+	struct session_opts so;
+	struct run_opts o;
+	struct shell sh = { 0 };
+	struct buf err;
+	char *msg = NULL;
+	uint64_t t0;
+	int r;
+
+	buf_init(&err, 4096);
+	r = shell_opts_parse(argc, argv, &o, &err);
+	if (r < 0) {
+		log_error("%s", buf_str(&err));
+		buf_release(&err);
+		return EXIT_CODECELL_ERROR;
+	}
+	buf_release(&err);
+	if (o.help) {
+		fputs(shell_usage, stdout);
+		return 0;
+	}
+	session_opts_init(&so);
+	so.limits = o.req.limits;
+	so.output_limit = o.req.output_limit;
+	so.env = o.req.env;
+	so.preload = o.preload;
+	so.net = o.req.net;
+	so.strict = o.req.strict;
+	so.idle_timeout_s = o.idle_timeout_s;
+	sh.o = &o;
+	sh.tty = isatty(STDIN_FILENO) && !o.json;
+	t0 = now_ns();
+	r = session_new(&so, &sh.s, &msg);
+	if (r < 0) {
+		log_error("cannot start the session: %s", msg ? msg : strerror(-r));
+		free(msg);
+		return EXIT_CODECELL_ERROR;
+	}
+	if (sh.tty)
+		printf("codecell shell: Python session ready in %.0f ms%s%s; Ctrl-D ends it\n",
+		       (double)(now_ns() - t0) / 1e6, *session_preloaded(sh.s) ? ", preloaded " : "",
+		       session_preloaded(sh.s));
+	r = loop(&sh);
+	session_free(sh.s);
+	return r;
+}

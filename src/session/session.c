@@ -1,0 +1,675 @@
+/* Sessions: a kernel in a sandbox, spoken to in newline-delimited JSON. */
+#include "session/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kernels.h"
+#include "session/workspace.h"
+#include "util/buf.h"
+#include "util/capture.h"
+#include "util/fs.h"
+#include "util/macro.h"
+#include "util/timeutil.h"
+#include "util/banned.h"
+
+struct session {
+	struct session_opts opts;
+	char **env;	/* owned copy of opts.env */
+	char *preload;	/* owned copy of opts.preload */
+	char *preloaded; /* what the kernel said it imported */
+	struct sandbox *sb;
+	int req_fd; /* our end of the kernel's fd 3 */
+	int out_fd, err_fd, ev_fd;
+	struct buf events; /* bytes of a partial event line */
+	int next_id;
+	uint64_t last_used_ns;
+};
+
+/* What one exchange with the kernel collects. */
+struct exchange {
+	struct session *s;
+	int want_id;	/* the request we wait on; 0: the ready event */
+	bool finished;	/* its answer came */
+	bool interrupted; /* we sent SIGINT at the deadline */
+	struct capture out, err;
+	int live_out, live_err;
+	uint64_t total, flood;
+	json_t *results;
+	json_t *error;	 /* the error event, if any */
+	json_t *answer;	 /* done / complete / ready event */
+};
+
+/* Does "KEY=..." have the key of "KEY=..."? */
+static bool same_key(const char *a, const char *b)
+{
+	size_t ka = strcspn(a, "="), kb = strcspn(b, "=");
+
+	return ka == kb && !strncmp(a, b, ka);
+}
+
+void session_envp(const char *const *extra, bool inline_plots, const char **envp)
+{
+	const char *const base[] = {
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" SANDBOX_HOME,
+		"USER=user",
+		"LANG=C.UTF-8",
+		"TZ=UTC",
+		"TMPDIR=/tmp",
+		"PYTHONUNBUFFERED=1",
+		"PYTHONDONTWRITEBYTECODE=1",
+		inline_plots ? "MPLBACKEND=module://codecell_inline" : "MPLBACKEND=Agg",
+		"MPLCONFIGDIR=/tmp/.matplotlib",
+		"XDG_CACHE_HOME=/tmp/.cache",
+		NULL,
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; base[i]; i++)
+		envp[n++] = base[i];
+	for (size_t i = 0; extra && extra[i] && i < SESSION_MAX_ENV; i++) {
+		size_t k;
+
+		for (k = 0; k < n && !same_key(envp[k], extra[i]); k++)
+			;
+		envp[k] = extra[i];
+		if (k == n)
+			n++;
+	}
+	envp[n] = NULL;
+}
+
+void session_opts_init(struct session_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->limits = (struct sandbox_limits){
+		.timeout_s = 30,
+		.memory_bytes = 512ull << 20,
+		.pids = 128,
+		.file_size = 128ull << 20,
+		.open_files = 1024,
+		.tmp_bytes = 64ull << 20,
+		.workspace_bytes = 128ull << 20,
+	};
+	o->output_limit = 1u << 20;
+	o->net = SANDBOX_NET_LOOPBACK;
+	o->idle_timeout_s = 600;
+}
+
+/* ---- the event stream ---- */
+
+static void add_result(struct exchange *x, json_t *ev, bool main)
+{
+	json_t *data = json_object_get(ev, "data");
+	json_t *bundle;
+
+	if (!json_is_object(data))
+		return;
+	bundle = json_deep_copy(data);
+	json_object_set_new(bundle, "is_main_result", json_boolean(main));
+	if (!x->results)
+		x->results = json_array();
+	json_array_append_new(x->results, bundle);
+}
+
+static void dispatch(struct exchange *x, json_t *ev)
+{
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	int id = (int)json_integer_value(json_object_get(ev, "id"));
+
+	if (!type)
+		return;
+	if (!strcmp(type, "ready")) {
+		if (x->want_id == 0 && !x->finished) {
+			x->answer = json_incref(ev);
+			x->finished = true;
+		}
+		return;
+	}
+	if (id != x->want_id)
+		return; /* a late event of an interrupted exchange */
+	if (!strcmp(type, "result") || !strcmp(type, "display")) {
+		add_result(x, ev, !strcmp(type, "result"));
+	} else if (!strcmp(type, "error")) {
+		json_decref(x->error);
+		x->error = json_incref(ev);
+	} else if (!strcmp(type, "done") || !strcmp(type, "complete")) {
+		x->answer = json_incref(ev);
+		x->finished = true;
+	}
+}
+
+/* Split the event bytes into lines; returns 1 (kill) for a line larger
+ * than SESSION_EVENT_MAX: the kernel is not behaving. */
+static int take_events(struct exchange *x, const char *data, size_t n)
+{
+	struct buf *b = &x->s->events;
+	char *nl;
+
+	if (buf_append(b, data, n) < 0)
+		return 1;
+	while (b->len && (nl = memchr(b->data, '\n', b->len))) {
+		size_t len = (size_t)(nl - b->data);
+		json_t *ev = json_loadb(b->data, len, 0, NULL);
+
+		if (ev) {
+			dispatch(x, ev);
+			json_decref(ev);
+		}
+		memmove(b->data, nl + 1, b->len - len - 1);
+		b->len -= len + 1;
+		b->data[b->len] = '\0';
+	}
+	return 0;
+}
+
+static int on_output(void *ud, int ch, const char *data, size_t n)
+{
+	struct exchange *x = ud;
+	size_t live = 0;
+
+	if (ch == 2)
+		return take_events(x, data, n);
+	capture_add(ch == 0 ? &x->out : &x->err, data, n, &live);
+	if (live) {
+		int fd = ch == 0 ? x->live_out : x->live_err;
+
+		if (fd >= 0)
+			(void)write_all(fd, data, live);
+	}
+	x->total += n;
+	return x->total > x->flood ? 1 : 0;
+}
+
+/* What was held back from the live streams: the marker and the tail. */
+static void flush_live(const struct exchange *x)
+{
+	const struct capture *caps[2] = { &x->out, &x->err };
+	int fds[2] = { x->live_out, x->live_err };
+
+	for (int i = 0; i < 2; i++) {
+		size_t len;
+		char *rest;
+
+		if (fds[i] < 0)
+			continue;
+		rest = capture_rest(caps[i], &len);
+		if (rest)
+			(void)write_all(fds[i], rest, len);
+		free(rest);
+	}
+}
+
+static bool finished(void *ud)
+{
+	return ((struct exchange *)ud)->finished;
+}
+
+static double interrupt_cell(void *ud)
+{
+	struct exchange *x = ud;
+
+	x->interrupted = true;
+	return sandbox_interrupt(x->s->sb) == 0 ? SESSION_GRACE_S : 0;
+}
+
+static int exchange_init(struct exchange *x, struct session *s, int want_id, int live_out,
+			 int live_err)
+{
+	memset(x, 0, sizeof(*x));
+	x->s = s;
+	x->want_id = want_id;
+	x->live_out = live_out;
+	x->live_err = live_err;
+	x->flood = s->opts.output_limit * 16 < (16u << 20) ? (16u << 20) : s->opts.output_limit * 16;
+	if (capture_init(&x->out, s->opts.output_limit) < 0 ||
+	    capture_init(&x->err, s->opts.output_limit) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static void exchange_release(struct exchange *x)
+{
+	capture_release(&x->out);
+	capture_release(&x->err);
+	json_decref(x->results);
+	json_decref(x->error);
+	json_decref(x->answer);
+}
+
+/* Pump until the exchange finishes or the sandbox ends. */
+static int pump(struct session *s, struct exchange *x, double deadline,
+		double (*on_deadline)(void *), struct sandbox_exit *ret)
+{
+	struct sandbox_wait_opts o = {
+		.channel_fds = { s->out_fd, s->err_fd, s->ev_fd },
+		.n_channels = 3,
+		.on_output = on_output,
+		.userdata = x,
+		.until = finished,
+		.deadline_s = deadline,
+		.on_deadline = on_deadline,
+	};
+	int r = sandbox_wait(s->sb, &o, ret);
+
+	if (r == 0 && ret->end == SANDBOX_END_RUNNING) {
+		/* the kernel flushed its stdout and stderr before "done":
+		 * what it printed is in the pipes; take it */
+		char chunk[65536];
+		int fds[2] = { s->out_fd, s->err_fd };
+
+		for (int i = 0; i < 2; i++) {
+			ssize_t n;
+
+			while ((n = read(fds[i], chunk, sizeof(chunk))) > 0)
+				(void)on_output(x, i, chunk, (size_t)n);
+		}
+	}
+	return r;
+}
+
+static int send_request(struct session *s, json_t *req)
+{
+	char *line = json_dumps(req, JSON_COMPACT);
+	size_t len, off = 0;
+	int r = 0;
+
+	if (!line)
+		return -ENOMEM;
+	len = strlen(line);
+	line[len] = '\n'; /* overwrites the NUL; length tracked */
+	while (off < len + 1) {
+		ssize_t n = send(s->req_fd, line + off, len + 1 - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	free(line);
+	return r;
+}
+
+/* ---- starting and stopping the kernel ---- */
+
+static void close_channels(struct session *s)
+{
+	close_fd(&s->req_fd);
+	close_fd(&s->out_fd);
+	close_fd(&s->err_fd);
+	close_fd(&s->ev_fd);
+	buf_reset(&s->events);
+}
+
+static int kernel_argv(const struct session *s, const char **argv)
+{
+	int n = 0;
+
+	argv[n++] = "/usr/bin/python3";
+	argv[n++] = "-S";
+	argv[n++] = "-s";
+	argv[n++] = "-c";
+	argv[n++] = kernel_python_kernel_py;
+	if (s->preload && *s->preload) {
+		argv[n++] = "--preload";
+		argv[n++] = s->preload;
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+/* Make the sandbox with the kernel, copy from_ws (a previous sandbox's
+ * workspace) in if given, start it.  The sandbox is s->sb after. */
+static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
+{
+	const char *argv[8], *envp[SESSION_MAX_ENV + 16], *step = NULL;
+	struct sandbox_config cfg = { 0 };
+	int req[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ev[2] = { -1, -1 };
+	int r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req) < 0 ||
+	    pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ev, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto out;
+	}
+	kernel_argv(s, argv);
+	session_envp((const char *const *)s->env, true, envp);
+	cfg.argv = argv;
+	cfg.envp = envp;
+	cfg.stdin_fd = -1;
+	cfg.stdout_fd = out[1];
+	cfg.stderr_fd = err[1];
+	cfg.pass_fds[0] = req[1];
+	cfg.pass_fds[1] = ev[1];
+	cfg.n_pass_fds = 2;
+	cfg.limits = s->opts.limits;
+	cfg.limits.timeout_s = 0; /* per exchange, not per sandbox */
+	cfg.net = s->opts.net;
+	cfg.strict = s->opts.strict;
+	cfg.host_uid = cfg.host_gid = 65534;
+	r = sandbox_new(&cfg, &s->sb, &step);
+	if (r < 0) {
+		if (ret_error && asprintf(ret_error, "cannot %s: %s", step ? step : "create the sandbox",
+					  strerror(-r)) < 0)
+			*ret_error = NULL;
+		goto out;
+	}
+	if (from_ws >= 0) {
+		struct ws_owner o = { .chown = geteuid() == 0 };
+
+		sandbox_workspace_owner(s->sb, &o.uid, &o.gid);
+		(void)ws_copy_between(from_ws, sandbox_workspace_fd(s->sb), &o);
+	}
+	r = sandbox_start(s->sb);
+	if (r < 0)
+		goto out;
+	s->req_fd = TAKE_FD(req[0]);
+	s->out_fd = TAKE_FD(out[0]);
+	s->err_fd = TAKE_FD(err[0]);
+	s->ev_fd = TAKE_FD(ev[0]);
+out:
+	for (int i = 0; i < 2; i++) {
+		close_fd(&req[i]);
+		close_fd(&out[i]);
+		close_fd(&err[i]);
+		close_fd(&ev[i]);
+	}
+	return r;
+}
+
+/* Wait for the kernel's ready event (its preloads imported). */
+static int await_ready(struct session *s, char **ret_error)
+{
+	struct exchange x;
+	struct sandbox_exit e;
+	json_t *pre;
+	int r = exchange_init(&x, s, 0, -1, -1);
+
+	if (r == 0)
+		r = pump(s, &x, SESSION_START_TIMEOUT_S, NULL, &e);
+	if (r == 0 && !x.finished) {
+		size_t len;
+		char *err = capture_text(&x.err, &len);
+
+		r = -ECHILD;
+		if (ret_error && asprintf(ret_error, "the kernel did not start%s%s",
+					  err && *err ? ": " : "", err ? err : "") < 0)
+			*ret_error = NULL;
+		free(err);
+	}
+	if (r == 0) {
+		struct buf b;
+		size_t i;
+		json_t *v;
+
+		buf_init(&b, 4096);
+		pre = json_object_get(x.answer, "preloaded");
+		json_array_foreach(pre, i, v)
+			(void)buf_printf(&b, "%s%s", b.len ? "," : "", json_string_value(v));
+		free(s->preloaded);
+		s->preloaded = buf_detach(&b, NULL);
+	}
+	exchange_release(&x);
+	return r;
+}
+
+/* A new kernel; the old sandbox's workspace, if any, carried over. */
+static int start_kernel(struct session *s, char **ret_error)
+{
+	struct sandbox *old = s->sb;
+	int r;
+
+	s->sb = NULL;
+	close_channels(s);
+	if (old)
+		sandbox_stop(old);
+	r = spawn_kernel(s, old ? sandbox_workspace_fd(old) : -1, ret_error);
+	sandbox_free(old);
+	if (r == 0)
+		r = await_ready(s, ret_error);
+	if (r < 0) {
+		sandbox_free(s->sb);
+		s->sb = NULL;
+		close_channels(s);
+	}
+	return r;
+}
+
+static char **copy_env(const char *const *env)
+{
+	size_t n = 0;
+	char **out;
+
+	while (env && env[n])
+		n++;
+	out = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = strdup(env[i]))) {
+			for (size_t k = 0; k < i; k++)
+				free(out[k]);
+			free(out);
+			return NULL;
+		}
+	return out;
+}
+
+int session_new(const struct session_opts *o, struct session **ret, char **ret_error)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (ret_error)
+		*ret_error = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->opts = *o;
+	s->req_fd = s->out_fd = s->err_fd = s->ev_fd = -1;
+	buf_init(&s->events, SESSION_EVENT_MAX);
+	s->env = copy_env(o->env);
+	s->preload = o->preload ? strdup(o->preload) : NULL;
+	if (!s->env || (o->preload && !s->preload)) {
+		session_free(s);
+		return -ENOMEM;
+	}
+	s->opts.env = NULL;
+	s->opts.preload = NULL;
+	r = start_kernel(s, ret_error);
+	if (r < 0) {
+		session_free(s);
+		return r;
+	}
+	s->last_used_ns = now_ns();
+	*ret = s;
+	return 0;
+}
+
+int session_restart(struct session *s)
+{
+	return start_kernel(s, NULL);
+}
+
+bool session_expired(const struct session *s)
+{
+	return s->opts.idle_timeout_s > 0 &&
+	       (double)(now_ns() - s->last_used_ns) / 1e9 > s->opts.idle_timeout_s;
+}
+
+const char *session_preloaded(const struct session *s)
+{
+	return s->preloaded ? s->preloaded : "";
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	close_channels(s);
+	sandbox_free(s->sb);
+	buf_release(&s->events);
+	for (size_t i = 0; s->env && s->env[i]; i++)
+		free(s->env[i]);
+	free(s->env);
+	free(s->preload);
+	free(s->preloaded);
+	free(s);
+}
+
+/* ---- executing ---- */
+
+static char *dup_str(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return strdup(v ? v : "");
+}
+
+/* The exchange finished: the cell ran (ok, error, or interrupted). */
+static void fill_done(struct exchange *x, struct run_result *r)
+{
+	const char *st = json_string_value(json_object_get(x->answer, "status"));
+
+	r->execution_count = (int)json_integer_value(json_object_get(x->answer, "execution_count"));
+	r->status = st && !strcmp(st, "ok") ? RESULT_OK : RESULT_ERROR;
+	if (x->error) {
+		r->has_error = true;
+		r->error_name = dup_str(x->error, "name");
+		r->error_value = dup_str(x->error, "value");
+		r->error_traceback = dup_str(x->error, "traceback");
+	}
+	/* our SIGINT at the deadline turned into a KeyboardInterrupt */
+	if (x->interrupted) {
+		r->status = RESULT_TIMEOUT;
+		r->limits_hit |= SANDBOX_LIMIT_WALL;
+	}
+}
+
+/* The sandbox ended under the cell: say why, then restart. */
+static void fill_ended(struct session *s, const struct sandbox_exit *e, struct run_result *r)
+{
+	r->limits_hit |= e->limits_hit;
+	r->signal = e->signal;
+	switch (e->end) {
+	case SANDBOX_END_TIMEOUT:
+		r->status = RESULT_TIMEOUT;
+		break;
+	case SANDBOX_END_MEMORY:
+		r->status = RESULT_MEMORY_LIMIT;
+		r->limits_hit |= SANDBOX_LIMIT_MEMORY;
+		break;
+	case SANDBOX_END_KILLED:
+		r->status = RESULT_OUTPUT_LIMIT;
+		r->limits_hit |= SANDBOX_LIMIT_OUTPUT;
+		break;
+	case SANDBOX_END_EXITED:
+		r->status = RESULT_ERROR;
+		r->has_exit_code = true;
+		r->exit_code = e->exit_code;
+		break;
+	default:
+		r->status = RESULT_KILLED;
+		break;
+	}
+	if (!r->has_error) {
+		r->has_error = true;
+		r->error_name = strdup("KernelDied");
+		if (asprintf(&r->error_value,
+			     "the kernel %s; the session was restarted (variables are gone, files in the workspace are kept)",
+			     r->status == RESULT_TIMEOUT	? "did not stop at the interrupt and was killed"
+			     : r->status == RESULT_MEMORY_LIMIT ? "ran out of memory"
+			     : r->status == RESULT_OUTPUT_LIMIT ? "wrote far too much output"
+			     : r->has_exit_code		? "exited"
+							: "was killed") < 0)
+			r->error_value = NULL;
+		r->error_traceback = strdup("");
+	}
+	r->restarted = true;
+	(void)s;
+}
+
+int session_exec(struct session *s, const char *code, size_t len,
+		 const struct session_exec_opts *eo, struct run_result *r)
+{
+	double timeout_s = eo && eo->timeout_s > 0 ? eo->timeout_s : s->opts.limits.timeout_s;
+	struct exchange x;
+	struct sandbox_exit e;
+	json_t *req;
+	uint64_t t0 = now_ns();
+	int id, k;
+
+	memset(r, 0, sizeof(*r));
+	if (!s->sb) {
+		k = start_kernel(s, NULL);
+		if (k < 0)
+			return k;
+	}
+	id = ++s->next_id;
+	k = exchange_init(&x, s, id, eo ? eo->live_stdout : -1, eo ? eo->live_stderr : -1);
+	if (k < 0)
+		return k;
+	req = json_pack("{s:s, s:i, s:s%}", "op", "execute", "id", id, "code", code, len);
+	k = req ? send_request(s, req) : -ENOMEM;
+	json_decref(req);
+	/* a kernel that died while idle (killed from outside): the pump
+	 * below sees the sandbox end and the result says so */
+	if (k == -EPIPE || k == -ECONNRESET)
+		k = 0;
+	if (k == 0)
+		k = pump(s, &x, timeout_s, interrupt_cell, &e);
+	if (k == 0) {
+		r->from_session = true;
+		if (e.end == SANDBOX_END_RUNNING)
+			fill_done(&x, r);
+		else
+			fill_ended(s, &e, r);
+		flush_live(&x);
+		r->out = capture_text(&x.out, &r->out_len);
+		r->out_truncated = capture_truncated(&x.out);
+		r->err = capture_text(&x.err, &r->err_len);
+		r->err_truncated = capture_truncated(&x.err);
+		r->results = TAKE_PTR(x.results);
+		r->duration_ms = (double)(now_ns() - t0) / 1e6;
+		r->limits_unenforced = sandbox_limits_unenforced(s->sb);
+	}
+	exchange_release(&x);
+	if (k == 0 && r->restarted)
+		k = start_kernel(s, NULL);
+	s->last_used_ns = now_ns();
+	return k;
+}
+
+int session_complete(struct session *s, const char *code)
+{
+	struct exchange x;
+	struct sandbox_exit e;
+	const char *st;
+	json_t *req;
+	int id = ++s->next_id, k;
+
+	if (!s->sb)
+		return -ESRCH;
+	k = exchange_init(&x, s, id, -1, -1);
+	if (k < 0)
+		return k;
+	req = json_pack("{s:s, s:i, s:s}", "op", "complete", "id", id, "code", code);
+	k = req ? send_request(s, req) : -ENOMEM;
+	json_decref(req);
+	if (k == 0)
+		k = pump(s, &x, 10, NULL, &e);
+	if (k == 0 && !x.finished)
+		k = -EIO;
+	if (k == 0) {
+		st = json_string_value(json_object_get(x.answer, "status"));
+		k = st && !strcmp(st, "complete") ? 1 : st && !strcmp(st, "incomplete") ? 0 : -EINVAL;
+	}
+	exchange_release(&x);
+	return k;
+}

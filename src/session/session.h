@@ -1,0 +1,74 @@
+/* session: a sandbox that outlives one call, with a kernel inside that
+ * keeps variables, imports and files between executions (DESIGN.md
+ * "Sessions").  Python only for now.
+ *
+ * The kernel (kernels/python_kernel.py) reads requests on fd 3 (a
+ * socket) and writes events on fd 4 (a pipe), newline-delimited JSON; its
+ * stdout and stderr are pipes we read.  A timeout interrupts the running
+ * cell (SIGINT, through the sandbox's init) and keeps the session; if the
+ * interrupt has not taken after a grace period the kernel is killed and
+ * the session restarted (fresh state, same workspace), which the result
+ * says.  Not thread-safe: one caller at a time per session. */
+#ifndef CODECELL_SESSION_SESSION_H
+#define CODECELL_SESSION_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sandbox/sandbox.h"
+#include "session/result.h"
+
+#define SESSION_GRACE_S 2.0		/* after SIGINT, before the kill */
+#define SESSION_START_TIMEOUT_S 120.0	/* kernel start with its preloads */
+#define SESSION_EVENT_MAX (32u << 20)	/* one event line (a PNG, say) */
+
+#define SESSION_MAX_ENV 64
+/* The sandboxed program's environment: our defaults, then extra
+ * (KEY=VALUE); a later KEY replaces an earlier one (interpreters disagree
+ * on which duplicate they read).  inline_plots selects the kernel's
+ * matplotlib backend.  envp needs room for SESSION_MAX_ENV + 16. */
+void session_envp(const char *const *extra, bool inline_plots, const char **envp);
+
+struct session_opts {
+	struct sandbox_limits limits; /* timeout_s: default per execution */
+	uint64_t output_limit;	      /* bytes kept per stream per execution */
+	const char *const *env;	      /* extra KEY=VALUE, or NULL */
+	const char *preload;	      /* "numpy,pandas", or NULL */
+	enum sandbox_net net;
+	bool strict;
+	double idle_timeout_s; /* 0: never expires */
+};
+
+struct session;
+
+/* The defaults of a one-shot run, 10 min idle expiry. */
+void session_opts_init(struct session_opts *o);
+/* Start a kernel.  On failure returns -errno and, if ret_error is not
+ * NULL, a message for the user in *ret_error (free()). */
+int session_new(const struct session_opts *o, struct session **ret, char **ret_error);
+struct session_exec_opts {
+	double timeout_s; /* 0: the session's default */
+	int live_stdout;  /* stream the head of the output here, or -1 */
+	int live_stderr;
+};
+
+/* Run code (eo may be NULL for the defaults).  The result is filled as
+ * for a one-shot run, plus results[] (the main result of a trailing
+ * expression, figures), execution_count and restarted.  Returns -errno
+ * only when the session cannot go on (it could not restart). */
+int session_exec(struct session *s, const char *code, size_t len,
+		 const struct session_exec_opts *eo, struct run_result *ret);
+/* Is code a complete statement?  1 complete, 0 incomplete, -EINVAL
+ * invalid, other -errno on failure. */
+int session_complete(struct session *s, const char *code);
+/* A fresh kernel, the same workspace.  0 or -errno. */
+int session_restart(struct session *s);
+/* True once idle longer than the idle timeout (then free it). */
+bool session_expired(const struct session *s);
+/* The preload modules that imported, as the kernel said ("numpy,...").
+ * Owned by the session. */
+const char *session_preloaded(const struct session *s);
+/* Kill the kernel, remove the sandbox.  Accepts NULL. */
+void session_free(struct session *s);
+
+#endif

@@ -9,6 +9,9 @@
 #   {"op":"execute","id":N,"code":"..."}   run a cell
 #   {"op":"complete","id":N,"code":"..."}  is it a complete statement?
 #   {"op":"reseed","id":N}                 fresh random streams
+#   {"op":"reap","id":N}                   reap dead children (after the
+#                                          supervisor killed a fork bomb's
+#                                          copies; zombies count as pids)
 # Events:
 #   {"type":"ready","preloaded":[...],"failed":{"name":"error"}}  once, first
 #   {"type":"display","id":N,"data":{"image/png":B64,"text/plain":...}}
@@ -631,6 +634,16 @@ def _main():
                            "status": _complete_status(code)})
             elif op == "reseed":
                 _reseed()
+                _emit({"type": "done", "id": _S.cur_id, "execution_count": _S.count,
+                       "status": "ok"})
+            elif op == "reap":
+                while True:
+                    try:
+                        pid, _ = posix.waitpid(-1, posix.WNOHANG)
+                    except ChildProcessError:
+                        break
+                    if pid == 0:
+                        break
                 _emit({"type": "done", "id": _S.cur_id, "execution_count": _S.count,
                        "status": "ok"})
             else:

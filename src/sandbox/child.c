@@ -9,6 +9,7 @@
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -339,16 +340,71 @@ static void forward_sigint(int sig)
 		kill(g_worker, sig);
 }
 
+/* SIGUSR1 from the supervisor: kill every process but the worker (a
+ * session cell's fork bomb, say).  The handler only sets a flag; the
+ * reap loop does the work when waitpid() returns EINTR. */
+static volatile sig_atomic_t g_kill_strays;
+
+static void want_kill_strays(int sig)
+{
+	(void)sig;
+	g_kill_strays = 1;
+}
+
 static void install_forwarder(void)
 {
 	struct sigaction sa = { .sa_handler = forward_sigint, .sa_flags = SA_RESTART };
+	struct sigaction su = { .sa_handler = want_kill_strays }; /* no SA_RESTART */
 	sigset_t set;
 
 	sigemptyset(&sa.sa_mask);
+	sigemptyset(&su.sa_mask);
 	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGUSR1, &su, NULL);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
 	(void)sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* Every pid in our /proc but ours and the worker's gets SIGKILL.
+ * getdents64 into a stack buffer: no allocation in the init.  Repeated
+ * while any was found, since a fork bomb forks while we kill. */
+static void kill_strays(pid_t worker)
+{
+	for (int round = 0; round < 64; round++) {
+		char dents[8192];
+		int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		bool found = false;
+		long n;
+
+		if (fd < 0)
+			return;
+		while ((n = syscall(SYS_getdents64, fd, dents, sizeof(dents))) > 0) {
+			for (long off = 0; off < n;) {
+				struct {
+					uint64_t ino;
+					int64_t off;
+					unsigned short reclen;
+					unsigned char type;
+					char name[];
+				} *d = (void *)(dents + off);
+				pid_t pid = 0;
+				const char *c = d->name;
+
+				for (; *c >= '0' && *c <= '9'; c++)
+					pid = pid * 10 + (*c - '0');
+				if (!*c && pid > 1 && pid != worker) {
+					kill(pid, SIGKILL);
+					found = true;
+				}
+				off += d->reclen;
+			}
+		}
+		close(fd);
+		if (!found)
+			return;
+	}
 }
 
 /* Reap everything; when the program (worker) ends, report it and exit:
@@ -359,6 +415,10 @@ __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_
 		int st;
 		pid_t p = waitpid(-1, &st, __WALL);
 
+		if (g_kill_strays) {
+			g_kill_strays = 0;
+			kill_strays(worker);
+		}
 		if (p < 0 && errno == EINTR)
 			continue;
 		if (p < 0)

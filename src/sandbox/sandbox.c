@@ -499,6 +499,82 @@ int sandbox_interrupt(struct sandbox *sb)
 	return 0;
 }
 
+/* The children of pid, appended to q (bounded).  -1 if unreadable. */
+static int children_of(pid_t pid, pid_t *q, size_t *n, size_t max)
+{
+	char path[64], text[16384];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	if (read_small_fileat(AT_FDCWD, path, text, sizeof(text)) < 0)
+		return -1;
+	for (char *t = strtok(text, " \n"); t && *n < max; t = strtok(NULL, " \n"))
+		q[(*n)++] = (pid_t)strtol(t, NULL, 10);
+	return 0;
+}
+
+static bool is_zombie(pid_t pid)
+{
+	char path[64], st[512], *rp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small_fileat(AT_FDCWD, path, st, sizeof(st)) < 0)
+		return true; /* gone */
+	rp = strrchr(st, ')');
+	return rp && rp[1] == ' ' && rp[2] == 'Z';
+}
+
+/* Is every process in the sandbox but the init and the worker dead?
+ * The worker is the init's first child: /proc lists children in the
+ * order they joined, and the worker is never reparented. */
+static bool strays_dead(const struct sandbox *sb)
+{
+	pid_t q[4096];
+	size_t n = 0;
+
+	if (children_of(sb->pid, q, &n, ARRAY_SIZE(q)) < 0 || n == 0)
+		return true;
+	/* q[0] is the worker: look at its children instead */
+	if (children_of(q[0], q, &n, ARRAY_SIZE(q)) < 0)
+		return true;
+	for (size_t i = 1; i < n; i++) {
+		if (!is_zombie(q[i]))
+			return false;
+	}
+	return true;
+}
+
+int sandbox_kill_strays(struct sandbox *sb)
+{
+	if (sb->reaped || sb->pidfd < 0)
+		return -ESRCH;
+	if (syscall(SYS_pidfd_send_signal, sb->pidfd, SIGUSR1, NULL, 0) < 0)
+		return -errno;
+	/* return once they are dead (up to 2 s): the next cell must not
+	 * see them run.  Dead children of the worker stay zombies until the
+	 * worker reaps them; that is the caller's business. */
+	for (int i = 0; i < 2000; i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		if (strays_dead(sb))
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+unsigned sandbox_limits_hit_so_far(const struct sandbox *sb)
+{
+	struct cgroup_stats cs;
+	unsigned bits = 0;
+
+	cgroup_read_stats(&sb->cg, &cs);
+	if (cs.pids_max_hits)
+		bits |= SANDBOX_LIMIT_PIDS;
+	if (cs.oom_kills)
+		bits |= SANDBOX_LIMIT_MEMORY;
+	return bits;
+}
+
 bool sandbox_ended(const struct sandbox *sb)
 {
 	return sb->reaped;

@@ -170,6 +170,13 @@ void sandbox_kill(struct sandbox *sb);
 /* Kill the tree and reap it; the workspace fd stays valid (to copy the
  * workspace out or into another sandbox).  Idempotent. */
 void sandbox_stop(struct sandbox *sb);
+/* Kill every process in the sandbox but the program itself (its
+ * children, daemons, a fork bomb's copies), through the init.  0 or
+ * -errno. */
+int sandbox_kill_strays(struct sandbox *sb);
+/* Limits hit so far (pids.max hits, OOM kills), as enum sandbox_limit
+ * bits, for callers that stay attached (sessions). */
+unsigned sandbox_limits_hit_so_far(const struct sandbox *sb);
 /* Send SIGINT to the program (the init forwards it).  0 or -errno. */
 int sandbox_interrupt(struct sandbox *sb);
 /* Whether the program's tree is gone (the init was reaped). */

@@ -525,6 +525,8 @@ void session_free(struct session *s)
 
 /* ---- executing ---- */
 
+static int simple_op(struct session *s, const char *op);
+
 static char *dup_str(json_t *o, const char *key)
 {
 	const char *v = json_string_value(json_object_get(o, key));
@@ -603,6 +605,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 	struct sandbox_exit e;
 	json_t *req;
 	uint64_t t0 = now_ns();
+	unsigned hit_before;
 	int id, k;
 
 	memset(r, 0, sizeof(*r));
@@ -612,6 +615,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 			return k;
 	}
 	id = ++s->next_id;
+	hit_before = sandbox_limits_hit_so_far(s->sb);
 	k = exchange_init(&x, s, id, eo ? eo->live_stdout : -1, eo ? eo->live_stderr : -1);
 	if (k < 0)
 		return k;
@@ -626,10 +630,22 @@ int session_exec(struct session *s, const char *code, size_t len,
 		k = pump(s, &x, timeout_s, interrupt_cell, &e);
 	if (k == 0) {
 		r->from_session = true;
-		if (e.end == SANDBOX_END_RUNNING)
+		if (e.end == SANDBOX_END_RUNNING) {
+			/* counters only grow: what grew during this cell */
+			unsigned hit = sandbox_limits_hit_so_far(s->sb);
+
 			fill_done(&x, r);
-		else
+			if (hit & ~hit_before & SANDBOX_LIMIT_PIDS) {
+				r->limits_hit |= SANDBOX_LIMIT_PIDS;
+				/* a fork bomb's copies outlive the interrupt: kill
+				 * them, and have the kernel reap its dead children
+				 * (zombies still count against the pids limit) */
+				if (sandbox_kill_strays(s->sb) == 0)
+					(void)simple_op(s, "reap");
+			}
+		} else {
 			fill_ended(s, &e, r);
+		}
 		flush_live(&x);
 		r->out = capture_text(&x.out, &r->out_len);
 		r->out_truncated = capture_truncated(&x.out);
@@ -643,6 +659,27 @@ int session_exec(struct session *s, const char *code, size_t len,
 	if (k == 0 && r->restarted)
 		k = start_kernel(s, NULL);
 	s->last_used_ns = now_ns();
+	return k;
+}
+
+/* A request answered by "done" and nothing else (reap, reseed). */
+static int simple_op(struct session *s, const char *op)
+{
+	struct exchange x;
+	struct sandbox_exit e;
+	json_t *req;
+	int id = ++s->next_id, k = exchange_init(&x, s, id, -1, -1);
+
+	if (k < 0)
+		return k;
+	req = json_pack("{s:s, s:i}", "op", op, "id", id);
+	k = req ? send_request(s, req) : -ENOMEM;
+	json_decref(req);
+	if (k == 0)
+		k = pump(s, &x, 10, NULL, &e);
+	if (k == 0 && !x.finished)
+		k = -EIO;
+	exchange_release(&x);
 	return k;
 }
 

@@ -1,0 +1,292 @@
+"""Sessions through `codecell shell --json`: one result object per
+statement.  State, results, figures, errors, timeouts, limits, restarts,
+isolation between sessions, and what is left after."""
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cctest import CODECELL, check, codecell, eq, leftovers, main, test  # noqa: E402
+
+
+class Shell:
+    """A live `codecell shell --json`, fed one statement (simple or
+    compound) at a time: piped input runs each complete statement as it
+    arrives, each giving one result line."""
+
+    def __init__(self, *args, user=None):
+        cmd = [CODECELL, "shell", "--json"] + list(args)
+        if user is not None:
+            cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+
+    def run(self, stmt, timeout=60):
+        self.p.stdin.write(stmt.rstrip("\n") + "\n")
+        if "\n" in stmt.strip() or stmt.rstrip().endswith(":"):
+            self.p.stdin.write("\n")  # close a compound statement
+        self.p.stdin.flush()
+        t0 = time.monotonic()
+        line = self.p.stdout.readline()
+        check(line, "no result for %r (stderr %r)" % (stmt, self.p.stderr.read()
+                                                      if self.p.poll() is not None else ""))
+        self.elapsed = time.monotonic() - t0
+        return json.loads(line)
+
+    def close(self):
+        self.p.stdin.close()
+        rc = self.p.wait(timeout=30)
+        self.stderr = self.p.stderr.read()
+        return rc
+
+
+def kernel_pids(user=65534):
+    out = subprocess.run(["pgrep", "-u", str(user), "-f", "python3 -S -s"],
+                         capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+@test
+def state_persists_across_100_executions():
+    sh = Shell()
+    eq(sh.run("x = 0")["status"], "ok")
+    for i in range(100):
+        r = sh.run("x = x + 1")
+        eq(r["status"], "ok", "execution %d" % i)
+    r = sh.run("x")
+    eq(r["results"][0]["text/plain"], "100")
+    eq(r["execution_count"], 102, "execution_count grows by one per statement")
+    eq(sh.close(), 0)
+
+
+@test
+def imports_functions_and_files_persist():
+    sh = Shell()
+    sh.run("import math")
+    sh.run("def area(r):\n    return math.pi * r * r")
+    sh.run("open('notes.txt', 'w').write('kept')")
+    r = sh.run("round(area(2), 3), open('notes.txt').read()")
+    eq(r["results"][0]["text/plain"], "(12.566, 'kept')")
+    sh.close()
+
+
+@test
+def trailing_expression_is_the_main_result_and_dataframes_have_html():
+    sh = Shell("--preload", "pandas")
+    r = sh.run("1 + 1")
+    eq(r["results"], [{"text/plain": "2", "is_main_result": True}])
+    r = sh.run("print('not a result')")
+    eq((r["results"], r["logs"]["stdout"]), ([], "not a result\n"))
+    sh.run("import pandas as pd")
+    r = sh.run("pd.DataFrame({'a': [1, 2]})")
+    res = r["results"][0]
+    check(res["is_main_result"] and "<table" in res["text/html"], res)
+    sh.close()
+
+
+@test
+def matplotlib_figures_come_back_as_png():
+    sh = Shell()
+    sh.run("import matplotlib.pyplot as plt")
+    r = sh.run("plt.plot([1, 3, 2]); plt.show()")
+    pngs = [x for x in r["results"] if "image/png" in x]
+    eq(len(pngs), 1, "one figure: %r" % r)
+    check(base64.b64decode(pngs[0]["image/png"]).startswith(b"\x89PNG\r\n\x1a\n"), "a PNG")
+    check(pngs[0]["is_main_result"] is False, pngs[0])
+    # a figure left open at the end of a cell is returned too, without show()
+    r = sh.run("plt.figure(); plt.bar([1, 2], [3, 4]);")
+    eq(len([x for x in r["results"] if "image/png" in x]), 1, "open figure: %r" % r)
+    sh.close()
+
+
+@test
+def errors_come_back_and_the_session_lives_on():
+    sh = Shell()
+    sh.run("keep = 'yes'")
+    sh.run("def f():\n    return 1 / 0")
+    r = sh.run("f()")
+    eq(r["status"], "error")
+    eq((r["error"]["name"], r["error"]["value"]), ("ZeroDivisionError", "division by zero"))
+    tb = r["error"]["traceback"]
+    check("return 1 / 0" in tb and "<string>" not in tb and "\x1b[" not in tb, tb)
+    r = sh.run("keep")
+    eq(r["results"][0]["text/plain"], "'yes'")
+    sh.close()
+
+
+@test
+def timeout_interrupts_the_cell_and_keeps_the_state():
+    sh = Shell("--timeout", "1")
+    sh.run("total = 41")
+    sh.run("import time")
+    r = sh.run("time.sleep(30)")
+    eq(r["status"], "timeout")
+    eq(r["error"]["name"], "KeyboardInterrupt")
+    eq(r["restarted"], False)
+    check("wall_time" in r["limits_hit"], r)
+    check(sh.elapsed < 5, "interrupted in time: %.1f s" % sh.elapsed)
+    eq(sh.run("total + 1")["results"][0]["text/plain"], "42")
+    sh.close()
+
+
+@test
+def an_ignored_interrupt_restarts_the_kernel_keeping_files():
+    sh = Shell("--timeout", "1")
+    sh.run("open('data.txt', 'w').write('survives'); v = 1")
+    sh.run("import signal, time")
+    r = sh.run("signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)")
+    eq((r["status"], r["restarted"]), ("timeout", True), r)
+    check(sh.elapsed < 8, "killed after the grace period: %.1f s" % sh.elapsed)
+    r = sh.run("open('data.txt').read()")
+    eq(r["results"][0]["text/plain"], "'survives'", "the workspace is kept")
+    eq(sh.run("v")["error"]["name"], "NameError", "the variables are not")
+    sh.close()
+
+
+@test
+def memory_limit_restarts_and_leaves_a_sibling_session_alone():
+    a = Shell("--memory", "128M")
+    b = Shell()
+    a.run("x = 1")
+    b.run("y = 2")
+    r = a.run("blob = bytearray(512 * 1024 * 1024)")
+    eq((r["status"], r["restarted"]), ("memory_limit", True), r)
+    check("memory" in r["limits_hit"], r)
+    eq(a.run("print('fresh')")["logs"]["stdout"], "fresh\n")
+    eq(b.run("y")["results"][0]["text/plain"], "2", "the sibling is untouched")
+    a.close()
+    b.close()
+
+
+@test
+def fork_bomb_in_a_session_is_contained():
+    sh = Shell("--pids", "32", "--timeout", "2")
+    sh.run("import os")
+    r = sh.run("while True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
+    eq(r["status"], "timeout", r)
+    check("pids" in r["limits_hit"], r)
+    # the bomb's copies are killed and reaped: only the init and the
+    # kernel are left, and the session can start processes again
+    r = sh.run("sorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
+    eq(r["results"][0]["text/plain"], "[1, 2]")
+    sh.run("import subprocess")
+    r = sh.run("subprocess.run(['echo', 'forks again'], capture_output=True, text=True).stdout")
+    eq(r["results"][0]["text/plain"], repr("forks again\n"))
+    sh.close()
+
+
+@test
+def a_kernel_killed_from_outside_gives_a_clear_error_and_a_restart():
+    sh = Shell()
+    sh.run("z = 3")
+    pids = kernel_pids()
+    check(pids, "kernel process not found")
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.3)
+    r = sh.run("print('after')")
+    eq((r["status"], r["restarted"]), ("killed", True), r)
+    check("restarted" in r["error"]["value"], r["error"])
+    eq(sh.run("print('again')")["logs"]["stdout"], "again\n")
+    sh.close()
+
+
+@test
+def sessions_do_not_share_random_streams_or_files():
+    a, b = Shell(), Shell()
+    a.run("import random, uuid, os")
+    b.run("import random, uuid, os")
+    ra = a.run("(random.random(), str(uuid.uuid4()))")
+    rb = b.run("(random.random(), str(uuid.uuid4()))")
+    check(ra["results"][0]["text/plain"] != rb["results"][0]["text/plain"], (ra, rb))
+    a.run("open('mine.txt', 'w').write('a')")
+    eq(b.run("os.path.exists('mine.txt')")["results"][0]["text/plain"], "False")
+    pa = a.run("sorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
+    pb = b.run("sorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
+    # each sees only its own init and kernel
+    eq((pa["results"][0]["text/plain"], pb["results"][0]["text/plain"]), ("[1, 2]", "[1, 2]"))
+    a.close()
+    b.close()
+
+
+@test
+def closing_leaves_no_process_or_cgroup():
+    before = set(kernel_pids())
+    sh = Shell()
+    sh.run("import subprocess")
+    sh.run("subprocess.Popen(['sleep', '300'])")
+    during = set(kernel_pids())
+    check(during - before, "kernel running during the session")
+    eq(sh.close(), 0)
+    time.sleep(0.3)
+    eq(set(kernel_pids()) - before, set(), "kernel gone")
+    out = subprocess.run(["pgrep", "-u", "65534", "-x", "sleep"], capture_output=True,
+                         text=True).stdout
+    eq(out, "", "the background sleep is gone")
+    eq([c for c in leftovers() if "sb-%d-" % sh.p.pid in c], [], "cgroups removed")
+
+
+@test
+def piped_script_runs_statement_by_statement():
+    script = ("x = 41\nprint(x + 1)\ndef f(a):\n    return a * 2\nprint(f(x))\n"
+              "for i in range(2):\n    print('loop', i)\nprint('end')\n")
+    r = codecell("shell", stdin=script)
+    eq(r.status, 0, r.stderr)
+    eq(r.stdout, "42\n82\nloop 0\nloop 1\nend\n")
+
+
+@test
+def plain_shell_prints_results_and_errors_like_python():
+    r = codecell("shell", stdin="2 * 21\nundefined_name\n'still' + ' alive'\n")
+    eq(r.stdout, "42\n'still alive'\n")
+    check("NameError: name 'undefined_name' is not defined" in r.stderr, r.stderr)
+    eq(r.status, 0, "the last statement succeeded")
+
+
+@test
+def idle_session_expires():
+    sh = Shell("--idle-timeout", "1")
+    sh.run("x = 1")
+    time.sleep(1.5)
+    sh.p.stdin.write("x\n")
+    sh.p.stdin.flush()
+    eq(sh.close(), 125)
+    check("expired" in sh.stderr, sh.stderr)
+
+
+@test
+def bad_input_is_refused_with_a_message():
+    r = codecell("shell", "--lang", "bash")
+    eq(r.status, 125)
+    check("Python only" in r.stderr, r.stderr)
+    r = codecell("shell", "script.py")
+    eq(r.status, 125)
+    check("takes no FILE" in r.stderr, r.stderr)
+    r = codecell("shell", "--preload", "numpy;rm")
+    eq(r.status, 125)
+    check("--preload" in r.stderr, r.stderr)
+    r = codecell("run", "--preload", "numpy", "-", stdin="print(1)\n")
+    eq(r.status, 125)
+    check("codecell shell" in r.stderr, r.stderr)
+    p = subprocess.run([CODECELL, "shell", "--json"], input=b"x = '\xff'\n",
+                       capture_output=True, timeout=60)
+    obj = json.loads(p.stdout.decode())
+    eq(obj["status"], "rejected", obj)
+
+
+@test
+def a_session_as_an_ordinary_user():
+    sh = Shell(user=1000)
+    sh.run("import os")
+    r = sh.run("os.getuid()")
+    eq(r["results"][0]["text/plain"], "1000")
+    eq(sorted(r["limits_unenforced"]), ["memory", "pids"])
+    sh.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -97,8 +97,12 @@ sanitize: setup
 	CODECELL_BUILD=build-san ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1 sh tests/run.sh
 
+$(BUILD)/bench/bench_session: bench/bench_session.c $(BUILD)/libcodecell.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Iinclude $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libcodecell.a $(LIBS)
+
 bench: setup
-	$(MAKE) all
+	$(MAKE) all $(BUILD)/bench/bench_session
 	sh bench/run.sh
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS on its corpus.

@@ -44,6 +44,7 @@ def peak_rss_kb(cmd):
 
 
 def main():
+    sys.stdout.reconfigure(line_buffering=True)  # interleave with bench_session
     if not os.path.exists(CODECELL):
         sys.exit("bench: build first (make all)")
     work = tempfile.mkdtemp(prefix="cc-bench-")
@@ -84,7 +85,73 @@ def main():
           % (bare_rss, cc_rss))
     print("  print(1+1):  bare %d KiB, under codecell %d KiB (overhead %+d KiB)"
           % (py_rss, ccpy_rss, ccpy_rss - py_rss))
+    sessions(work)
     shutil.rmtree(work)
+
+
+def pss_kb(pid):
+    """Proportional set size of pid and all its descendants."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open("/proc/%d/smaps_rollup" % p) as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+            for tid in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, tid)) as f:
+                    todo += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return total
+
+
+def sessions(work):
+    """Session figures: the C program for the library API, and here the
+    baselines it is compared with, and memory per idle session."""
+    print()
+    subprocess.run([os.path.join(ROOT, os.environ.get("CODECELL_BUILD", "build"),
+                                 "bench", "bench_session"), "20"], check=True)
+    desc = os.path.join(work, "describe.py")
+    with open(desc, "w") as f:
+        f.write("import numpy as np, pandas as pd\n"
+                "df = pd.DataFrame(np.random.rand(10000, 4), columns=list('abcd'))\n"
+                "print(df.describe())\n")
+    os.chmod(desc, 0o644)
+    runs = os.environ.get("BENCH_RUNS", "200")
+    os.environ["BENCH_RUNS"] = "20"
+    global RUNS
+    saved, RUNS = RUNS, 20
+    res = hyperfine([PY + " -c 'import pandas'", "%s %s" % (PY, desc),
+                     "%s run %s" % (CODECELL, desc)])
+    RUNS = saved
+    os.environ["BENCH_RUNS"] = runs
+    print("baselines (hyperfine, 20 runs each)")
+    for name, (med, p90) in zip(["cold python3 -c 'import pandas'",
+                                 "df.describe() as bare python3 script",
+                                 "df.describe() as codecell run (one-shot)"], res):
+        print("  %-44s median %8.2f ms  p90 %8.2f ms" % (name, med, p90))
+    # memory: idle sessions with the preload set, no sharing yet
+    shells = []
+    for _ in range(4):
+        sh = subprocess.Popen([CODECELL, "shell", "--json", "--preload",
+                               "numpy,pandas,matplotlib.pyplot"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        sh.stdin.write("1\n")
+        sh.stdin.flush()
+        sh.stdout.readline()
+        shells.append(sh)
+    per = [pss_kb(sh.pid) for sh in shells]
+    for sh in shells:
+        sh.stdin.close()
+        sh.wait()
+    avg = sum(per) / len(per)
+    print("memory: idle session with numpy+pandas+pyplot, PSS of its tree: %.1f MiB "
+          "(4 sessions: %s); about %d fit in 4 GiB" % (avg / 1024,
+                                                         ", ".join("%.1f" % (x / 1024) for x in per),
+                                                         int(4 * 1024 * 1024 / avg)))
 
 
 if __name__ == "__main__":

@@ -6,9 +6,12 @@
  * compound one without needing a blank line, so a script piped in runs
  * statement by statement as it arrives. */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -26,18 +29,32 @@ struct line_reader {
 };
 
 /* One line (without its newline) into line.  1 a line, 0 EOF, -E2BIG
- * for a line over the code limit, -errno. */
-static int read_line(struct line_reader *lr, struct buf *line)
+ * for a line over the code limit, -EINTR when a signal came on sig_fd
+ * (*ret_sig says which), -errno. */
+static int read_line(struct line_reader *lr, struct buf *line, int sig_fd, int *ret_sig)
 {
 	buf_reset(line);
 	for (;;) {
 		char *nl;
 
 		if (lr->pos == lr->len) {
+			struct pollfd pf[2] = { { lr->fd, POLLIN, 0 }, { sig_fd, POLLIN, 0 } };
 			ssize_t n;
 
 			if (lr->eof)
 				return line->len ? 1 : 0;
+			if (poll(pf, sig_fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			if (sig_fd >= 0 && (pf[1].revents & POLLIN)) {
+				struct signalfd_siginfo si;
+
+				if (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
+					*ret_sig = (int)si.ssi_signo;
+					return -EINTR;
+				}
+			}
+			if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
 			n = read(lr->fd, lr->blk, sizeof(lr->blk));
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -68,6 +85,8 @@ struct shell {
 	const struct run_opts *o;
 	bool tty;
 	int status; /* exit status: the last statement's */
+	int sig_fd; /* signalfd: SIGINT interrupts, SIGTERM/SIGHUP end */
+	int end_sig; /* the signal that ended the shell, or 0 */
 };
 
 static void print_result_plain(const struct run_result *r)
@@ -97,7 +116,8 @@ static void print_result_plain(const struct run_result *r)
 static void run_statement(struct shell *sh, const char *code, size_t len)
 {
 	struct session_exec_opts eo = { .live_stdout = sh->o->json ? -1 : STDOUT_FILENO,
-					 .live_stderr = sh->o->json ? -1 : STDERR_FILENO };
+					 .live_stderr = sh->o->json ? -1 : STDERR_FILENO,
+					 .stop_fd = sh->sig_fd };
 	struct run_result r;
 	int k;
 
@@ -124,6 +144,8 @@ static void run_statement(struct shell *sh, const char *code, size_t len)
 			log_warn("%s", r.error_value ? r.error_value : "the session was restarted");
 	}
 	sh->status = r.status == RESULT_OK ? 0 : run_result_exit_status(&r);
+	if (r.stopped)
+		sh->end_sig = SIGTERM;
 	run_result_release(&r);
 }
 
@@ -200,8 +222,23 @@ static int loop(struct shell *sh)
 	buf_init(&line, ENGINE_CODE_MAX);
 	buf_init(&stmt, ENGINE_CODE_MAX);
 	for (;;) {
+		int sig = 0;
+
 		prompt(sh, stmt.len > 0);
-		r = read_line(&lr, &line);
+		r = read_line(&lr, &line, sh->sig_fd, &sig);
+		if (r == -EINTR && sig == SIGINT) {
+			/* like python3: drop the statement being typed */
+			if (sh->tty)
+				fputs("\nKeyboardInterrupt\n", stdout);
+			buf_reset(&stmt);
+			continue;
+		}
+		if (r == -EINTR) {
+			sh->end_sig = sig;
+			r = 0;
+			buf_reset(&stmt);
+			break;
+		}
 		if (r <= 0)
 			break;
 		if (session_expired(sh->s)) {
@@ -211,16 +248,35 @@ static int loop(struct shell *sh)
 			break;
 		}
 		feed(sh, &stmt, buf_str(&line));
+		if (sh->end_sig)
+			break;
 	}
 	if (r == -E2BIG)
 		log_error("a line is too long: the limit is %u bytes", ENGINE_CODE_MAX);
-	if (r >= 0 && stmt.len)
+	if (r >= 0 && stmt.len && !sh->end_sig)
 		run_statement(sh, stmt.data, stmt.len);
 	if (sh->tty)
 		putchar('\n');
 	buf_release(&line);
 	buf_release(&stmt);
+	if (sh->end_sig)
+		return 128 + sh->end_sig;
 	return r < 0 ? EXIT_CODECELL_ERROR : sh->status;
+}
+
+/* SIGINT, SIGTERM, SIGHUP arrive on a signalfd: the shell decides (a
+ * cell interrupted, a statement dropped, the session ended cleanly). */
+static int signals_fd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 int cli_shell(int argc, char **argv)
@@ -255,6 +311,7 @@ int cli_shell(int argc, char **argv)
 	so.idle_timeout_s = o.idle_timeout_s;
 	sh.o = &o;
 	sh.tty = isatty(STDIN_FILENO) && !o.json;
+	sh.sig_fd = signals_fd();
 	t0 = now_ns();
 	r = session_new(&so, &sh.s, &msg);
 	if (r < 0) {
@@ -268,5 +325,7 @@ int cli_shell(int argc, char **argv)
 		       session_preloaded(sh.s));
 	r = loop(&sh);
 	session_free(sh.s);
+	if (sh.sig_fd >= 0)
+		close(sh.sig_fd);
 	return r;
 }

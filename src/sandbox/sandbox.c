@@ -787,6 +787,8 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 			} else if (tag == EV_TIMER) {
 				on_timer(sb, o, ep);
 			} else if (tag == EV_STOP) {
+				if (o->on_stop && !o->on_stop(o->userdata))
+					continue;
 				kill_tree(sb, SANDBOX_END_KILLED, SANDBOX_KILL_STOP);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->stop_fd, NULL);
 			} else if (tag == EV_OOM) {

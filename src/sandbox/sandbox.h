@@ -130,6 +130,10 @@ struct sandbox_wait_opts {
 	 * SANDBOX_KILL_STOP.  0 or -1 for none, so a zero-initialized struct
 	 * has none (stdin is never a stop fd).  Not read by the sandbox. */
 	int stop_fd;
+	/* Called when stop_fd is readable, if set; it must read stop_fd.
+	 * Return true to kill the tree (as without it), false to go on (the
+	 * caller interrupted the program instead, say). */
+	bool (*on_stop)(void *userdata);
 	/* Sessions: return as soon as until(userdata) is true, checked after
 	 * each batch of events; the sandbox keeps running and the end is
 	 * SANDBOX_END_RUNNING.  NULL: wait for the end. */

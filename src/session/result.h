@@ -41,7 +41,7 @@ struct run_result {
 	bool setup_failed; /* the sandbox could not be built */
 	char *message;	   /* REJECTED / setup failure: for the user */
 	char *warning;	   /* something the user should know (copy-out) */
-	bool stopped;	   /* ended by stop_fd */
+	bool stopped;	   /* ended by stop_fd (SIGTERM/SIGHUP to a shell, say) */
 	/* sessions */
 	json_t *results;	 /* array of MIME bundles, owned; NULL: [] */
 	bool from_session;	 /* a session execution (adds "restarted") */

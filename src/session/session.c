@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,6 +45,8 @@ struct exchange {
 	json_t *results;
 	json_t *error;	 /* the error event, if any */
 	json_t *answer;	 /* done / complete / ready event */
+	int stop_fd;
+	bool stopped;	 /* a stop signal other than SIGINT */
 };
 
 /* Does "KEY=..." have the key of "KEY=..."? */
@@ -206,6 +210,23 @@ static void flush_live(const struct exchange *x)
 	}
 }
 
+/* The caller's signalfd fired: SIGINT interrupts the cell, the rest
+ * (SIGTERM, SIGHUP) kill the kernel. */
+static bool on_stop(void *ud)
+{
+	struct exchange *x = ud;
+	struct signalfd_siginfo si;
+
+	if (read(x->stop_fd, &si, sizeof(si)) != sizeof(si))
+		return false;
+	if (si.ssi_signo == SIGINT) {
+		(void)sandbox_interrupt(x->s->sb);
+		return false;
+	}
+	x->stopped = true;
+	return true;
+}
+
 static bool finished(void *ud)
 {
 	return ((struct exchange *)ud)->finished;
@@ -255,6 +276,8 @@ static int pump(struct session *s, struct exchange *x, double deadline,
 		.until = finished,
 		.deadline_s = deadline,
 		.on_deadline = on_deadline,
+		.stop_fd = x->stop_fd,
+		.on_stop = x->stop_fd > 0 ? on_stop : NULL,
 	};
 	int r = sandbox_wait(s->sb, &o, ret);
 
@@ -619,6 +642,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 	k = exchange_init(&x, s, id, eo ? eo->live_stdout : -1, eo ? eo->live_stderr : -1);
 	if (k < 0)
 		return k;
+	x.stop_fd = eo ? eo->stop_fd : -1;
 	req = json_pack("{s:s, s:i, s:s%}", "op", "execute", "id", id, "code", code, len);
 	k = req ? send_request(s, req) : -ENOMEM;
 	json_decref(req);
@@ -645,6 +669,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 			}
 		} else {
 			fill_ended(s, &e, r);
+			r->stopped = x.stopped;
 		}
 		flush_live(&x);
 		r->out = capture_text(&x.out, &r->out_len);

@@ -50,6 +50,10 @@ struct session_exec_opts {
 	double timeout_s; /* 0: the session's default */
 	int live_stdout;  /* stream the head of the output here, or -1 */
 	int live_stderr;
+	/* A signalfd (or 0/-1 for none): SIGINT on it interrupts the cell and
+	 * keeps the session; any other signal kills the kernel, and the
+	 * result says "killed" with stopped set. */
+	int stop_fd;
 };
 
 /* Run code (eo may be NULL for the defaults).  The result is filled as

@@ -231,6 +231,25 @@ def closing_leaves_no_process_or_cgroup():
 
 
 @test
+def ctrl_c_interrupts_the_cell_and_sigterm_ends_the_session():
+    sh = Shell()
+    sh.run("v = 9")
+    sh.run("import time")
+    sh.p.stdin.write("time.sleep(30)\n")
+    sh.p.stdin.flush()
+    time.sleep(0.7)
+    sh.p.send_signal(signal.SIGINT)
+    r = json.loads(sh.p.stdout.readline())
+    eq((r["status"], r["error"]["name"], r["restarted"]), ("error", "KeyboardInterrupt", False))
+    eq(sh.run("v")["results"][0]["text/plain"], "9", "state kept after Ctrl-C")
+    before = kernel_pids()
+    sh.p.send_signal(signal.SIGTERM)
+    eq(sh.p.wait(timeout=10), 143)
+    time.sleep(0.3)
+    eq([p for p in kernel_pids() if p in before], [], "the kernel went with the shell")
+
+
+@test
 def piped_script_runs_statement_by_statement():
     script = ("x = 41\nprint(x + 1)\ndef f(a):\n    return a * 2\nprint(f(x))\n"
               "for i in range(2):\n    print('loop', i)\nprint('end')\n")

@@ -28,16 +28,8 @@ void run_request_init(struct run_request *req)
 	memset(req, 0, sizeof(*req));
 	req->lang = LANG_PYTHON;
 	req->filename = "<stdin>";
-	req->limits = (struct sandbox_limits){
-		.timeout_s = 30,
-		.memory_bytes = 512ull << 20,
-		.pids = 128,
-		.file_size = 128ull << 20,
-		.open_files = 1024,
-		.tmp_bytes = 64ull << 20,
-		.workspace_bytes = 128ull << 20,
-	};
-	req->output_limit = 1u << 20;
+	req->limits = codecell_default_limits;
+	req->output_limit = CODECELL_DEFAULT_OUTPUT_LIMIT;
 	req->net = SANDBOX_NET_LOOPBACK;
 	req->live_stdout = -1;
 	req->live_stderr = -1;
@@ -235,23 +227,6 @@ static int on_output(void *ud, int ch, const char *data, size_t n)
 	return p->total > p->flood ? 1 : 0;
 }
 
-static void flush_live(const struct pump_ctx *p)
-{
-	const struct capture *caps[2] = { &p->out, &p->err };
-	int fds[2] = { p->req->live_stdout, p->req->live_stderr };
-
-	for (int i = 0; i < 2; i++) {
-		_cleanup_free_ char *rest = NULL;
-		size_t len;
-
-		if (fds[i] < 0)
-			continue;
-		rest = capture_rest(caps[i], &len);
-		if (rest)
-			(void)write_all(fds[i], rest, len);
-	}
-}
-
 void engine_parse_report(const char *data, size_t len, struct run_result *r)
 {
 	json_t *root, *e;
@@ -316,47 +291,13 @@ static char *cap_text(char *s, uint64_t limit)
 
 static void classify(const struct sandbox_exit *x, struct run_result *r)
 {
-	r->limits_hit |= x->limits_hit;
-	r->signal = x->signal;
-	switch (x->end) {
-	case SANDBOX_END_EXITED:
-		r->has_exit_code = true;
-		r->exit_code = x->exit_code;
-		r->signal = 0;
-		/* The report channel is writable by the program itself: a
-		 * program that exits 0 did not fail, whatever it wrote there. */
-		if (x->exit_code == 0)
-			clear_error(r);
-		r->status = x->exit_code == 0 ? RESULT_OK : RESULT_ERROR;
-		break;
-	case SANDBOX_END_SIGNALED:
-		r->status = (x->limits_hit & SANDBOX_LIMIT_CPU) ? RESULT_TIMEOUT : RESULT_KILLED;
-		break;
-	case SANDBOX_END_TIMEOUT:
-		r->status = RESULT_TIMEOUT;
-		break;
-	case SANDBOX_END_MEMORY:
-		r->status = RESULT_MEMORY_LIMIT;
-		r->limits_hit |= SANDBOX_LIMIT_MEMORY;
-		break;
-	case SANDBOX_END_KILLED:
-		if (x->kill_reason == SANDBOX_KILL_STOP) {
-			r->status = RESULT_KILLED;
-			r->stopped = true;
-			break;
-		}
-		r->status = RESULT_OUTPUT_LIMIT;
-		r->limits_hit |= SANDBOX_LIMIT_OUTPUT;
-		break;
-	case SANDBOX_END_SETUP_FAILED:
+	run_result_set_exit(r, x);
+	/* The report channel is writable by the program itself: a program
+	 * that exits 0 did not fail, whatever it wrote there. */
+	if (x->end == SANDBOX_END_EXITED && x->exit_code == 0)
+		clear_error(r);
+	if (x->end == SANDBOX_END_SETUP_FAILED)
 		reject(r, true, "cannot %s: %s", x->failed_step, strerror(x->error));
-		break;
-	case SANDBOX_END_RUNNING: /* one-shot waits never pass until() */
-		break;
-	}
-	r->duration_ms = (double)x->duration_ns / 1e6;
-	r->cpu_ms = (double)x->cpu_ns / 1e6;
-	r->max_rss_kb = x->peak_memory / 1024;
 }
 
 static int fill_workspace(const struct run_request *req, struct sandbox *sb, struct run_result *r)
@@ -567,7 +508,8 @@ int engine_run(const struct run_request *req, struct run_result *r)
 		k = execute(req, &f, &p, r);
 	close_run_fds(&f);
 	if (k == 0 && !r->message) {
-		flush_live(&p);
+		capture_write_rest(&p.out, req->live_stdout);
+		capture_write_rest(&p.err, req->live_stderr);
 		r->out = dup_capture(&p.out, &r->out_len, &r->out_truncated);
 		r->err = dup_capture(&p.err, &r->err_len, &r->err_truncated);
 		if (req->lang == LANG_SQL && r->status == RESULT_ERROR)

@@ -134,3 +134,42 @@ void run_result_release(struct run_result *r)
 	json_decref(r->results);
 	memset(r, 0, sizeof(*r));
 }
+
+void run_result_set_exit(struct run_result *r, const struct sandbox_exit *x)
+{
+	r->limits_hit |= x->limits_hit;
+	r->signal = x->signal;
+	switch (x->end) {
+	case SANDBOX_END_EXITED:
+		r->has_exit_code = true;
+		r->exit_code = x->exit_code;
+		r->signal = 0;
+		r->status = x->exit_code == 0 ? RESULT_OK : RESULT_ERROR;
+		break;
+	case SANDBOX_END_SIGNALED:
+		r->status = (x->limits_hit & SANDBOX_LIMIT_CPU) ? RESULT_TIMEOUT : RESULT_KILLED;
+		break;
+	case SANDBOX_END_TIMEOUT:
+		r->status = RESULT_TIMEOUT;
+		break;
+	case SANDBOX_END_MEMORY:
+		r->status = RESULT_MEMORY_LIMIT;
+		r->limits_hit |= SANDBOX_LIMIT_MEMORY;
+		break;
+	case SANDBOX_END_KILLED:
+		if (x->kill_reason == SANDBOX_KILL_STOP) {
+			r->status = RESULT_KILLED;
+			r->stopped = true;
+		} else {
+			r->status = RESULT_OUTPUT_LIMIT;
+			r->limits_hit |= SANDBOX_LIMIT_OUTPUT;
+		}
+		break;
+	case SANDBOX_END_SETUP_FAILED:
+	case SANDBOX_END_RUNNING:
+		break;
+	}
+	r->duration_ms = (double)x->duration_ns / 1e6;
+	r->cpu_ms = (double)x->cpu_ns / 1e6;
+	r->max_rss_kb = x->peak_memory / 1024;
+}

@@ -50,6 +50,11 @@ struct run_result {
 };
 
 void run_result_release(struct run_result *r);
+struct sandbox_exit;
+/* Status, signal, exit code, limits hit and usage from how the sandbox
+ * ended (one-shot runs and sessions alike).  A setup failure or a
+ * still-running sandbox leaves the status to the caller. */
+void run_result_set_exit(struct run_result *r, const struct sandbox_exit *x);
 /* The result object of DESIGN.md.  New reference. */
 json_t *run_result_to_json(const struct run_result *r);
 

@@ -89,19 +89,21 @@ void session_envp(const char *const *extra, bool inline_plots, const char **envp
 	envp[n] = NULL;
 }
 
+const struct sandbox_limits codecell_default_limits = {
+	.timeout_s = 30,
+	.memory_bytes = 512ull << 20,
+	.pids = 128,
+	.file_size = 128ull << 20,
+	.open_files = 1024,
+	.tmp_bytes = 64ull << 20,
+	.workspace_bytes = 128ull << 20,
+};
+
 void session_opts_init(struct session_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->limits = (struct sandbox_limits){
-		.timeout_s = 30,
-		.memory_bytes = 512ull << 20,
-		.pids = 128,
-		.file_size = 128ull << 20,
-		.open_files = 1024,
-		.tmp_bytes = 64ull << 20,
-		.workspace_bytes = 128ull << 20,
-	};
-	o->output_limit = 1u << 20;
+	o->limits = codecell_default_limits;
+	o->output_limit = CODECELL_DEFAULT_OUTPUT_LIMIT;
 	o->net = SANDBOX_NET_LOOPBACK;
 	o->idle_timeout_s = 600;
 }
@@ -189,25 +191,6 @@ static int on_output(void *ud, int ch, const char *data, size_t n)
 	}
 	x->total += n;
 	return x->total > x->flood ? 1 : 0;
-}
-
-/* What was held back from the live streams: the marker and the tail. */
-static void flush_live(const struct exchange *x)
-{
-	const struct capture *caps[2] = { &x->out, &x->err };
-	int fds[2] = { x->live_out, x->live_err };
-
-	for (int i = 0; i < 2; i++) {
-		size_t len;
-		char *rest;
-
-		if (fds[i] < 0)
-			continue;
-		rest = capture_rest(caps[i], &len);
-		if (rest)
-			(void)write_all(fds[i], rest, len);
-		free(rest);
-	}
 }
 
 /* The caller's signalfd fired: SIGINT interrupts the cell, the rest
@@ -580,29 +563,9 @@ static void fill_done(struct exchange *x, struct run_result *r)
 /* The sandbox ended under the cell: say why, then restart. */
 static void fill_ended(struct session *s, const struct sandbox_exit *e, struct run_result *r)
 {
-	r->limits_hit |= e->limits_hit;
-	r->signal = e->signal;
-	switch (e->end) {
-	case SANDBOX_END_TIMEOUT:
-		r->status = RESULT_TIMEOUT;
-		break;
-	case SANDBOX_END_MEMORY:
-		r->status = RESULT_MEMORY_LIMIT;
-		r->limits_hit |= SANDBOX_LIMIT_MEMORY;
-		break;
-	case SANDBOX_END_KILLED:
-		r->status = RESULT_OUTPUT_LIMIT;
-		r->limits_hit |= SANDBOX_LIMIT_OUTPUT;
-		break;
-	case SANDBOX_END_EXITED:
-		r->status = RESULT_ERROR;
-		r->has_exit_code = true;
-		r->exit_code = e->exit_code;
-		break;
-	default:
-		r->status = RESULT_KILLED;
-		break;
-	}
+	run_result_set_exit(r, e);
+	if (e->end == SANDBOX_END_EXITED)
+		r->status = RESULT_ERROR; /* a kernel never exits on its own */
 	if (!r->has_error) {
 		r->has_error = true;
 		r->error_name = strdup("KernelDied");
@@ -671,7 +634,8 @@ int session_exec(struct session *s, const char *code, size_t len,
 			fill_ended(s, &e, r);
 			r->stopped = x.stopped;
 		}
-		flush_live(&x);
+		capture_write_rest(&x.out, x.live_out);
+		capture_write_rest(&x.err, x.live_err);
 		r->out = capture_text(&x.out, &r->out_len);
 		r->out_truncated = capture_truncated(&x.out);
 		r->err = capture_text(&x.err, &r->err_len);
@@ -687,51 +651,53 @@ int session_exec(struct session *s, const char *code, size_t len,
 	return k;
 }
 
-/* A request answered by "done" and nothing else (reap, reseed). */
-static int simple_op(struct session *s, const char *op)
+/* Send req (stolen) and wait up to 10 s for its answer event; *ret_answer
+ * gets a new reference to it.  For the short requests (complete, reap). */
+static int request(struct session *s, int id, json_t *req, json_t **ret_answer)
 {
 	struct exchange x;
 	struct sandbox_exit e;
-	json_t *req;
-	int id = ++s->next_id, k = exchange_init(&x, s, id, -1, -1);
+	int k;
 
-	if (k < 0)
-		return k;
-	req = json_pack("{s:s, s:i}", "op", op, "id", id);
-	k = req ? send_request(s, req) : -ENOMEM;
+	if (!req)
+		return -ENOMEM;
+	k = exchange_init(&x, s, id, -1, -1);
+	if (k == 0)
+		k = send_request(s, req);
 	json_decref(req);
 	if (k == 0)
 		k = pump(s, &x, 10, NULL, &e);
 	if (k == 0 && !x.finished)
 		k = -EIO;
+	if (k == 0 && ret_answer)
+		*ret_answer = json_incref(x.answer);
 	exchange_release(&x);
 	return k;
 }
 
+/* A request answered by "done" and nothing else. */
+static int simple_op(struct session *s, const char *op)
+{
+	int id = ++s->next_id;
+
+	return request(s, id, json_pack("{s:s, s:i}", "op", op, "id", id), NULL);
+}
+
 int session_complete(struct session *s, const char *code)
 {
-	struct exchange x;
-	struct sandbox_exit e;
+	json_t *answer = NULL;
 	const char *st;
-	json_t *req;
-	int id = ++s->next_id, k;
+	int id, k;
 
 	if (!s->sb)
 		return -ESRCH;
-	k = exchange_init(&x, s, id, -1, -1);
+	id = ++s->next_id;
+	k = request(s, id, json_pack("{s:s, s:i, s:s}", "op", "complete", "id", id, "code", code),
+		    &answer);
 	if (k < 0)
 		return k;
-	req = json_pack("{s:s, s:i, s:s}", "op", "complete", "id", id, "code", code);
-	k = req ? send_request(s, req) : -ENOMEM;
-	json_decref(req);
-	if (k == 0)
-		k = pump(s, &x, 10, NULL, &e);
-	if (k == 0 && !x.finished)
-		k = -EIO;
-	if (k == 0) {
-		st = json_string_value(json_object_get(x.answer, "status"));
-		k = st && !strcmp(st, "complete") ? 1 : st && !strcmp(st, "incomplete") ? 0 : -EINVAL;
-	}
-	exchange_release(&x);
+	st = json_string_value(json_object_get(answer, "status"));
+	k = st && !strcmp(st, "complete") ? 1 : st && !strcmp(st, "incomplete") ? 0 : -EINVAL;
+	json_decref(answer);
 	return k;
 }

@@ -22,6 +22,10 @@
 #define SESSION_START_TIMEOUT_S 120.0	/* kernel start with its preloads */
 #define SESSION_EVENT_MAX (32u << 20)	/* one event line (a PNG, say) */
 
+/* The default limits of one-shot runs and sessions (README, "Options"). */
+extern const struct sandbox_limits codecell_default_limits;
+#define CODECELL_DEFAULT_OUTPUT_LIMIT (1u << 20)
+
 #define SESSION_MAX_ENV 64
 /* The sandboxed program's environment: our defaults, then extra
  * (KEY=VALUE); a later KEY replaces an earlier one (interpreters disagree

@@ -112,23 +112,37 @@ int ws_copy_in_file(int wsfd, const char *path, const char *name, const struct w
 	return copy_in_fd(wsfd, in, name, st.st_mode, o);
 }
 
+/* A DIR stream on a new open file description of dirfd (readdir must
+ * not share its offset with the caller's fd).  NULL with errno set. */
+static DIR *open_dir(int dirfd_)
+{
+	int fd = openat(dirfd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
 static int copy_in_tree(int wsfd, int hostdir, const char *rel, const struct ws_owner *o,
 			int depth)
 {
 	DIR *d;
 	struct dirent *de;
-	int r = 0, fd;
+	int r = 0;
 
 	if (depth > WS_MAX_DEPTH)
 		return -ELOOP;
-	fd = openat(hostdir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	d = open_dir(hostdir);
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
 	while (r == 0 && (de = readdir(d))) {
 		char path[4096];
 		struct stat st;
@@ -215,18 +229,13 @@ static int copy_out_tree(int src, int dst, const char *rel, struct buf *skipped,
 {
 	DIR *d;
 	struct dirent *de;
-	int r = 0, fd;
+	int r = 0;
 
 	if (depth > WS_MAX_DEPTH)
 		return -ELOOP;
-	fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	d = open_dir(src);
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
 	while (r == 0 && (de = readdir(d))) {
 		struct stat st;
 

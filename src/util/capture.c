@@ -1,4 +1,5 @@
 #include "util/capture.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -106,4 +107,17 @@ char *capture_text(const struct capture *c, size_t *ret_len)
 char *capture_rest(const struct capture *c, size_t *ret_len)
 {
 	return build(c, false, ret_len);
+}
+
+void capture_write_rest(const struct capture *c, int fd)
+{
+	size_t len;
+	char *rest;
+
+	if (fd < 0)
+		return;
+	rest = capture_rest(c, &len);
+	if (rest)
+		(void)write_all(fd, rest, len);
+	free(rest);
 }

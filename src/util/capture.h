@@ -29,5 +29,7 @@ bool capture_truncated(const struct capture *c);
 char *capture_text(const struct capture *c, size_t *ret_len);
 /* What has not been shown live: marker (if truncated) and tail.  Heap. */
 char *capture_rest(const struct capture *c, size_t *ret_len);
+/* Write capture_rest() to fd (the end of a live stream); fd < 0: none. */
+void capture_write_rest(const struct capture *c, int fd);
 
 #endif

@@ -57,6 +57,9 @@ const char shell_usage[] =
 	"  --timeout DUR        limit per statement (default 30s)\n"
 	"  --idle-timeout DUR   end the session after this long without input\n"
 	"                       (default 10m)\n"
+	"  --file PATH          copy PATH into the workspace at start (repeatable)\n"
+	"  --workspace DIR      start from DIR's contents; when the session ends, copy\n"
+	"                       the workspace back into DIR\n"
 	"  --memory SIZE, --pids N, --cpu-time SECONDS, --file-size SIZE,\n"
 	"  --open-files N, --tmp-size SIZE, --workspace-size SIZE,\n"
 	"  --output-limit SIZE, --net MODE, --env KEY=VALUE, --strict\n"
@@ -312,8 +315,8 @@ static int finish_shell(struct run_opts *o, struct buf *err)
 				 engine_lang_name(o->req.lang));
 		return -EINVAL;
 	}
-	if (o->n_files || o->req.workspace_dir || o->req.db_path) {
-		(void)buf_puts(err, "--file, --workspace and --db are not supported by 'codecell shell' yet");
+	if (o->req.db_path) {
+		(void)buf_puts(err, "--db goes with 'codecell run --lang sql'");
 		return -EINVAL;
 	}
 	return 0;

@@ -306,6 +306,8 @@ int cli_shell(int argc, char **argv)
 	so.output_limit = o.req.output_limit;
 	so.env = o.req.env;
 	so.preload = o.preload;
+	so.files = o.req.files;
+	so.workspace_dir = o.req.workspace_dir;
 	so.net = o.req.net;
 	so.strict = o.req.strict;
 	so.idle_timeout_s = o.idle_timeout_s;
@@ -324,6 +326,15 @@ int cli_shell(int argc, char **argv)
 		       (double)(now_ns() - t0) / 1e6, *session_preloaded(sh.s) ? ", preloaded " : "",
 		       session_preloaded(sh.s));
 	r = loop(&sh);
+	if (o.req.workspace_dir) {
+		char *warning = NULL;
+
+		if (session_sync_workspace(sh.s, &warning) < 0 && r == 0)
+			r = EXIT_CODECELL_ERROR;
+		if (warning)
+			log_warn("%s", warning);
+		free(warning);
+	}
 	session_free(sh.s);
 	if (sh.sig_fd >= 0)
 		close(sh.sig_fd);

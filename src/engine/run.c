@@ -52,31 +52,6 @@ static void reject(struct run_result *r, bool setup, const char *fmt, ...)
 	r->status = setup ? RESULT_ERROR : RESULT_REJECTED;
 }
 
-/* --workspace DIR is made now (with its parents), so a run never ends
- * with results that have nowhere to go. */
-static bool validate_workspace_dir(const struct run_request *req, struct run_result *r)
-{
-	struct stat st;
-	int k;
-
-	if (!req->workspace_dir)
-		return true;
-	if (!*req->workspace_dir) {
-		reject(r, false, "--workspace needs a directory name");
-		return false;
-	}
-	k = mkdir_p(req->workspace_dir, 0755);
-	if (k < 0) {
-		reject(r, false, "cannot create workspace directory '%s': %s", req->workspace_dir,
-		       strerror(-k));
-		return false;
-	}
-	if (stat(req->workspace_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		reject(r, false, "--workspace '%s' is not a directory", req->workspace_dir);
-		return false;
-	}
-	return true;
-}
 
 /* Checks every door applies to code, whether it runs one-shot or in a
  * session. */
@@ -111,6 +86,17 @@ int engine_session_exec(struct session *s, const char *code, size_t len,
 	return session_exec(s, code, len, eo, r);
 }
 
+static bool prepare_workspace_dir(const struct run_request *req, struct run_result *r)
+{
+	char *msg = NULL;
+
+	if (ws_prepare_dir(req->workspace_dir, &msg) == 0)
+		return true;
+	reject(r, false, "%s", msg ? msg : "cannot prepare the workspace directory");
+	free(msg);
+	return false;
+}
+
 static bool validate(const struct run_request *req, struct run_result *r)
 {
 	size_t i;
@@ -128,7 +114,7 @@ static bool validate(const struct run_request *req, struct run_result *r)
 		reject(r, false, "unknown language");
 		return false;
 	}
-	return validate_workspace_dir(req, r);
+	return prepare_workspace_dir(req, r);
 }
 
 /* The code as a sealed memfd: the program reads it, cannot change it. */
@@ -300,67 +286,7 @@ static void classify(const struct sandbox_exit *x, struct run_result *r)
 		reject(r, true, "cannot %s: %s", x->failed_step, strerror(x->error));
 }
 
-static int fill_workspace(const struct run_request *req, struct sandbox *sb, struct run_result *r)
-{
-	struct ws_owner o = { .chown = geteuid() == 0 };
-	int wsfd = sandbox_workspace_fd(sb);
-	int k;
 
-	sandbox_workspace_owner(sb, &o.uid, &o.gid);
-	if (req->workspace_dir && access(req->workspace_dir, F_OK) == 0) {
-		k = ws_copy_in_dir(wsfd, req->workspace_dir, &o);
-		if (k < 0) {
-			reject(r, false, "cannot copy workspace '%s' in: %s%s", req->workspace_dir,
-			       strerror(-k), k == -ENOSPC ? " (raise --workspace-size)" : "");
-			return k;
-		}
-	}
-	for (size_t i = 0; req->files && req->files[i]; i++) {
-		k = ws_copy_in_file(wsfd, req->files[i], base_name(req->files[i]), &o);
-		if (k < 0) {
-			reject(r, false, "cannot copy '%s' into the workspace: %s%s", req->files[i],
-			       strerror(-k),
-			       k == -EISDIR	? " (use --workspace DIR for a directory)"
-			       : k == -ENOSPC ? " (raise --workspace-size)"
-			       : k == -EEXIST ? " (two inputs have the same name)"
-					      : "");
-			return k;
-		}
-	}
-	if (req->db_path) {
-		k = ws_copy_in_file(wsfd, req->db_path, base_name(req->db_path), &o);
-		if (k < 0 && k != -EEXIST) {
-			reject(r, false, "cannot copy database '%s' in: %s", req->db_path, strerror(-k));
-			return k;
-		}
-	}
-	return 0;
-}
-
-static void sync_back(const struct run_request *req, struct sandbox *sb, struct run_result *r)
-{
-	struct buf skipped;
-	int k;
-
-	if (!req->workspace_dir)
-		return;
-	buf_init(&skipped, 64 << 10);
-	k = ws_copy_out(sandbox_workspace_fd(sb), req->workspace_dir, &skipped);
-	if (k < 0) {
-		if (asprintf(&r->warning, "cannot copy the workspace out to '%s': %s",
-			     req->workspace_dir, strerror(-k)) < 0)
-			r->warning = NULL;
-	} else if (skipped.len) {
-		/* one name a line -> "a, b, c" */
-		for (size_t i = 0; i < skipped.len; i++)
-			if (skipped.data[i] == '\n')
-				skipped.data[i] = i + 1 == skipped.len ? '\0' : ',';
-		if (asprintf(&r->warning, "not copied out (not regular files): %s",
-			     buf_str(&skipped)) < 0)
-			r->warning = NULL;
-	}
-	buf_release(&skipped);
-}
 
 static char *dup_capture(const struct capture *c, size_t *len, bool *trunc)
 {
@@ -456,9 +382,18 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		return 0;
 	}
 	r->limits_unenforced = sandbox_limits_unenforced(sb);
-	if (fill_workspace(req, sb, r) < 0) {
-		sandbox_free(sb);
-		return 0;
+	{
+		struct ws_owner o = { .chown = geteuid() == 0 };
+		char *msg = NULL;
+
+		sandbox_workspace_owner(sb, &o.uid, &o.gid);
+		if (ws_fill(sandbox_workspace_fd(sb), &o, req->workspace_dir, req->files,
+			    req->db_path, &msg) < 0) {
+			reject(r, false, "%s", msg ? msg : "cannot fill the workspace");
+			free(msg);
+			sandbox_free(sb);
+			return 0;
+		}
 	}
 	k = sandbox_start(sb);
 	if (k == 0) {
@@ -473,7 +408,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		k = sandbox_wait(sb, &o, &x);
 	}
 	if (k == 0) {
-		sync_back(req, sb, r);
+		(void)ws_sync_out(sandbox_workspace_fd(sb), req->workspace_dir, &r->warning);
 		engine_parse_report(p->report.data, p->report.len, r);
 		if (r->has_error) {
 			r->error_value = cap_text(r->error_value, req->output_limit);

@@ -23,6 +23,8 @@
 struct session {
 	struct session_opts opts;
 	char **env;	/* owned copy of opts.env */
+	char **files;	/* owned copy of opts.files */
+	char *workspace_dir; /* owned copy */
 	char *preload;	/* owned copy of opts.preload */
 	char *preloaded; /* what the kernel said it imported */
 	struct sandbox *sb;
@@ -31,6 +33,7 @@ struct session {
 	struct buf events; /* bytes of a partial event line */
 	int next_id;
 	uint64_t last_used_ns;
+	bool filled; /* the caller's files are in */
 };
 
 /* What one exchange with the kernel collects. */
@@ -369,11 +372,27 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 			*ret_error = NULL;
 		goto out;
 	}
-	if (from_ws >= 0) {
+	{
 		struct ws_owner o = { .chown = geteuid() == 0 };
+		char *msg = NULL;
 
 		sandbox_workspace_owner(s->sb, &o.uid, &o.gid);
-		(void)ws_copy_between(from_ws, sandbox_workspace_fd(s->sb), &o);
+		if (from_ws >= 0) {
+			(void)ws_copy_between(from_ws, sandbox_workspace_fd(s->sb), &o);
+		} else if (!s->filled) {
+			/* the caller's inputs, once: a restart carries the
+			 * workspace over instead */
+			r = ws_fill(sandbox_workspace_fd(s->sb), &o, s->workspace_dir,
+				    (const char *const *)s->files, NULL, &msg);
+			if (r < 0) {
+				if (ret_error)
+					*ret_error = msg;
+				else
+					free(msg);
+				goto out;
+			}
+			s->filled = true;
+		}
 	}
 	r = sandbox_start(s->sb);
 	if (r < 0)
@@ -481,13 +500,23 @@ int session_new(const struct session_opts *o, struct session **ret, char **ret_e
 	s->req_fd = s->out_fd = s->err_fd = s->ev_fd = -1;
 	buf_init(&s->events, SESSION_EVENT_MAX);
 	s->env = copy_env(o->env);
+	s->files = copy_env(o->files);
 	s->preload = o->preload ? strdup(o->preload) : NULL;
-	if (!s->env || (o->preload && !s->preload)) {
+	s->workspace_dir = o->workspace_dir ? strdup(o->workspace_dir) : NULL;
+	if (!s->env || !s->files || (o->preload && !s->preload) ||
+	    (o->workspace_dir && !s->workspace_dir)) {
 		session_free(s);
 		return -ENOMEM;
 	}
 	s->opts.env = NULL;
+	s->opts.files = NULL;
 	s->opts.preload = NULL;
+	s->opts.workspace_dir = NULL;
+	r = ws_prepare_dir(s->workspace_dir, ret_error);
+	if (r < 0) {
+		session_free(s);
+		return r;
+	}
 	r = start_kernel(s, ret_error);
 	if (r < 0) {
 		session_free(s);
@@ -509,6 +538,14 @@ bool session_expired(const struct session *s)
 	       (double)(now_ns() - s->last_used_ns) / 1e9 > s->opts.idle_timeout_s;
 }
 
+int session_sync_workspace(struct session *s, char **ret_warning)
+{
+	*ret_warning = NULL;
+	if (!s->sb)
+		return -ESRCH;
+	return ws_sync_out(sandbox_workspace_fd(s->sb), s->workspace_dir, ret_warning);
+}
+
 const char *session_preloaded(const struct session *s)
 {
 	return s->preloaded ? s->preloaded : "";
@@ -524,6 +561,10 @@ void session_free(struct session *s)
 	for (size_t i = 0; s->env && s->env[i]; i++)
 		free(s->env[i]);
 	free(s->env);
+	for (size_t i = 0; s->files && s->files[i]; i++)
+		free(s->files[i]);
+	free(s->files);
+	free(s->workspace_dir);
 	free(s->preload);
 	free(s->preloaded);
 	free(s);

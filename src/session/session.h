@@ -38,6 +38,8 @@ struct session_opts {
 	uint64_t output_limit;	      /* bytes kept per stream per execution */
 	const char *const *env;	      /* extra KEY=VALUE, or NULL */
 	const char *preload;	      /* "numpy,pandas", or NULL */
+	const char *workspace_dir;    /* host dir copied in at start, or NULL */
+	const char *const *files;     /* host files copied in at start, or NULL */
 	enum sandbox_net net;
 	bool strict;
 	double idle_timeout_s; /* 0: never expires */
@@ -76,6 +78,9 @@ bool session_expired(const struct session *s);
 /* The preload modules that imported, as the kernel said ("numpy,...").
  * Owned by the session. */
 const char *session_preloaded(const struct session *s);
+/* Copy the workspace out to opts.workspace_dir (if set).  0 or -errno;
+ * *ret_warning (free()) names what could not be copied. */
+int session_sync_workspace(struct session *s, char **ret_warning);
 /* Kill the kernel, remove the sandbox.  Accepts NULL. */
 void session_free(struct session *s);
 

@@ -3,6 +3,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
@@ -295,4 +298,99 @@ int ws_copy_out(int wsfd, const char *dir, struct buf *skipped)
 	if (out < 0)
 		return -errno;
 	return copy_out_tree(root, out, "", skipped, 0);
+}
+
+static int fail_msg(char **ret_msg, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail_msg(char **ret_msg, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(ret_msg, fmt, ap) < 0)
+		*ret_msg = NULL;
+	va_end(ap);
+	return err;
+}
+
+int ws_prepare_dir(const char *dir, char **ret_msg)
+{
+	struct stat st;
+	int k;
+
+	*ret_msg = NULL;
+	if (!dir)
+		return 0;
+	if (!*dir)
+		return fail_msg(ret_msg, -EINVAL, "--workspace needs a directory name");
+	k = mkdir_p(dir, 0755);
+	if (k < 0)
+		return fail_msg(ret_msg, k, "cannot create workspace directory '%s': %s", dir,
+				strerror(-k));
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail_msg(ret_msg, -ENOTDIR, "--workspace '%s' is not a directory", dir);
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+int ws_fill(int wsfd, const struct ws_owner *o, const char *dir, const char *const *files,
+	    const char *db, char **ret_msg)
+{
+	int k;
+
+	*ret_msg = NULL;
+	if (dir && access(dir, F_OK) == 0) {
+		k = ws_copy_in_dir(wsfd, dir, o);
+		if (k < 0)
+			return fail_msg(ret_msg, k, "cannot copy workspace '%s' in: %s%s", dir,
+					strerror(-k), k == -ENOSPC ? " (raise --workspace-size)" : "");
+	}
+	for (size_t i = 0; files && files[i]; i++) {
+		k = ws_copy_in_file(wsfd, files[i], base_name(files[i]), o);
+		if (k < 0)
+			return fail_msg(ret_msg, k, "cannot copy '%s' into the workspace: %s%s",
+					files[i], strerror(-k),
+					k == -EISDIR   ? " (use --workspace DIR for a directory)"
+					: k == -ENOSPC ? " (raise --workspace-size)"
+					: k == -EEXIST ? " (two inputs have the same name)"
+						       : "");
+	}
+	if (db) {
+		k = ws_copy_in_file(wsfd, db, base_name(db), o);
+		if (k < 0 && k != -EEXIST)
+			return fail_msg(ret_msg, k, "cannot copy database '%s' in: %s", db,
+					strerror(-k));
+	}
+	return 0;
+}
+
+int ws_sync_out(int wsfd, const char *dir, char **ret_warning)
+{
+	struct buf skipped;
+	int k;
+
+	*ret_warning = NULL;
+	if (!dir)
+		return 0;
+	buf_init(&skipped, 64 << 10);
+	k = ws_copy_out(wsfd, dir, &skipped);
+	if (k < 0) {
+		(void)fail_msg(ret_warning, k, "cannot copy the workspace out to '%s': %s", dir,
+			       strerror(-k));
+	} else if (skipped.len) {
+		/* one name a line -> "a, b, c" */
+		for (size_t i = 0; i < skipped.len; i++)
+			if (skipped.data[i] == '\n')
+				skipped.data[i] = i + 1 == skipped.len ? '\0' : ',';
+		(void)fail_msg(ret_warning, 0, "not copied out (not regular files): %s",
+			       buf_str(&skipped));
+	}
+	buf_release(&skipped);
+	return k;
 }

@@ -34,4 +34,19 @@ int ws_copy_between(int from_wsfd, int to_wsfd, const struct ws_owner *o);
  * 0 or -errno. */
 int ws_copy_out(int wsfd, const char *dir, struct buf *skipped);
 
+/* The user-facing steps built on the above, shared by one-shot runs and
+ * sessions.  Each returns 0 or -errno with a message for the user in
+ * *ret_msg (free()). */
+
+/* --workspace DIR: made now (with parents) so results always have
+ * somewhere to go.  dir NULL: nothing to do. */
+int ws_prepare_dir(const char *dir, char **ret_msg);
+/* DIR's contents (if DIR exists), then each of files (by basename), then
+ * db (by basename; may already be there from DIR). */
+int ws_fill(int wsfd, const struct ws_owner *o, const char *dir, const char *const *files,
+	    const char *db, char **ret_msg);
+/* Copy the workspace out to dir (NULL: nothing).  What could not be
+ * copied, or entries that are not regular files, make *ret_warning. */
+int ws_sync_out(int wsfd, const char *dir, char **ret_warning);
+
 #endif

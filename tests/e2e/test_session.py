@@ -250,6 +250,35 @@ def ctrl_c_interrupts_the_cell_and_sigterm_ends_the_session():
 
 
 @test
+def files_and_a_workspace_go_in_and_the_workspace_comes_back():
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="cctest-")
+    os.chmod(d, 0o755)
+    try:
+        data = os.path.join(d, "sales.csv")
+        with open(data, "w") as f:
+            f.write("region,revenue\nnorth,3\nsouth,4\n")
+        ws = os.path.join(d, "ws", "nested")
+        r = codecell("shell", "--file", data, "--workspace", ws,
+                     stdin="import pandas as pd\n"
+                           "t = pd.read_csv('sales.csv').revenue.sum()\n"
+                           "open('total.txt', 'w').write(str(t))\n")
+        eq(r.status, 0, r.stderr)
+        with open(os.path.join(ws, "total.txt")) as f:
+            eq(f.read(), "7")
+        check(os.path.exists(os.path.join(ws, "sales.csv")), "inputs are in the workspace too")
+        # the kept workspace is the next session's starting point
+        r = codecell("shell", "--workspace", ws, stdin="print(open('total.txt').read())\n")
+        eq(r.stdout, "7\n")
+        r = codecell("shell", "--file", os.path.join(d, "missing.csv"), stdin="1\n")
+        eq(r.status, 125)
+        check("cannot copy" in r.stderr and "missing.csv" in r.stderr, r.stderr)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@test
 def piped_script_runs_statement_by_statement():
     script = ("x = 41\nprint(x + 1)\ndef f(a):\n    return a * 2\nprint(f(x))\n"
               "for i in range(2):\n    print('loop', i)\nprint('end')\n")

@@ -14,9 +14,12 @@ ls -la "$ws"
 step $cc run --lang javascript examples/fib.js
 step $cc run --lang bash examples/job.sh
 step $cc run --lang sql examples/query.sql
-printf '\n\033[1m$ echo "1/0" | codecell run --json -\033[0m\n'
+printf '\n\033[1m$ echo "1/0" | %s run --json -   (pretty-printed here)\033[0m\n' "$cc"
 echo "1/0" | $cc run --json - | /usr/bin/python3 -m json.tool
 step $cc run --timeout 1 examples/escape.py
-printf '\n\033[1m$ echo "while True: pass" | codecell run --timeout 1 -\033[0m\n'
+printf '\n\033[1m$ echo "while True: pass" | %s run --timeout 1 -\033[0m\n' "$cc"
 echo "while True: pass" | $cc run --timeout 1 -
+echo "[exit status $?]"
+printf '\n\033[1m$ %s shell --timeout 1 --preload pandas < examples/session.py   (a session: state persists)\033[0m\n' "$cc"
+$cc shell --timeout 1 --preload pandas < examples/session.py
 echo "[exit status $?]"

@@ -28,7 +28,9 @@
     const clip = (s) => (s.length > cap ? s.slice(0, cap / 2) + `\n[... ${s.length - cap} characters cut ...]\n` + s.slice(-cap / 2) : s);
     try {
       fs.writeSync(2, stack + '\n');
-      fs.writeSync(4, JSON.stringify({ error: { name: clip(name), value: clip(value), traceback: clip(stack) } }) + '\n');
+      const record = { name: clip(name), value: clip(value), traceback: clip(stack) };
+      if (isErr && typeof err.code === 'string') record.code = err.code;
+      fs.writeSync(4, JSON.stringify({ error: record }) + '\n');
     } catch (e) { /* the report channel is best effort */ }
     process.exit(1);
   };
@@ -36,6 +38,34 @@
   process.on('unhandledRejection', report);
 
   const full = filename.startsWith('<') ? filename : path.resolve(filename);
+  // ES modules: a .mjs file, or code that only parses as a module (top-level
+  // await, import statements) run from a copy in /tmp through import(), as
+  // `node app.mjs` would; the copy's path is renamed back in stacks.
+  const wantsEsm = (src) => {
+    if (filename.endsWith('.mjs')) return true;
+    try {
+      new (require('vm').Script)(src, { filename: full });
+      return false;
+    } catch (e) {
+      return e instanceof SyntaxError && /await is only valid|Cannot use import statement|import\.meta/.test(e.message);
+    }
+  };
+  if (wantsEsm(source)) {
+    const dir = fs.mkdtempSync('/tmp/.codecell-esm-');
+    const copy = path.join(dir, path.basename(filename.startsWith('<') ? 'main.mjs' : filename).replace(/\.(c?js)?$/, '') + (filename.endsWith('.mjs') ? '' : '.mjs'));
+    fs.writeFileSync(copy, source);
+    const unmap = (err) => {
+      if (err && typeof err.stack === 'string') err.stack = err.stack.split('file://' + copy).join(full).split(copy).join(full);
+      return err;
+    };
+    process.removeAllListeners('uncaughtException');
+    process.removeAllListeners('unhandledRejection');
+    process.on('uncaughtException', (e) => report(unmap(e)));
+    process.on('unhandledRejection', (e) => report(unmap(e)));
+    process.argv = [process.argv0, full, ...process.argv.slice(2)];
+    import(require('url').pathToFileURL(copy).href).catch((e) => report(unmap(e)));
+    return;
+  }
   const m = new Module(full, null);
   m.filename = full;
   m.paths = Module._nodeModulePaths(process.cwd());

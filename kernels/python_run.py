@@ -115,6 +115,8 @@ def _report(e, sys, filename, source):
 
     record = {"name": clean(type(e).__name__), "value": clean(value),
               "traceback": clean(text)}
+    if isinstance(e, OSError) and isinstance(e.errno, int):
+        record["errno"] = e.errno
     try:
         os.write(4, (json.dumps({"error": record}) + "\n").encode())
     except OSError:

@@ -73,7 +73,12 @@ int cli_check(int argc, char **argv)
 	double ms = 0;
 	int r;
 
-	(void)argv;
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: codecell check\n\nReport what this host offers the sandbox (user namespaces,\n"
+		       "seccomp, Landlock, cgroups), which limits are enforced, and build a\n"
+		       "sandbox to run a program in.  Exit status 0 if that works, 1 if not.\n");
+		return 0;
+	}
 	if (argc > 1) {
 		log_error("'codecell check' takes no arguments");
 		return EXIT_CODECELL_ERROR;

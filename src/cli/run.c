@@ -37,12 +37,42 @@ static int read_code(const char *path, struct buf *code)
 static int stdin_for_program(const char *path)
 {
 	struct statfs sf;
+	struct stat st;
 
 	if (!strcmp(path, "-") || fstatfs(STDIN_FILENO, &sf) < 0)
 		return -1;
 	if (sf.f_type == PIPEFS_MAGIC)
 		return STDIN_FILENO;
+	if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		log_warn("standard input is a file: the program reads /dev/null; pipe it in (cat FILE | codecell run ...) or copy it with --file");
 	return -1;
+}
+
+/* A file with no known extension: its #! line names the language. */
+static void lang_from_shebang(struct run_opts *o, const char *code, size_t len)
+{
+	static const struct {
+		const char *word;
+		enum engine_lang lang;
+	} map[] = { { "python", LANG_PYTHON }, { "node", LANG_JAVASCRIPT },
+		    { "bash", LANG_BASH }, { "/sh", LANG_BASH }, { " sh", LANG_BASH },
+		    { "sqlite", LANG_SQL } };
+	const char *nl;
+	enum engine_lang ext;
+
+	if (o->lang_set || len < 2 || code[0] != '#' || code[1] != '!' ||
+	    engine_lang_from_path(o->path, &ext) == 0)
+		return;
+	nl = memchr(code, '\n', len);
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		const char *hit = memmem(code, nl ? (size_t)(nl - code) : len, map[i].word,
+					 strlen(map[i].word));
+
+		if (hit) {
+			o->req.lang = map[i].lang;
+			return;
+		}
+	}
 }
 
 static int stop_signals_fd(sigset_t *ret_old)
@@ -74,7 +104,7 @@ static bool wants_json(int argc, char **argv)
 static void print_json(const struct run_result *res)
 {
 	json_t *j = run_result_to_json(res);
-	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
+	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
 
 	if (s) {
 		fputs(s, stdout);
@@ -224,6 +254,7 @@ int cli_run(int argc, char **argv)
 	}
 	o.req.code = buf_str(&code);
 	o.req.code_len = code.len;
+	lang_from_shebang(&o, o.req.code, o.req.code_len);
 	/* tracebacks name the file as the program sees it: no host path */
 	if (strcmp(o.path, "-") != 0)
 		o.req.filename = strrchr(o.path, '/') ? strrchr(o.path, '/') + 1 : o.path;

@@ -3,9 +3,9 @@
 
 CC ?= cc
 BUILD ?= build
-PKGS := libseccomp jansson
+PKGS := libseccomp jansson libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs jansson libmicrohttpd 2>/dev/null) -lpthread
 # libseccomp compiles the filters at build time (tools/gen-seccomp) and is
 # linked into the tests; the codecell binary does not load it.
 SECCOMP_LIBS := $(shell pkg-config --libs libseccomp 2>/dev/null)
@@ -19,9 +19,9 @@ CFLAGS_ALL := -std=gnu11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) -Isrc -I$(BUILD)
 LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now $(EXTRA_LDFLAGS)
 LIBS := $(PKG_LIBS) -lm
 
-LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/sandbox/*.c src/session/*.c src/engine/*.c))
+LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c src/sandbox/cell.c,$(wildcard src/util/*.c src/sandbox/*.c src/session/*.c src/engine/*.c))
 POLICY_OBJ := $(BUILD)/src/sandbox/seccomp_policy.o
-CLI_SRC := $(wildcard src/cli/*.c) src/main.c
+CLI_SRC := $(wildcard src/cli/*.c src/api/*.c) src/main.c
 GEN_SRC := $(BUILD)/gen/kernels.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernels.o $(BUILD)/gen/seccomp_bpf.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -47,9 +47,21 @@ $(BUILD)/%.o: %.c $(wildcard src/*/*.h) | $(BUILD)/gen/kernels.h
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 # The in-sandbox drivers are embedded in the binary: one file to install.
-$(BUILD)/gen/kernels.c $(BUILD)/gen/kernels.h: $(KERNELS) scripts/embed.sh
+# So is cell.so, which a warm pool's template loads to fork cells.
+$(BUILD)/gen/kernels.c $(BUILD)/gen/kernels.h: $(KERNELS) $(BUILD)/cell.so scripts/embed.sh
 	@mkdir -p $(BUILD)/gen
-	sh scripts/embed.sh $(BUILD)/gen/kernels $(KERNELS)
+	sh scripts/embed.sh $(BUILD)/gen/kernels $(KERNELS) $(BUILD)/cell.so
+
+# cell.so runs inside the template (a Python process), so it is built
+# without the sanitizers of `make sanitize` (their runtime would have to be
+# loaded first) and exports codecell_cell_enter only.
+CELL_SRC := src/sandbox/cell.c src/sandbox/child.c src/sandbox/rootfs.c src/sandbox/landlock.c \
+	    src/sandbox/seccomp.c src/util/fs.c
+$(BUILD)/cell.so: $(CELL_SRC) $(BUILD)/gen/seccomp_bpf.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared \
+		-Wl,--no-undefined -Wl,-z,relro,-z,now -Isrc -I$(BUILD)/gen -o $@ \
+		$(CELL_SRC) $(BUILD)/gen/seccomp_bpf.c
 
 $(BUILD)/gen/kernels.o: $(BUILD)/gen/kernels.c
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
@@ -83,7 +95,7 @@ setup:
 	sh scripts/setup.sh
 
 run: setup
-	$(MAKE) all
+	@$(MAKE) --no-print-directory -s all
 	sh examples/demo.sh
 
 test: setup

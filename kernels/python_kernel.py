@@ -1,6 +1,9 @@
 # codecell session kernel for Python: a long-lived process that runs cells
 # like a notebook kernel.  Started inside the sandbox as
-#   /usr/bin/python3 -S -s -c <this file> [--preload mod1,mod2,...]
+#   /usr/bin/python3 -S -s -c <this file> [--preload mod1,mod2,...] [--template]
+# With --template it is a warm pool's template instead (see _template): it
+# imports the preloads, says ready, and forks a kernel for each spawn
+# message; each such kernel then behaves as below.
 # Requests come on fd 3 and events go to fd 4, both newline-delimited JSON
 # (one object a line, UTF-8).  The user's stdout and stderr are fd 1 and 2.
 # Standard library only.
@@ -9,6 +12,8 @@
 #   {"op":"execute","id":N,"code":"..."}   run a cell
 #   {"op":"complete","id":N,"code":"..."}  is it a complete statement?
 #   {"op":"reseed","id":N}                 fresh random streams
+#   {"op":"init","id":N,"env":{"K":"V"}}   set environment variables (a
+#                                          kernel from a warm pool)
 #   {"op":"reap","id":N}                   reap dead children (after the
 #                                          supervisor killed a fork bomb's
 #                                          copies; zombies count as pids)
@@ -588,6 +593,7 @@ def _preload(names):
 
 def _main():
     preload = []
+    template = False
     args = sys.argv[1:]
     i = 0
     while i < len(args):
@@ -597,11 +603,98 @@ def _main():
             i += 1
         elif a.startswith("--preload="):
             preload += a[len("--preload="):].split(",")
+        elif a == "--template":
+            template = True
         i += 1
     sys.argv = [""]  # as the interactive interpreter has it
     ns = _setup_interpreter()
     loaded, failed = _preload([p.strip() for p in preload if p.strip()])
     _restore_sigint()
+    if template:
+        _template(ns, loaded, failed)
+    _serve(ns, loaded, failed)
+
+
+# ---- the template of a warm pool --------------------------------------------
+
+def _template(ns, loaded, failed):
+    """A warm pool's template: the preloads are imported; now make a cell
+    for each spawn message on fd 3 (a SOCK_SEQPACKET socket from the
+    supervisor: a spec and fds), by forking and calling
+    codecell_cell_enter() of cell.so (fd 5) in the child.  It returns in
+    the cell's worker, locked down, with fds 0..4 the session's; that
+    process goes on as the session's kernel.  The template itself never
+    runs a cell: it reads only the supervisor's messages, and nothing of a
+    session (code, environment, files) passes through it, since every cell
+    starts as a copy of its memory."""
+    import ctypes
+    import gc
+    import socket
+
+    lib = ctypes.PyDLL("/proc/self/fd/5")  # PyDLL: the GIL stays held
+    posix.close(5)
+    enter = lib.codecell_cell_enter
+    enter.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int),
+                      ctypes.c_int]
+    enter.restype = ctypes.c_int
+    ctl = socket.socket(fileno=3)
+    # objects of the preloads move to a generation the collector leaves
+    # alone, so it does not write to (and unshare) their pages in cells
+    gc.collect()
+    gc.freeze()
+    _flush_std()
+    _emit({"type": "ready", "preloaded": loaded, "failed": failed, "template": True})
+    # nobody reads the template's own output from now on
+    null = posix.open("/dev/null", posix.O_WRONLY)
+    posix.dup2(null, 1)
+    posix.dup2(null, 2)
+    posix.close(null)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 4096, 16)
+        except InterruptedError:
+            continue
+        if not msg:
+            posix._exit(0)  # the supervisor closed the pool
+        pid = posix.fork()
+        if pid == 0:
+            try:
+                ctl.detach()
+                arr = (ctypes.c_int * len(fds))(*fds)
+                r = enter(msg, len(msg), arr, len(fds))
+            except BaseException:
+                r = -1
+            if r != 0:
+                posix._exit(127)
+            _S.pid = posix.getpid()  # the cell's worker
+            return
+        for fd in fds:
+            posix.close(fd)
+        while True:
+            try:
+                posix.waitpid(pid, 0)  # it exits as soon as the cell's init is forked
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                break
+
+
+# ---- serving requests -------------------------------------------------------
+
+def _init(req):
+    """A kernel from a warm pool gets its session's environment here (the
+    template had the common one): set each KEY to VALUE."""
+    env = req.get("env")
+    if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ValueError("init needs an \"env\" object of strings")
+    import os
+    for k, v in env.items():
+        os.environ[k] = v
+
+
+def _serve(ns, loaded, failed):
     _reseed()
     _flush_std()
     _emit({"type": "ready", "preloaded": loaded, "failed": failed})
@@ -632,6 +725,14 @@ def _main():
                 else:
                     _emit({"type": "complete", "id": _S.cur_id,
                            "status": _complete_status(code)})
+            elif op == "init":
+                try:
+                    _init(req)
+                except ValueError as e:
+                    _invalid(req, _safe_str(e))
+                    continue
+                _emit({"type": "done", "id": _S.cur_id, "execution_count": _S.count,
+                       "status": "ok"})
             elif op == "reseed":
                 _reseed()
                 _emit({"type": "done", "id": _S.cur_id, "execution_count": _S.count,

@@ -1,6 +1,7 @@
 #!/bin/sh
 # embed.sh OUT FILE...: turn each file into a C string constant
-# (kernel_<basename with . and - as _>) in OUT.c, declared in OUT.h.
+# (kernel_<basename with . and - as _>, NUL-terminated, and its length
+# kernel_<...>_len) in OUT.c, declared in OUT.h.
 set -eu
 out=$1; shift
 {
@@ -10,6 +11,7 @@ out=$1; shift
 	for f in "$@"; do
 		name=kernel_$(basename "$f" | tr '.-' '__')
 		echo "extern const char ${name}[];"
+		echo "extern const unsigned long ${name}_len;"
 	done
 	echo "#endif"
 } > "$out.h.tmp"
@@ -21,6 +23,7 @@ out=$1; shift
 		echo "const char ${name}[] = {"
 		od -An -v -tx1 "$f" | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'
 		echo "0x00 };"
+		echo "const unsigned long ${name}_len = $(wc -c < "$f");"
 	done
 } > "$out.c.tmp"
 mv "$out.h.tmp" "$out.h"

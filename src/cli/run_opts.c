@@ -31,7 +31,7 @@ const char run_usage[] =
 	"  --output-limit SIZE  stdout and stderr kept, each; head and tail are\n"
 	"                       kept, the middle cut (default 1M)\n"
 	"  --net MODE           loopback (default): own network, lo only;\n"
-	"                       none: no interface at all\n"
+	"                       none: own network, no interface up\n"
 	"  --file PATH          copy PATH into the workspace (repeatable)\n"
 	"  --workspace DIR      start from DIR's contents and copy the workspace\n"
 	"                       back to DIR afterwards (created if missing)\n"
@@ -43,14 +43,15 @@ const char run_usage[] =
 const char shell_usage[] =
 	"usage: codecell shell [OPTIONS]\n"
 	"\n"
-	"A Python session in a sealed sandbox: variables, imports and files persist\n"
-	"from one statement to the next.  On a terminal it prompts like python3;\n"
+	"A Python, JavaScript or bash session in a sealed sandbox: variables, imports,\n"
+	"files (and for bash the working directory and environment) persist from one\n"
+	"statement to the next.  On a terminal it prompts;\n"
 	"with input from a pipe it runs each complete statement as it arrives.\n"
 	"A statement that runs past --timeout is interrupted (KeyboardInterrupt)\n"
 	"and the session is kept.\n"
 	"\n"
 	"options:\n"
-	"  --lang LANG          python (the only session language so far)\n"
+	"  --lang LANG          python (default), javascript or bash\n"
 	"  --preload LIST       modules to import before the first statement,\n"
 	"                       e.g. numpy,pandas,matplotlib\n"
 	"  --json               print one result object per statement (a line each)\n"
@@ -131,8 +132,17 @@ static int size_into(uint64_t *dst, uint64_t floor, const char *name, const char
 	if (parse_size(arg, &v) < 0)
 		return bad(err, name, arg, "a size such as 64K, 256M or 1G");
 	if (v < floor) {
-		(void)buf_printf(err, "invalid %s '%s': must be at least %llu bytes", name, arg,
-				 (unsigned long long)floor);
+		char min[32];
+
+		if (floor >= (1u << 20) && floor % (1u << 20) == 0)
+			snprintf(min, sizeof(min), "%lluM", (unsigned long long)(floor >> 20));
+		else if (floor >= 1024 && floor % 1024 == 0)
+			snprintf(min, sizeof(min), "%lluK", (unsigned long long)(floor >> 10));
+		else
+			snprintf(min, sizeof(min), "%llu byte%s", (unsigned long long)floor,
+				 floor == 1 ? "" : "s");
+		(void)buf_printf(err, "invalid %s '%s': must be at least %s (a number without a suffix is bytes)",
+				 name, arg, min);
 		return -EINVAL;
 	}
 	*dst = v;
@@ -310,9 +320,13 @@ static int finish_shell(struct run_opts *o, struct buf *err)
 				 o->path);
 		return -EINVAL;
 	}
-	if (o->req.lang != LANG_PYTHON) {
-		(void)buf_printf(err, "sessions are Python only so far: '--lang %s' is not supported by 'codecell shell' yet",
+	if (o->req.lang == LANG_SQL) {
+		(void)buf_printf(err, "sessions are Python, JavaScript or bash: '--lang %s' is not supported by 'codecell shell'",
 				 engine_lang_name(o->req.lang));
+		return -EINVAL;
+	}
+	if (o->req.lang != LANG_PYTHON && o->preload) {
+		(void)buf_puts(err, "--preload is for Python sessions");
 		return -EINVAL;
 	}
 	if (o->req.db_path) {

@@ -86,6 +86,7 @@ struct shell {
 	bool tty;
 	int status; /* exit status: the last statement's */
 	int sig_fd; /* signalfd: SIGINT interrupts, SIGTERM/SIGHUP end */
+	bool exiting; /* exit() or quit() ran */
 	int end_sig; /* the signal that ended the shell, or 0 */
 };
 
@@ -129,7 +130,7 @@ static void run_statement(struct shell *sh, const char *code, size_t len)
 	}
 	if (sh->o->json) {
 		json_t *j = run_result_to_json(&r);
-		char *line = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
+		char *line = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
 
 		if (line)
 			printf("%s\n", line);
@@ -138,7 +139,7 @@ static void run_statement(struct shell *sh, const char *code, size_t len)
 		fflush(stdout);
 	} else if (r.status == RESULT_REJECTED) {
 		log_error("%s", r.message);
-	} else {
+	} else if (!(r.has_error && r.error_name && !strcmp(r.error_name, "SystemExit"))) {
 		print_result_plain(&r);
 		if (r.restarted)
 			log_warn("%s", r.error_value ? r.error_value : "the session was restarted");
@@ -146,6 +147,16 @@ static void run_statement(struct shell *sh, const char *code, size_t len)
 	sh->status = r.status == RESULT_OK ? 0 : run_result_exit_status(&r);
 	if (r.stopped)
 		sh->end_sig = SIGTERM;
+	/* exit() and quit() end the shell, as in python3, with their status */
+	if (r.has_error && r.error_name && !strcmp(r.error_name, "SystemExit")) {
+		char *end = NULL;
+		long status = strtol(r.error_value ? r.error_value : "", &end, 10);
+
+		sh->exiting = true;
+		sh->status = !r.error_value || !*r.error_value || r.error_value[0] == 'N' ? 0
+			     : end && !*end					    ? (int)(status & 255)
+											    : 1;
+	}
 	run_result_release(&r);
 }
 
@@ -248,12 +259,12 @@ static int loop(struct shell *sh)
 			break;
 		}
 		feed(sh, &stmt, buf_str(&line));
-		if (sh->end_sig)
+		if (sh->end_sig || sh->exiting)
 			break;
 	}
 	if (r == -E2BIG)
 		log_error("a line is too long: the limit is %u bytes", ENGINE_CODE_MAX);
-	if (r >= 0 && stmt.len && !sh->end_sig)
+	if (r >= 0 && stmt.len && !sh->end_sig && !sh->exiting)
 		run_statement(sh, stmt.data, stmt.len);
 	if (sh->tty)
 		putchar('\n');
@@ -302,6 +313,9 @@ int cli_shell(int argc, char **argv)
 		return 0;
 	}
 	session_opts_init(&so);
+	so.lang = o.req.lang == LANG_JAVASCRIPT ? SESSION_JAVASCRIPT
+		  : o.req.lang == LANG_BASH     ? SESSION_BASH
+						: SESSION_PYTHON;
 	so.limits = o.req.limits;
 	so.output_limit = o.req.output_limit;
 	so.env = o.req.env;
@@ -321,8 +335,11 @@ int cli_shell(int argc, char **argv)
 		free(msg);
 		return EXIT_CODECELL_ERROR;
 	}
+	if (*session_preload_failed(sh.s))
+		log_warn("--preload: not imported: %s", session_preload_failed(sh.s));
 	if (sh.tty)
-		printf("codecell shell: Python session ready in %.0f ms%s%s; Ctrl-D ends it\n",
+		printf("codecell shell: %s session ready in %.0f ms%s%s; Ctrl-D ends it\n",
+		       so.lang == SESSION_JAVASCRIPT ? "JavaScript" : so.lang == SESSION_BASH ? "bash" : "Python",
 		       (double)(now_ns() - t0) / 1e6, *session_preloaded(sh.s) ? ", preloaded " : "",
 		       session_preloaded(sh.s));
 	r = loop(&sh);

@@ -120,19 +120,7 @@ static bool validate(const struct run_request *req, struct run_result *r)
 /* The code as a sealed memfd: the program reads it, cannot change it. */
 static int code_memfd(const struct run_request *req)
 {
-	_cleanup_close_ int fd = memfd_create("codecell-code", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, req->code, req->code_len);
-	if (r < 0)
-		return r;
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
-		return -errno;
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return -errno;
-	return TAKE_FD(fd);
+	return sealed_memfd("codecell-code", req->code, req->code_len);
 }
 
 static const char *base_name(const char *path)
@@ -223,6 +211,13 @@ void engine_parse_report(const char *data, size_t len, struct run_result *r)
 	root = json_loadb(data, len, JSON_DECODE_ANY, NULL);
 	e = root ? json_object_get(root, "error") : NULL;
 	if (json_is_object(e)) {
+		const char *code = json_string_value(json_object_get(e, "code"));
+
+		/* EFBIG is the file-size limit: say so, the program only saw
+		 * an error */
+		if (json_integer_value(json_object_get(e, "errno")) == EFBIG ||
+		    (code && !strcmp(code, "EFBIG")))
+			r->limits_hit |= SANDBOX_LIMIT_FILE_SIZE;
 		name = json_string_value(json_object_get(e, "name"));
 		value = json_string_value(json_object_get(e, "value"));
 		tb = json_string_value(json_object_get(e, "traceback"));

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -131,7 +133,7 @@ static int reset_signals(void)
 	return sigprocmask(SIG_SETMASK, &all, NULL) < 0 ? -errno : 0;
 }
 
-static int setup_fds(const struct child_ctx *c)
+static int setup_fds(struct child_ctx *c)
 {
 	const struct sandbox_config *cfg = c->cfg;
 	int src[3 + SANDBOX_MAX_PASS_FDS];
@@ -149,12 +151,16 @@ static int setup_fds(const struct child_ctx *c)
 	for (size_t i = 0; i < cfg->n_pass_fds; i++)
 		src[3 + i] = c->fd_pass[i];
 	/* Move the sources out of the target range first so dup2 never
-	 * clobbers a source still to be copied. */
+	 * clobbers a source still to be copied; the report socket too, so
+	 * a later step can still report on it. */
 	for (int i = 0; i < n; i++) {
 		src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64);
 		if (src[i] < 0)
 			return -errno;
 	}
+	c->sock = fcntl(c->sock, F_DUPFD_CLOEXEC, 64);
+	if (c->sock < 0)
+		return -errno;
 	for (int i = 0; i < n; i++)
 		if (dup2(src[i], i) < 0) /* dup2 clears CLOEXEC on the target */
 			return -errno;
@@ -218,12 +224,64 @@ static int drop_caps(void)
 	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
 
-__attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
+/* What a template needs to build cells, in its own user namespace only:
+ * unshare, mount and pivot_root (SYS_ADMIN), loopback up (NET_ADMIN),
+ * dropping supplementary groups (SETGID) and the bounding set (SETPCAP),
+ * the sandbox ids (SETUID). */
+static const int template_caps[] = { CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETUID, CAP_SETGID,
+				     CAP_SETPCAP };
+
+static bool is_template_cap(int cap)
+{
+	for (size_t i = 0; i < sizeof(template_caps) / sizeof(template_caps[0]); i++)
+		if (template_caps[i] == cap)
+			return true;
+	return false;
+}
+
+/* The template's worker: a bounding set of template_caps only, and the
+ * same in the permitted, effective, inheritable and ambient sets, since
+ * uid 1000 loses everything else at exec (capabilities(7)). */
+static int keep_template_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	for (int cap = 0; cap <= 63; cap++)
+		if (!is_template_cap(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
+			return -errno;
+	for (size_t i = 0; i < sizeof(template_caps) / sizeof(template_caps[0]); i++) {
+		unsigned bit = 1u << (template_caps[i] % 32);
+
+		d[template_caps[i] / 32].permitted |= bit;
+		d[template_caps[i] / 32].effective |= bit;
+		d[template_caps[i] / 32].inheritable |= bit;
+	}
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(template_caps) / sizeof(template_caps[0]); i++)
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, template_caps[i], 0, 0) < 0)
+			return -errno;
+	return 0;
+}
+
+/* The worker's steps up to the exec (or, for a cell, the return into the
+ * template's code). */
+static void worker_lockdown(struct child_ctx *c)
 {
 	int r;
 
-	if ((r = reset_signals()) < 0)
+	/* a cell keeps the template's handlers (Python's own SIGINT handler
+	 * is how the kernel interrupts a cell); only the mask is reset */
+	if (c->mode != CHILD_CELL && (r = reset_signals()) < 0)
 		fail(c, STEP_SIGNALS, r);
+	if (c->mode == CHILD_CELL) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	}
 	if (setsid() < 0)
 		fail(c, STEP_SETSID, -errno);
 	if ((r = setup_fds(c)) < 0)
@@ -232,6 +290,15 @@ __attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
 		fail(c, STEP_RLIMITS, r);
 	if (chdir(c->cwd ? c->cwd : SANDBOX_HOME) < 0)
 		fail(c, STEP_CHDIR, -errno);
+	if (c->mode == CHILD_TEMPLATE) {
+		if ((r = set_ids(c)) < 0)
+			fail(c, STEP_IDS, r);
+		if ((r = keep_template_caps()) < 0)
+			fail(c, STEP_CAPS, r);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			fail(c, STEP_NO_NEW_PRIVS, -errno);
+		return;
+	}
 	if ((r = drop_bounding_caps()) < 0)
 		fail(c, STEP_CAPS, r);
 	if ((r = set_ids(c)) < 0)
@@ -245,6 +312,18 @@ __attribute__((noreturn)) static void worker_main(const struct child_ctx *c)
 	/* seccomp last: everything above needs calls the filter denies */
 	if ((r = sandbox_seccomp_load(c->seccomp, SANDBOX_SECCOMP_N)) < 0)
 		fail(c, STEP_SECCOMP, r);
+	if (c->mode == CHILD_CELL) {
+		/* no exec to close what was marked close-on-exec: the
+		 * template's fds (its control socket above all) and the report
+		 * socket go now */
+		if (close_range(3 + (unsigned)c->cfg->n_pass_fds, ~0U, 0) < 0)
+			fail(c, STEP_FDS, -errno);
+	}
+}
+
+__attribute__((noreturn)) static void worker_main(struct child_ctx *c)
+{
+	worker_lockdown(c);
 	execve(c->argv[0], c->argv, c->envp);
 	fail(c, STEP_EXEC, -errno);
 }
@@ -407,44 +486,77 @@ static void kill_strays(pid_t worker)
 	}
 }
 
-/* Reap everything; when the program (worker) ends, report it and exit:
- * the kernel then kills whatever else is left in the PID namespace. */
-__attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_t worker)
+/* Reap what has ended.  Returns when nothing more has; exits when the
+ * program (worker) ended (the kernel then kills whatever else is left in
+ * the PID namespace), or for a template's init when no child is left. */
+static void reap_ended(const struct child_ctx *c, pid_t *worker)
 {
 	for (;;) {
 		int st;
-		pid_t p = waitpid(-1, &st, __WALL);
+		pid_t p = waitpid(-1, &st, __WALL | WNOHANG);
 
-		if (g_kill_strays) {
-			g_kill_strays = 0;
-			kill_strays(worker);
-		}
 		if (p < 0 && errno == EINTR)
 			continue;
+		/* a template's init outlives the template while cells it
+		 * made (reparented to us) live */
+		if (p < 0 && errno == ECHILD && c->mode == CHILD_TEMPLATE && *worker == 0)
+			_exit(0);
 		if (p < 0)
 			_exit(126);
-		if (p == worker) {
+		if (p == 0)
+			return;
+		if (p == *worker) {
 			send_msg(c->sock, MSG_EXITED, 0, 0, st);
-			_exit(0);
+			if (c->mode != CHILD_TEMPLATE)
+				_exit(0);
+			*worker = 0;
+			g_worker = 0;
 		}
 	}
 }
 
-__attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
+/* Reap until the program ends, and end with the supervisor: its end of
+ * the report socket closes when its process dies, however it dies.
+ * (PR_SET_PDEATHSIG would fire when the thread that made the sandbox
+ * exits, and a server makes them from threads that come and go.) */
+__attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_t worker)
 {
-	pid_t worker;
+	sigset_t chld;
+	int sfd;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	(void)sigprocmask(SIG_BLOCK, &chld, NULL);
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		_exit(126);
+	for (;;) {
+		struct pollfd fds[2] = { { c->sock, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		struct signalfd_siginfo si;
+		char b;
+
+		reap_ended(c, &worker);
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			_exit(126);
+		if (g_kill_strays) {
+			g_kill_strays = 0;
+			kill_strays(worker);
+		}
+		if ((fds[0].revents & (POLLHUP | POLLERR)) ||
+		    ((fds[0].revents & POLLIN) && recv(c->sock, &b, 1, MSG_DONTWAIT) == 0))
+			_exit(125); /* the supervisor is gone: the namespace goes with us */
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			;
+	}
+}
+
+/* The init's steps from the supervisor's "go" to its "start": the
+ * cgroup namespace, the sandbox user, the new root, the network, the
+ * hand-over of the workspace. */
+static void init_build(struct child_ctx *c)
+{
 	int r;
 
-	/* The supervisor may already be gone (PR_SET_PDEATHSIG race): the
-	 * socket then reads EOF at the next sync. */
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	close(c->parent_sock);
-	if ((r = keep_only_needed_fds(c)) < 0)
-		fail(c, STEP_FDS, r);
-	/* out of the caller's session and away from its terminal */
-	if (setsid() < 0)
-		fail(c, STEP_SETSID, -errno);
-	scrub_cmdline();
 	if ((r = wait_byte(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);
 	/* After the supervisor moved us into our cgroup: that cgroup
@@ -457,9 +569,6 @@ __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
 	 * is not its uid 0, so setresuid() does not clear them. */
 	if ((r = set_ids(c)) < 0)
 		fail(c, STEP_IDS, r);
-	/* changing the uid cleared the parent-death signal (prctl(2)); a
-	 * supervisor that died in between shows as EOF at the next sync */
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(c, STEP_MOUNT_PRIVATE, -errno);
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
@@ -481,6 +590,23 @@ __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
 		fail(c, STEP_WORKSPACE, r);
 	if ((r = wait_byte(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);
+}
+
+__attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
+{
+	pid_t worker;
+	int r;
+
+	/* A supervisor that dies shows as EOF on the socket: at the next
+	 * sync, or in the reap loop. */
+	close(c->parent_sock);
+	if ((r = keep_only_needed_fds(c)) < 0)
+		fail(c, STEP_FDS, r);
+	/* out of the caller's session and away from its terminal */
+	if (setsid() < 0)
+		fail(c, STEP_SETSID, -errno);
+	scrub_cmdline();
+	init_build(c);
 	worker = fork();
 	if (worker < 0)
 		fail(c, STEP_FORK, -errno);
@@ -489,4 +615,86 @@ __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
 	g_worker = worker;
 	install_forwarder();
 	reap_until(c, worker);
+}
+
+/* A cell's init tells the supervisor who it is with a pidfd (the
+ * supervisor is not our parent and sees other pids than we do). */
+static int send_hello(int sock)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msg m = { MSG_HELLO, 0, 0, 0 };
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int sandbox_cell_main(struct child_ctx *c)
+{
+	pid_t worker;
+	int r;
+
+	if ((r = keep_only_needed_fds(c)) < 0)
+		fail(c, STEP_FDS, r);
+	if (setsid() < 0)
+		fail(c, STEP_SETSID, -errno);
+	scrub_cmdline();
+	if ((r = send_hello(c->sock)) < 0)
+		fail(c, STEP_SYNC, r);
+	init_build(c);
+	worker = fork();
+	if (worker < 0)
+		fail(c, STEP_FORK, -errno);
+	if (worker == 0) {
+		worker_lockdown(c);
+		return 0;
+	}
+	g_worker = worker;
+	install_forwarder();
+	reap_until(c, worker);
+}
+
+void child_ctx_set_rlimits(struct child_ctx *c, const struct sandbox_limits *l,
+			   unsigned unenforced)
+{
+	/* Without a cgroup, rlimits are the fallback: RLIMIT_DATA per
+	 * process, and RLIMIT_NPROC, which since Linux 5.14 counts the
+	 * sandbox user's processes in its own user namespace only. */
+	if (unenforced & SANDBOX_LIMIT_MEMORY) {
+		c->rl_data = (struct rlimit){ l->memory_bytes, l->memory_bytes };
+		c->has_data = true;
+	}
+	if (unenforced & SANDBOX_LIMIT_PIDS) {
+		c->rl_nproc = (struct rlimit){ l->pids, l->pids };
+		c->has_nproc = true;
+	}
+	if (l->file_size) {
+		c->rl_fsize = (struct rlimit){ l->file_size, l->file_size };
+		c->has_fsize = true;
+	}
+	if (l->open_files) {
+		c->rl_nofile = (struct rlimit){ l->open_files, l->open_files };
+		c->has_nofile = true;
+	}
+	if (l->cpu_seconds) {
+		/* SIGXCPU at the soft limit, SIGKILL a second later */
+		c->rl_cpu = (struct rlimit){ l->cpu_seconds, l->cpu_seconds + 1 };
+		c->has_cpu = true;
+	}
 }

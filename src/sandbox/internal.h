@@ -5,6 +5,7 @@
 
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -45,6 +46,32 @@ enum msg_kind {
 	MSG_READY = 1,	 /* init built the root; carries the workspace fd */
 	MSG_SETUP_ERROR, /* a step failed: step, err */
 	MSG_EXITED,	 /* the program ended: wstatus */
+	MSG_HELLO,	 /* a cell's init: carries a pidfd of itself */
+};
+
+/* How the child ends up (see cell.c for the template and its cells). */
+enum child_mode {
+	CHILD_EXEC,	/* the worker drops everything and execs the program */
+	CHILD_TEMPLATE, /* the worker execs the program keeping the capabilities
+			   a template needs to build cells; no Landlock, no
+			   seccomp; the init reaps until no child is left */
+	CHILD_CELL,	/* forked from a template: the worker drops everything
+			   and returns into the template's code instead of
+			   exec */
+};
+
+/* What a template is sent to make a cell: this, with the fds (report
+ * socket, stdout, stderr, then pass_fds) as SCM_RIGHTS.  Both ends are
+ * the same build (cell.so is embedded in the binary). */
+#define CELL_SPEC_MAGIC 0x6c6c6563u
+struct cell_spec {
+	uint32_t magic;
+	uint32_t size; /* sizeof(struct cell_spec) */
+	struct sandbox_limits limits;
+	uint32_t net;
+	uint32_t set_groups;
+	uint32_t n_pass_fds;
+	uint32_t unenforced;
 };
 
 struct msg {
@@ -112,11 +139,22 @@ struct child_ctx {
 	int sock;	  /* child end of the socketpair */
 	int parent_sock;  /* to close in the child */
 	bool set_groups;  /* started as root: drop supplementary groups */
+	enum child_mode mode;
 	struct rlimit rl_fsize, rl_nofile, rl_cpu, rl_data, rl_nproc;
 	bool has_fsize, has_nofile, has_cpu, has_data, has_nproc;
 };
 
 /* The init: never returns. */
 __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c);
+/* A cell's init, in a process that has just unshared its namespaces:
+ * returns 0 in the worker, locked down, with fds 0..2+n_pass_fds only;
+ * never returns elsewhere. */
+int sandbox_cell_main(struct child_ctx *c);
+/* cell.so's entry point (cell.c), called by a template in a fresh child. */
+int codecell_cell_enter(const void *spec, size_t len, const int *fds, int n_fds);
+/* The rlimits the worker sets, from the limits and what no cgroup
+ * enforces. */
+void child_ctx_set_rlimits(struct child_ctx *c, const struct sandbox_limits *l,
+			   unsigned unenforced);
 
 #endif

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/vfs.h>
@@ -46,6 +49,7 @@ struct sandbox {
 	uint64_t start_ns;
 	bool started;
 	bool reaped;
+	bool cell; /* not our child: watched through the pidfd */
 	enum sandbox_end kill_cause; /* valid when killed */
 	bool killed;
 	int kill_reason;
@@ -105,21 +109,22 @@ const char *sandbox_limit_name(enum sandbox_limit bit)
 
 /* Process-wide, probed once: the host's cgroups. */
 static struct cgroup_host g_cgroups;
-static bool g_probed;
+static pthread_once_t g_probed = PTHREAD_ONCE_INIT;
 
-static int global_init(void)
+static void probe_cgroups(void)
 {
 	struct buf self;
 
-	if (!g_probed) {
-		buf_init(&self, 65536);
-		(void)buf_read_file(&self, "/proc/self/cgroup");
-		cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), getenv("CODECELL_CGROUP"),
-				  &g_cgroups);
-		buf_release(&self);
-		g_probed = true;
-	}
-	return 0;
+	buf_init(&self, 65536);
+	(void)buf_read_file(&self, "/proc/self/cgroup");
+	cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), getenv("CODECELL_CGROUP"), &g_cgroups);
+	buf_release(&self);
+}
+
+/* Once per process, whatever the thread (a server calls from many). */
+static int global_init(void)
+{
+	return pthread_once(&g_probed, probe_cgroups) == 0 ? 0 : -EINVAL;
 }
 
 static int write_maps(pid_t pid, uid_t host_uid, gid_t host_gid, bool privileged)
@@ -171,35 +176,6 @@ static int recv_msg(int sock, struct msg *m, int *ret_fd)
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && ret_fd)
 			memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
 	return 1;
-}
-
-static void prepare_rlimits(struct child_ctx *c, const struct sandbox_limits *l,
-			    unsigned unenforced)
-{
-	/* Without a cgroup, rlimits are the fallback: RLIMIT_DATA per
-	 * process, and RLIMIT_NPROC, which since Linux 5.14 counts the
-	 * sandbox user's processes in its own user namespace only. */
-	if (unenforced & SANDBOX_LIMIT_MEMORY) {
-		c->rl_data = (struct rlimit){ l->memory_bytes, l->memory_bytes };
-		c->has_data = true;
-	}
-	if (unenforced & SANDBOX_LIMIT_PIDS) {
-		c->rl_nproc = (struct rlimit){ l->pids, l->pids };
-		c->has_nproc = true;
-	}
-	if (l->file_size) {
-		c->rl_fsize = (struct rlimit){ l->file_size, l->file_size };
-		c->has_fsize = true;
-	}
-	if (l->open_files) {
-		c->rl_nofile = (struct rlimit){ l->open_files, l->open_files };
-		c->has_nofile = true;
-	}
-	if (l->cpu_seconds) {
-		/* SIGXCPU at the soft limit, SIGKILL a second later */
-		c->rl_cpu = (struct rlimit){ l->cpu_seconds, l->cpu_seconds + 1 };
-		c->has_cpu = true;
-	}
 }
 
 /* One heap block holding a copy of a NULL-terminated string vector:
@@ -254,17 +230,12 @@ static pid_t clone_child(int *ret_pidfd)
 	return (pid_t)pid;
 }
 
-/* The parent's half of the hand-shake: maps, cgroup, go, then READY. */
-static int handshake(struct sandbox *sb, const struct sandbox_config *cfg,
-		     bool privileged, int *ret_step)
+/* cgroup, go, then READY with the workspace fd. */
+static int handshake_go(struct sandbox *sb, int *ret_step)
 {
 	struct msg m;
 	int fd = -1, r;
 
-	*ret_step = STEP_UID_MAP;
-	r = write_maps(sb->pid, sb->ws_uid, sb->ws_gid, privileged);
-	if (r < 0)
-		return r;
 	*ret_step = STEP_CGROUP;
 	if (sb->cg.version != CGROUP_NONE && (r = cgroup_attach(&sb->cg, sb->pid)) < 0)
 		return r;
@@ -284,8 +255,19 @@ static int handshake(struct sandbox *sb, const struct sandbox_config *cfg,
 		return -EBADMSG;
 	}
 	sb->ws_fd = fd;
-	(void)cfg;
 	return 0;
+}
+
+/* The parent's half of the hand-shake: maps, cgroup, go, then READY. */
+static int handshake(struct sandbox *sb, bool privileged, int *ret_step)
+{
+	int r;
+
+	*ret_step = STEP_UID_MAP;
+	r = write_maps(sb->pid, sb->ws_uid, sb->ws_gid, privileged);
+	if (r < 0)
+		return r;
+	return handshake_go(sb, ret_step);
 }
 
 static unsigned compute_unenforced(const struct sandbox_limits *l)
@@ -301,12 +283,13 @@ static unsigned compute_unenforced(const struct sandbox_limits *l)
 
 static int make_cgroup(struct sandbox *sb, const struct sandbox_limits *l)
 {
-	static unsigned counter;
+	static unsigned counter; /* atomic: a server makes sandboxes from many threads */
 	char name[64];
 
 	if (g_cgroups.version == CGROUP_NONE)
 		return 0;
-	snprintf(name, sizeof(name), "sb-%d-%u", (int)getpid(), counter++);
+	snprintf(name, sizeof(name), "sb-%d-%u", (int)getpid(),
+		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 	return cgroup_create(&g_cgroups, name, l->memory_bytes, l->pids, &sb->cg);
 }
 
@@ -347,13 +330,14 @@ static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
 	*c = (struct child_ctx){ .cfg = cfg, .fs = fs, .seccomp = sandbox_seccomp_programs,
 				 .set_groups = privileged, .fd_stdin = cfg->stdin_fd,
 				 .fd_stdout = cfg->stdout_fd, .fd_stderr = cfg->stderr_fd,
-				 .sock = -1, .parent_sock = -1 };
+				 .sock = -1, .parent_sock = -1,
+				 .mode = cfg->template ? CHILD_TEMPLATE : CHILD_EXEC };
 	for (size_t i = 0; i < cfg->n_pass_fds; i++)
 		c->fd_pass[i] = cfg->pass_fds[i];
 	c->argv = copy_strv(cfg->argv);
 	c->envp = copy_strv(cfg->envp);
 	c->cwd = cfg->cwd ? strdup(cfg->cwd) : NULL;
-	prepare_rlimits(c, &cfg->limits, unenforced);
+	child_ctx_set_rlimits(c, &cfg->limits, unenforced);
 	return !c->argv || !c->envp || (cfg->cwd && !c->cwd) ? -ENOMEM : 0;
 }
 
@@ -389,7 +373,7 @@ static int spawn(struct sandbox *sb, struct child_ctx *c, bool privileged, int *
 	 * (sysctl or AppArmor).  The caller words it. */
 	if (sb->pid < 0)
 		return -errno;
-	return handshake(sb, c->cfg, privileged, ret_step);
+	return handshake(sb, privileged, ret_step);
 }
 
 int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
@@ -423,6 +407,118 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 		r = spawn(sb, &c, privileged, &step);
 	child_ctx_release(&c);
 	rootfs_release(&fs);
+	if (r < 0) {
+		if (ret_failed_step)
+			*ret_failed_step = sandbox_step_name(step);
+		sandbox_free(sb);
+		return r;
+	}
+	*ret = sb;
+	return 0;
+}
+
+/* The host pid of a pidfd, from its fdinfo ("Pid:\t1234"). */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64], text[1024], *p;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	if (read_small_fileat(AT_FDCWD, path, text, sizeof(text)) < 0)
+		return -1;
+	p = strstr(text, "\nPid:");
+	return p ? (pid_t)strtol(p + 5, NULL, 10) : -1;
+}
+
+/* Ask the template for a cell: the spec and fds in one message. */
+static int send_spawn(int template_fd, const struct cell_spec *spec, const int *fds, size_t n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (3 + SANDBOX_MAX_PASS_FDS))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)spec, sizeof(*spec) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	memset(u.buf, 0, sizeof(u.buf));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	return sendmsg(template_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* The cell's first word: HELLO with its pidfd (or a setup error). */
+static int await_hello(struct sandbox *sb, int *ret_step)
+{
+	struct msg m;
+	int fd = -1, r = recv_msg(sb->sock, &m, &fd);
+
+	*ret_step = STEP_SYNC;
+	if (r <= 0)
+		return r == 0 ? -EPIPE : r;
+	if (m.kind == MSG_SETUP_ERROR) {
+		*ret_step = m.step;
+		return -m.err;
+	}
+	if (m.kind != MSG_HELLO || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -EBADMSG;
+	}
+	sb->pidfd = fd;
+	sb->pid = pidfd_pid(fd);
+	sb->cell = true;
+	return sb->pid > 0 ? 0 : -ESRCH;
+}
+
+int sandbox_new_cell(const struct sandbox_config *cfg, int template_fd, struct sandbox **ret,
+		     const char **ret_failed_step)
+{
+	bool privileged = geteuid() == 0;
+	struct timeval tv = { SANDBOX_CELL_TIMEOUT_S, 0 };
+	struct cell_spec spec = { .magic = CELL_SPEC_MAGIC, .size = sizeof(spec) };
+	struct sandbox *sb = NULL;
+	int fds[3 + SANDBOX_MAX_PASS_FDS], sv[2];
+	int step = STEP_CGROUP, r;
+
+	if (ret_failed_step)
+		*ret_failed_step = NULL;
+	if (cfg->stdout_fd < 0 || cfg->stderr_fd < 0 || cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS ||
+	    !cfg->limits.tmp_bytes || !cfg->limits.workspace_bytes)
+		return -EINVAL;
+	(void)global_init();
+	r = sandbox_alloc(cfg, privileged, &sb);
+	if (r < 0) {
+		if (r == -EOPNOTSUPP && ret_failed_step)
+			*ret_failed_step = "enforce every limit (--strict)";
+		return r;
+	}
+	spec.limits = cfg->limits;
+	spec.net = cfg->net;
+	spec.set_groups = privileged;
+	spec.n_pass_fds = (uint32_t)cfg->n_pass_fds;
+	spec.unenforced = sb->unenforced;
+	r = make_cgroup(sb, &cfg->limits);
+	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		r = -errno;
+	if (r == 0) {
+		sb->sock = sv[0];
+		/* a template that hangs must not hang us */
+		(void)setsockopt(sb->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		fds[0] = sv[1];
+		fds[1] = cfg->stdout_fd;
+		fds[2] = cfg->stderr_fd;
+		memcpy(fds + 3, cfg->pass_fds, sizeof(int) * cfg->n_pass_fds);
+		step = STEP_CLONE;
+		r = send_spawn(template_fd, &spec, fds, 3 + cfg->n_pass_fds);
+		close(sv[1]);
+	}
+	if (r == 0)
+		r = await_hello(sb, &step);
+	if (r == 0)
+		r = handshake_go(sb, &step);
 	if (r < 0) {
 		if (ret_failed_step)
 			*ret_failed_step = sandbox_step_name(step);
@@ -502,12 +598,12 @@ int sandbox_interrupt(struct sandbox *sb)
 /* The children of pid, appended to q (bounded).  -1 if unreadable. */
 static int children_of(pid_t pid, pid_t *q, size_t *n, size_t max)
 {
-	char path[64], text[16384];
+	char path[64], text[16384], *save = NULL;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
 	if (read_small_fileat(AT_FDCWD, path, text, sizeof(text)) < 0)
 		return -1;
-	for (char *t = strtok(text, " \n"); t && *n < max; t = strtok(NULL, " \n"))
+	for (char *t = strtok_r(text, " \n", &save); t && *n < max; t = strtok_r(NULL, " \n", &save))
 		q[(*n)++] = (pid_t)strtol(t, NULL, 10);
 	return 0;
 }
@@ -575,6 +671,15 @@ unsigned sandbox_limits_hit_so_far(const struct sandbox *sb)
 	return bits;
 }
 
+void sandbox_usage_so_far(const struct sandbox *sb, uint64_t *ret_cpu_ns, uint64_t *ret_peak)
+{
+	struct cgroup_stats cs;
+
+	cgroup_read_stats(&sb->cg, &cs);
+	*ret_cpu_ns = cs.cpu_ns;
+	*ret_peak = cs.peak_memory;
+}
+
 bool sandbox_ended(const struct sandbox *sb)
 {
 	return sb->reaped;
@@ -586,6 +691,15 @@ static void reap(struct sandbox *sb)
 
 	if (sb->reaped || sb->pid <= 0)
 		return;
+	if (sb->cell) {
+		/* the template's init reaps it: wait until it has exited */
+		struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
+
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+		sb->reaped = true;
+		return;
+	}
 	while (wait4(sb->pid, &st, __WALL, &sb->ru) < 0 && errno == EINTR)
 		;
 	sb->reaped = true;

@@ -31,6 +31,8 @@
 #define SANDBOX_GID 1000
 #define SANDBOX_HOME "/home/user"
 #define SANDBOX_HOSTNAME "codecell"
+/* How long a template may take to answer for a cell. */
+#define SANDBOX_CELL_TIMEOUT_S 10
 
 enum sandbox_net {
 	SANDBOX_NET_LOOPBACK, /* own network namespace, lo up (default) */
@@ -69,6 +71,12 @@ struct sandbox_config {
 	/* Refuse (-EOPNOTSUPP) instead of falling back when a cgroup limit
 	 * cannot be enforced. */
 	bool strict;
+	/* The program is a template for cells (sandbox_new_cell): it keeps
+	 * CAP_SYS_ADMIN, NET_ADMIN, SETUID, SETGID and SETPCAP in its own
+	 * user namespace (nowhere else) and gets neither Landlock nor
+	 * seccomp, so it must never run untrusted code.  Its init outlives
+	 * it while cells it made live, and the cells die with the init. */
+	bool template;
 };
 
 /* Limits that were asked for but could not be enforced on this host, and
@@ -155,6 +163,18 @@ struct sandbox_wait_opts {
  * fds in cfg are duplicated into the child and stay the caller's. */
 int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 		const char **ret_failed_step);
+/* A cell: a sandbox made by forking a running template (a sandbox with
+ * cfg.template whose program passes what it reads on template_fd, a
+ * SOCK_SEQPACKET socket, to codecell_cell_enter() in a fresh child; see
+ * cell.c).  Its own mount, PID, IPC, UTS and network namespaces, fresh
+ * root and cgroup, the template's user namespace; everything of cfg but
+ * argv, envp, cwd and stdin (/dev/null), and the program is the
+ * template's code, which goes on after the fork with fds 0..2+n_pass_fds.
+ * Then as sandbox_new(): not started, the workspace can be filled.  Not
+ * reaped by us (the template's init is its parent): sandbox_wait() and
+ * sandbox_free() watch its pidfd instead. */
+int sandbox_new_cell(const struct sandbox_config *cfg, int template_fd, struct sandbox **ret,
+		     const char **ret_failed_step);
 /* An O_PATH directory fd on the workspace root, owned by the sandbox;
  * use it with openat_beneath() only.  Valid until sandbox_free(). */
 int sandbox_workspace_fd(const struct sandbox *sb);
@@ -181,6 +201,9 @@ int sandbox_kill_strays(struct sandbox *sb);
 /* Limits hit so far (pids.max hits, OOM kills), as enum sandbox_limit
  * bits, for callers that stay attached (sessions). */
 unsigned sandbox_limits_hit_so_far(const struct sandbox *sb);
+/* CPU used by the whole tree so far and its peak memory, from the
+ * cgroup (0 where unknown). */
+void sandbox_usage_so_far(const struct sandbox *sb, uint64_t *ret_cpu_ns, uint64_t *ret_peak);
 /* Send SIGINT to the program (the init forwards it).  0 or -errno. */
 int sandbox_interrupt(struct sandbox *sb);
 /* Whether the program's tree is gone (the init was reaped). */

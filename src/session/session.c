@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +21,21 @@
 #include "util/timeutil.h"
 #include "util/banned.h"
 
+/* What runs the kernel: a sandbox of its own (cold), a warm pool's
+ * template, or a cell forked from one. */
+enum kernel_kind { KERNEL_COLD, KERNEL_TEMPLATE, KERNEL_CELL };
+
 struct session {
 	struct session_opts opts;
+	enum kernel_kind kind;
+	/* the pool this session's kernels come from (a reference), or NULL */
+	struct session_pool *pool;
 	char **env;	/* owned copy of opts.env */
 	char **files;	/* owned copy of opts.files */
 	char *workspace_dir; /* owned copy */
 	char *preload;	/* owned copy of opts.preload */
 	char *preloaded; /* what the kernel said it imported */
+	char *preload_failed; /* and what it could not */
 	struct sandbox *sb;
 	int req_fd; /* our end of the kernel's fd 3 */
 	int out_fd, err_fd, ev_fd;
@@ -49,7 +58,6 @@ struct exchange {
 	json_t *error;	 /* the error event, if any */
 	json_t *answer;	 /* done / complete / ready event */
 	int stop_fd;
-	bool stopped;	 /* a stop signal other than SIGINT */
 };
 
 /* Does "KEY=..." have the key of "KEY=..."? */
@@ -209,8 +217,7 @@ static bool on_stop(void *ud)
 		(void)sandbox_interrupt(x->s->sb);
 		return false;
 	}
-	x->stopped = true;
-	return true;
+	return true; /* kill: the result says stopped */
 }
 
 static bool finished(void *ud)
@@ -321,37 +328,67 @@ static void close_channels(struct session *s)
 
 static int kernel_argv(const struct session *s, const char **argv)
 {
+	/* a cell's program is its template's, forked: no argv */
 	int n = 0;
 
+	if (s->opts.lang == SESSION_JAVASCRIPT) {
+		argv[n++] = "/usr/bin/node";
+		argv[n++] = "-e";
+		argv[n++] = kernel_node_kernel_js;
+		argv[n] = NULL;
+		return n;
+	}
 	argv[n++] = "/usr/bin/python3";
 	argv[n++] = "-S";
 	argv[n++] = "-s";
 	argv[n++] = "-c";
-	argv[n++] = kernel_python_kernel_py;
+	argv[n++] = s->opts.lang == SESSION_BASH ? kernel_bash_kernel_py : kernel_python_kernel_py;
 	if (s->preload && *s->preload) {
 		argv[n++] = "--preload";
 		argv[n++] = s->preload;
 	}
+	if (s->kind == KERNEL_TEMPLATE)
+		argv[n++] = "--template";
 	argv[n] = NULL;
 	return n;
+}
+
+static int template_fd(const struct session_pool *p);
+
+/* The sandbox for s->kind, not started. */
+static int make_sandbox(struct session *s, struct sandbox_config *cfg, const char **ret_step)
+{
+	if (s->kind == KERNEL_CELL)
+		return sandbox_new_cell(cfg, template_fd(s->pool), &s->sb, ret_step);
+	return sandbox_new(cfg, &s->sb, ret_step);
 }
 
 /* Make the sandbox with the kernel, copy from_ws (a previous sandbox's
  * workspace) in if given, start it.  The sandbox is s->sb after. */
 static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 {
-	const char *argv[8], *envp[SESSION_MAX_ENV + 16], *step = NULL;
+	const char *argv[10], *envp[SESSION_MAX_ENV + 16], *step = NULL;
 	struct sandbox_config cfg = { 0 };
 	int req[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ev[2] = { -1, -1 };
+	int cell_so = -1;
 	int r;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req) < 0 ||
+	/* a template reads spawn messages with fds: datagrams, not a stream */
+	if (socketpair(AF_UNIX, (s->kind == KERNEL_TEMPLATE ? SOCK_SEQPACKET : SOCK_STREAM) |
+					SOCK_CLOEXEC, 0, req) < 0 ||
 	    pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ev, O_CLOEXEC) < 0) {
 		r = -errno;
 		goto out;
 	}
+	if (s->kind == KERNEL_TEMPLATE) {
+		cell_so = sealed_memfd("codecell-cell", kernel_cell_so, kernel_cell_so_len);
+		if (cell_so < 0) {
+			r = cell_so;
+			goto out;
+		}
+	}
 	kernel_argv(s, argv);
-	session_envp((const char *const *)s->env, true, envp);
+	session_envp((const char *const *)s->env, s->opts.lang == SESSION_PYTHON, envp);
 	cfg.argv = argv;
 	cfg.envp = envp;
 	cfg.stdin_fd = -1;
@@ -360,12 +397,15 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 	cfg.pass_fds[0] = req[1];
 	cfg.pass_fds[1] = ev[1];
 	cfg.n_pass_fds = 2;
+	if (cell_so >= 0)
+		cfg.pass_fds[cfg.n_pass_fds++] = cell_so;
 	cfg.limits = s->opts.limits;
 	cfg.limits.timeout_s = 0; /* per exchange, not per sandbox */
 	cfg.net = s->opts.net;
 	cfg.strict = s->opts.strict;
 	cfg.host_uid = cfg.host_gid = 65534;
-	r = sandbox_new(&cfg, &s->sb, &step);
+	cfg.template = s->kind == KERNEL_TEMPLATE;
+	r = make_sandbox(s, &cfg, &step);
 	if (r < 0) {
 		if (ret_error && asprintf(ret_error, "cannot %s: %s", step ? step : "create the sandbox",
 					  strerror(-r)) < 0)
@@ -408,6 +448,7 @@ out:
 		close_fd(&err[i]);
 		close_fd(&ev[i]);
 	}
+	close_fd(&cell_so);
 	return r;
 }
 
@@ -442,17 +483,116 @@ static int await_ready(struct session *s, char **ret_error)
 			(void)buf_printf(&b, "%s%s", b.len ? "," : "", json_string_value(v));
 		free(s->preloaded);
 		s->preloaded = buf_detach(&b, NULL);
+		{
+			const char *key;
+
+			json_object_foreach(json_object_get(x.answer, "failed"), key, v)
+				(void)buf_printf(&b, "%s%s: %s", b.len ? "; " : "", key,
+						 json_string_value(v) ? json_string_value(v) : "?");
+			free(s->preload_failed);
+			s->preload_failed = buf_detach(&b, NULL);
+		}
 	}
 	exchange_release(&x);
+	return r;
+}
+
+static int pool_take(struct session_pool *p, struct session **ret);
+static int request(struct session *s, int id, json_t *req, json_t **ret_answer);
+
+/* Move the kernel (sandbox, channels, what it said at start) of src, a
+ * kernel a pool made, into s; src is freed. */
+static void kernel_move(struct session *s, struct session *src)
+{
+	s->sb = TAKE_PTR(src->sb);
+	s->req_fd = TAKE_FD(src->req_fd);
+	s->out_fd = TAKE_FD(src->out_fd);
+	s->err_fd = TAKE_FD(src->err_fd);
+	s->ev_fd = TAKE_FD(src->ev_fd);
+	s->kind = KERNEL_CELL;
+	free(s->preloaded);
+	s->preloaded = TAKE_PTR(src->preloaded);
+	free(s->preload_failed);
+	s->preload_failed = TAKE_PTR(src->preload_failed);
+	session_free(src);
+}
+
+/* A kernel from the pool gets the session's environment (the template
+ * had only the common one). */
+static int send_env(struct session *s)
+{
+	json_t *env;
+	int id;
+
+	if (!s->env || !s->env[0])
+		return 0;
+	env = json_object();
+	for (size_t i = 0; env && s->env[i]; i++) {
+		const char *eq = strchr(s->env[i], '=');
+		char *key = eq ? strndup(s->env[i], (size_t)(eq - s->env[i])) : NULL;
+
+		if (key)
+			json_object_set_new(env, key, json_string(eq + 1));
+		free(key);
+	}
+	id = ++s->next_id;
+	return request(s, id, json_pack("{s:s, s:i, s:o}", "op", "init", "id", id, "env", env),
+		      NULL);
+}
+
+/* Take a ready kernel from the pool: the old workspace (a restart) or
+ * the caller's inputs (a new session) are copied in.  -EAGAIN: the pool
+ * has none to give (closed, or its template is broken). */
+static int start_from_pool(struct session *s, char **ret_error)
+{
+	struct sandbox *old = s->sb;
+	struct session *k;
+	struct ws_owner o;
+	int r = pool_take(s->pool, &k);
+
+	if (r < 0)
+		return r;
+	s->sb = NULL;
+	close_channels(s);
+	if (old)
+		sandbox_stop(old);
+	kernel_move(s, k);
+	o = (struct ws_owner){ .chown = geteuid() == 0 };
+	sandbox_workspace_owner(s->sb, &o.uid, &o.gid);
+	if (old) {
+		(void)ws_copy_between(sandbox_workspace_fd(old), sandbox_workspace_fd(s->sb), &o);
+	} else if (!s->filled) {
+		char *msg = NULL;
+
+		r = ws_fill(sandbox_workspace_fd(s->sb), &o, s->workspace_dir,
+			    (const char *const *)s->files, NULL, &msg);
+		if (r < 0) {
+			if (ret_error)
+				*ret_error = msg;
+			else
+				free(msg);
+		}
+		s->filled = r == 0;
+	}
+	sandbox_free(old);
+	if (r == 0)
+		r = send_env(s);
 	return r;
 }
 
 /* A new kernel; the old sandbox's workspace, if any, carried over. */
 static int start_kernel(struct session *s, char **ret_error)
 {
-	struct sandbox *old = s->sb;
+	struct sandbox *old;
 	int r;
 
+	if (s->pool && s->kind != KERNEL_TEMPLATE) {
+		r = start_from_pool(s, ret_error);
+		if (r != -EAGAIN)
+			goto done;
+		s->kind = KERNEL_COLD; /* no pool to give one: start cold */
+	}
+	old = s->sb;
 	s->sb = NULL;
 	close_channels(s);
 	if (old)
@@ -461,6 +601,7 @@ static int start_kernel(struct session *s, char **ret_error)
 	sandbox_free(old);
 	if (r == 0)
 		r = await_ready(s, ret_error);
+done:
 	if (r < 0) {
 		sandbox_free(s->sb);
 		s->sb = NULL;
@@ -487,15 +628,13 @@ static char **copy_env(const char *const *env)
 	return out;
 }
 
-int session_new(const struct session_opts *o, struct session **ret, char **ret_error)
+/* A session object for o, with owned copies of its strings; no kernel. */
+static struct session *session_alloc(const struct session_opts *o)
 {
 	struct session *s = calloc(1, sizeof(*s));
-	int r;
 
-	if (ret_error)
-		*ret_error = NULL;
 	if (!s)
-		return -ENOMEM;
+		return NULL;
 	s->opts = *o;
 	s->req_fd = s->out_fd = s->err_fd = s->ev_fd = -1;
 	buf_init(&s->events, SESSION_EVENT_MAX);
@@ -503,19 +642,45 @@ int session_new(const struct session_opts *o, struct session **ret, char **ret_e
 	s->files = copy_env(o->files);
 	s->preload = o->preload ? strdup(o->preload) : NULL;
 	s->workspace_dir = o->workspace_dir ? strdup(o->workspace_dir) : NULL;
-	if (!s->env || !s->files || (o->preload && !s->preload) ||
-	    (o->workspace_dir && !s->workspace_dir)) {
-		session_free(s);
-		return -ENOMEM;
-	}
 	s->opts.env = NULL;
 	s->opts.files = NULL;
 	s->opts.preload = NULL;
 	s->opts.workspace_dir = NULL;
+	s->opts.pool = NULL;
+	if (!s->env || !s->files || (o->preload && !s->preload) ||
+	    (o->workspace_dir && !s->workspace_dir)) {
+		session_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static bool pool_matches(const struct session_pool *p, const struct session_opts *o);
+static void pool_ref(struct session_pool *p);
+
+int session_new(const struct session_opts *o, struct session **ret, char **ret_error)
+{
+	struct session *s;
+	int r;
+
+	if (ret_error)
+		*ret_error = NULL;
+	if (o->lang != SESSION_PYTHON && o->preload && *o->preload) {
+		if (ret_error)
+			*ret_error = strdup("--preload is for Python sessions");
+		return -EINVAL;
+	}
+	s = session_alloc(o);
+	if (!s)
+		return -ENOMEM;
 	r = ws_prepare_dir(s->workspace_dir, ret_error);
 	if (r < 0) {
 		session_free(s);
 		return r;
+	}
+	if (o->pool && pool_matches(o->pool, o)) {
+		s->pool = o->pool;
+		pool_ref(s->pool);
 	}
 	r = start_kernel(s, ret_error);
 	if (r < 0) {
@@ -525,6 +690,13 @@ int session_new(const struct session_opts *o, struct session **ret, char **ret_e
 	s->last_used_ns = now_ns();
 	*ret = s;
 	return 0;
+}
+
+int session_interrupt(struct session *s)
+{
+	struct sandbox *sb = __atomic_load_n(&s->sb, __ATOMIC_ACQUIRE);
+
+	return sb ? sandbox_interrupt(sb) : -ESRCH;
 }
 
 int session_restart(struct session *s)
@@ -551,6 +723,13 @@ const char *session_preloaded(const struct session *s)
 	return s->preloaded ? s->preloaded : "";
 }
 
+const char *session_preload_failed(const struct session *s)
+{
+	return s->preload_failed ? s->preload_failed : "";
+}
+
+static void pool_unref(struct session_pool *p);
+
 void session_free(struct session *s)
 {
 	if (!s)
@@ -567,6 +746,9 @@ void session_free(struct session *s)
 	free(s->workspace_dir);
 	free(s->preload);
 	free(s->preloaded);
+	free(s->preload_failed);
+	if (s->pool)
+		pool_unref(s->pool);
 	free(s);
 }
 
@@ -605,6 +787,8 @@ static void fill_done(struct exchange *x, struct run_result *r)
 static void fill_ended(struct session *s, const struct sandbox_exit *e, struct run_result *r)
 {
 	run_result_set_exit(r, e);
+	if (r->stopped)
+		return; /* the caller ended it (SIGTERM to a shell): no restart */
 	if (e->end == SANDBOX_END_EXITED)
 		r->status = RESULT_ERROR; /* a kernel never exits on its own */
 	if (!r->has_error) {
@@ -632,6 +816,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 	struct sandbox_exit e;
 	json_t *req;
 	uint64_t t0 = now_ns();
+	uint64_t cpu_before, cpu_after, peak;
 	unsigned hit_before;
 	int id, k;
 
@@ -643,6 +828,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 	}
 	id = ++s->next_id;
 	hit_before = sandbox_limits_hit_so_far(s->sb);
+	sandbox_usage_so_far(s->sb, &cpu_before, &peak);
 	k = exchange_init(&x, s, id, eo ? eo->live_stdout : -1, eo ? eo->live_stderr : -1);
 	if (k < 0)
 		return k;
@@ -673,7 +859,6 @@ int session_exec(struct session *s, const char *code, size_t len,
 			}
 		} else {
 			fill_ended(s, &e, r);
-			r->stopped = x.stopped;
 		}
 		capture_write_rest(&x.out, x.live_out);
 		capture_write_rest(&x.err, x.live_err);
@@ -683,11 +868,23 @@ int session_exec(struct session *s, const char *code, size_t len,
 		r->err_truncated = capture_truncated(&x.err);
 		r->results = TAKE_PTR(x.results);
 		r->duration_ms = (double)(now_ns() - t0) / 1e6;
+		if (e.end == SANDBOX_END_RUNNING) {
+			/* the statement's CPU; memory: the session's peak so far */
+			sandbox_usage_so_far(s->sb, &cpu_after, &peak);
+			r->cpu_ms = (double)(cpu_after - cpu_before) / 1e6;
+			r->max_rss_kb = peak / 1024;
+		}
 		r->limits_unenforced = sandbox_limits_unenforced(s->sb);
 	}
 	exchange_release(&x);
 	if (k == 0 && r->restarted)
 		k = start_kernel(s, NULL);
+	if (k == 0 && r->stopped) {
+		/* the next exec, if any, starts a fresh kernel */
+		close_channels(s);
+		sandbox_free(s->sb);
+		s->sb = NULL;
+	}
 	s->last_used_ns = now_ns();
 	return k;
 }
@@ -741,4 +938,242 @@ int session_complete(struct session *s, const char *code)
 	k = st && !strcmp(st, "complete") ? 1 : st && !strcmp(st, "incomplete") ? 0 : -EINVAL;
 	json_decref(answer);
 	return k;
+}
+
+/* ---- the warm pool ----
+ *
+ * A template session (KERNEL_TEMPLATE) imports the preloads once; a
+ * thread keeps `size` cells forked from it ready (each a KERNEL_CELL
+ * session that has said ready), and session_new() takes one.  Sessions
+ * hold a reference to the pool: the template's sandbox, whose PID
+ * namespace holds every cell, goes only when the pool is freed and the
+ * last of its sessions with it (sandbox.h, cfg.template). */
+
+struct session_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t want; /* the refill thread waits on it */
+	pthread_cond_t got;  /* takers wait on it */
+	struct session_opts opts;
+	char *preload;
+	struct session *tpl;
+	struct session *ready[SESSION_POOL_MAX];
+	unsigned n_ready, size;
+	unsigned refs;	   /* the caller's, and each session's */
+	unsigned failures; /* cells that failed in a row */
+	bool stopping, broken, thread_started;
+	pthread_t thread;
+};
+
+static int template_fd(const struct session_pool *p)
+{
+	return p->tpl->req_fd;
+}
+
+static void pool_ref(struct session_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->refs++;
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void pool_unref(struct session_pool *p)
+{
+	unsigned left;
+
+	pthread_mutex_lock(&p->lock);
+	left = --p->refs;
+	pthread_mutex_unlock(&p->lock);
+	if (left)
+		return;
+	session_free(p->tpl);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->want);
+	pthread_cond_destroy(&p->got);
+	free(p->preload);
+	free(p);
+}
+
+static bool same_limits(const struct sandbox_limits *a, const struct sandbox_limits *b)
+{
+	return a->memory_bytes == b->memory_bytes && a->pids == b->pids &&
+	       a->cpu_seconds == b->cpu_seconds && a->file_size == b->file_size &&
+	       a->open_files == b->open_files && a->tmp_bytes == b->tmp_bytes &&
+	       a->workspace_bytes == b->workspace_bytes;
+}
+
+/* A pool kernel fits a session that asks for the same language, preloads,
+ * limits (the timeout is per execution), network and strictness. */
+static bool pool_matches(const struct session_pool *p, const struct session_opts *o)
+{
+	return o->lang == SESSION_PYTHON && !strcmp(p->preload ? p->preload : "",
+						  o->preload ? o->preload : "") &&
+	       same_limits(&p->opts.limits, &o->limits) && o->net == p->opts.net &&
+	       o->strict == p->opts.strict;
+}
+
+/* One cell, forked from the template, that has said ready. */
+static int pool_make_kernel(struct session_pool *p, struct session **ret)
+{
+	struct session *k = session_alloc(&p->opts);
+	int r;
+
+	if (!k)
+		return -ENOMEM;
+	k->kind = KERNEL_CELL;
+	k->pool = p; /* no reference: the pool outlives what it holds */
+	k->filled = true;
+	r = spawn_kernel(k, -1, NULL);
+	if (r == 0)
+		r = await_ready(k, NULL);
+	k->pool = NULL;
+	if (r < 0) {
+		session_free(k);
+		return r;
+	}
+	*ret = k;
+	return 0;
+}
+
+/* The refill thread: keep `size` kernels ready.  Three failures in a row
+ * (the template died, say) break the pool: takers then start cold. */
+static void *pool_main(void *arg)
+{
+	struct session_pool *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		struct session *k = NULL;
+		int r;
+
+		if (p->broken || p->n_ready >= p->size) {
+			pthread_cond_wait(&p->want, &p->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		r = pool_make_kernel(p, &k);
+		pthread_mutex_lock(&p->lock);
+		if (r < 0) {
+			if (++p->failures >= 3)
+				p->broken = true;
+		} else {
+			p->failures = 0;
+			p->ready[p->n_ready++] = k;
+		}
+		pthread_cond_broadcast(&p->got);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Wait (up to the start timeout) for a ready kernel. */
+static int pool_take(struct session_pool *p, struct session **ret)
+{
+	struct timespec until;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)SESSION_START_TIMEOUT_S;
+	pthread_mutex_lock(&p->lock);
+	while (!p->n_ready && !p->broken && !p->stopping && r == 0)
+		r = pthread_cond_timedwait(&p->got, &p->lock, &until);
+	if (p->n_ready) {
+		*ret = p->ready[--p->n_ready];
+		pthread_cond_signal(&p->want);
+		r = 0;
+	} else {
+		r = -EAGAIN;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+int session_pool_new(const struct session_opts *o, unsigned size, struct session_pool **ret,
+		     char **ret_error)
+{
+	struct session_pool *p;
+	int r;
+
+	if (ret_error)
+		*ret_error = NULL;
+	if (o->lang != SESSION_PYTHON || size == 0 || size > SESSION_POOL_MAX) {
+		if (ret_error && (o->lang != SESSION_PYTHON
+					  ? asprintf(ret_error, "the warm pool is for Python sessions")
+					  : asprintf(ret_error, "a pool holds 1 to %d kernels",
+						     SESSION_POOL_MAX)) < 0)
+			*ret_error = NULL;
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->want, NULL);
+	pthread_cond_init(&p->got, NULL);
+	p->refs = 1;
+	p->size = size;
+	p->opts = *o;
+	p->opts.env = NULL;
+	p->opts.files = NULL;
+	p->opts.workspace_dir = NULL;
+	p->opts.pool = NULL;
+	p->preload = o->preload ? strdup(o->preload) : NULL;
+	p->opts.preload = p->preload;
+	p->tpl = session_alloc(&p->opts);
+	if (!p->tpl || (o->preload && !p->preload)) {
+		session_pool_free(p);
+		return -ENOMEM;
+	}
+	p->tpl->kind = KERNEL_TEMPLATE;
+	p->tpl->filled = true;
+	r = start_kernel(p->tpl, ret_error);
+	if (r == 0) {
+		r = -pthread_create(&p->thread, NULL, pool_main, p);
+		p->thread_started = r == 0;
+	}
+	if (r < 0) {
+		session_pool_free(p);
+		return r;
+	}
+	*ret = p;
+	return 0;
+}
+
+unsigned session_pool_ready(const struct session_pool *p)
+{
+	unsigned n;
+
+	pthread_mutex_lock((pthread_mutex_t *)&p->lock);
+	n = p->n_ready;
+	pthread_mutex_unlock((pthread_mutex_t *)&p->lock);
+	return n;
+}
+
+const char *session_pool_preloaded(const struct session_pool *p)
+{
+	return session_preloaded(p->tpl);
+}
+
+const char *session_pool_preload_failed(const struct session_pool *p)
+{
+	return session_preload_failed(p->tpl);
+}
+
+void session_pool_free(struct session_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->want);
+	pthread_cond_broadcast(&p->got);
+	pthread_mutex_unlock(&p->lock);
+	if (p->thread_started)
+		pthread_join(p->thread, NULL);
+	while (p->n_ready)
+		session_free(p->ready[--p->n_ready]);
+	/* the template reads EOF and exits; its init stays while cells
+	 * taken from it live */
+	if (p->tpl)
+		close_fd(&p->tpl->req_fd);
+	pool_unref(p);
 }

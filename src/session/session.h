@@ -1,6 +1,6 @@
 /* session: a sandbox that outlives one call, with a kernel inside that
  * keeps variables, imports and files between executions (DESIGN.md
- * "Sessions").  Python only for now.
+ * "Sessions").
  *
  * The kernel (kernels/python_kernel.py) reads requests on fd 3 (a
  * socket) and writes events on fd 4 (a pipe), newline-delimited JSON; its
@@ -8,7 +8,10 @@
  * cell (SIGINT, through the sandbox's init) and keeps the session; if the
  * interrupt has not taken after a grace period the kernel is killed and
  * the session restarted (fresh state, same workspace), which the result
- * says.  Not thread-safe: one caller at a time per session. */
+ * says.  Python (kernels/python_kernel.py), JavaScript
+ * (kernels/node_kernel.js) and bash (kernels/bash_kernel.py, a Python
+ * driver of one long-lived bash) speak the same protocol.  Not thread-safe: one
+ * caller at a time per session. */
 #ifndef CODECELL_SESSION_SESSION_H
 #define CODECELL_SESSION_SESSION_H
 
@@ -27,25 +30,51 @@ extern const struct sandbox_limits codecell_default_limits;
 #define CODECELL_DEFAULT_OUTPUT_LIMIT (1u << 20)
 
 #define SESSION_MAX_ENV 64
+#define SESSION_POOL_MAX 64 /* kernels a warm pool keeps ready */
 /* The sandboxed program's environment: our defaults, then extra
  * (KEY=VALUE); a later KEY replaces an earlier one (interpreters disagree
  * on which duplicate they read).  inline_plots selects the kernel's
  * matplotlib backend.  envp needs room for SESSION_MAX_ENV + 16. */
 void session_envp(const char *const *extra, bool inline_plots, const char **envp);
 
+enum session_lang { SESSION_PYTHON, SESSION_JAVASCRIPT, SESSION_BASH };
+
 struct session_opts {
+	enum session_lang lang;
 	struct sandbox_limits limits; /* timeout_s: default per execution */
 	uint64_t output_limit;	      /* bytes kept per stream per execution */
 	const char *const *env;	      /* extra KEY=VALUE, or NULL */
-	const char *preload;	      /* "numpy,pandas", or NULL */
+	const char *preload;	      /* Python: "numpy,pandas", or NULL */
 	const char *workspace_dir;    /* host dir copied in at start, or NULL */
 	const char *const *files;     /* host files copied in at start, or NULL */
 	enum sandbox_net net;
 	bool strict;
 	double idle_timeout_s; /* 0: never expires */
+	/* Take the kernel from this warm pool (see session_pool_new), or
+	 * NULL to start one cold.  The pool's own options (language,
+	 * preload, limits, network) win over these where they differ. */
+	struct session_pool *pool;
 };
 
 struct session;
+struct session_pool;
+
+/* A warm pool of `size` ready Python kernels, forked from a template
+ * process that has imported o->preload inside its own sandbox; each fork
+ * is a sandbox of its own (mount, PID, IPC, UTS and network namespaces,
+ * cgroup) and is reseeded.  Refills in the background as sessions take
+ * kernels.  Thread-safe.  On failure -errno and, if ret_error is not
+ * NULL, a message in *ret_error (free()). */
+int session_pool_new(const struct session_opts *o, unsigned size, struct session_pool **ret,
+		     char **ret_error);
+/* Kernels ready to be taken now. */
+unsigned session_pool_ready(const struct session_pool *p);
+/* What the template imported ("numpy,pandas"), and what it could not
+ * (as session_preload_failed).  Owned by the pool. */
+const char *session_pool_preloaded(const struct session_pool *p);
+const char *session_pool_preload_failed(const struct session_pool *p);
+/* End the template and every kernel not taken.  Accepts NULL. */
+void session_pool_free(struct session_pool *p);
 
 /* The defaults of a one-shot run, 10 min idle expiry. */
 void session_opts_init(struct session_opts *o);
@@ -73,11 +102,19 @@ int session_exec(struct session *s, const char *code, size_t len,
 int session_complete(struct session *s, const char *code);
 /* A fresh kernel, the same workspace.  0 or -errno. */
 int session_restart(struct session *s);
+/* Interrupt the running cell (SIGINT to the kernel, as a timeout does);
+ * the session_exec() in progress returns its result with the cell's
+ * KeyboardInterrupt.  Harmless when idle.  The one call that may be made
+ * from another thread while session_exec() runs.  0, or -ESRCH when the
+ * kernel is not running. */
+int session_interrupt(struct session *s);
 /* True once idle longer than the idle timeout (then free it). */
 bool session_expired(const struct session *s);
-/* The preload modules that imported, as the kernel said ("numpy,...").
- * Owned by the session. */
+/* The preload modules that imported, as the kernel said ("numpy,...");
+ * and those that did not, with why ("nosuch: ModuleNotFoundError: ...",
+ * "" for none).  Owned by the session. */
 const char *session_preloaded(const struct session *s);
+const char *session_preload_failed(const struct session *s);
 /* Copy the workspace out to opts.workspace_dir (if set).  0 or -errno;
  * *ret_warning (free()) names what could not be copied. */
 int session_sync_workspace(struct session *s, char **ret_warning);

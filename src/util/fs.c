@@ -6,6 +6,7 @@
 #include <linux/openat2.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -131,4 +132,21 @@ int openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
 	return fd < 0 ? -errno : (int)fd;
+}
+
+int sealed_memfd(const char *name, const void *data, size_t n)
+{
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, data, n);
+	if (r < 0)
+		return r;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		return -errno;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	return TAKE_FD(fd);
 }

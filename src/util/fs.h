@@ -7,6 +7,9 @@
 
 /* Write all of data to fd, retrying on EINTR/short writes.  0 or -errno. */
 int write_all(int fd, const void *data, size_t n);
+/* A memfd (close-on-exec) holding data, sealed against any change and
+ * positioned at 0.  The fd, or -errno. */
+int sealed_memfd(const char *name, const void *data, size_t n);
 /* Write a short string to a file that exists (sysfs/cgroupfs/procfs
  * knobs).  0 or -errno. */
 int write_string_file(const char *path, const char *s);

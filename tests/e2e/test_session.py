@@ -308,9 +308,12 @@ def idle_session_expires():
 
 @test
 def bad_input_is_refused_with_a_message():
-    r = codecell("shell", "--lang", "bash")
+    r = codecell("shell", "--lang", "sql")
     eq(r.status, 125)
-    check("Python only" in r.stderr, r.stderr)
+    check("Python, JavaScript or bash" in r.stderr, r.stderr)
+    r = codecell("shell", "--lang", "javascript", "--preload", "numpy")
+    eq(r.status, 125)
+    check("--preload is for Python" in r.stderr, r.stderr)
     r = codecell("shell", "script.py")
     eq(r.status, 125)
     check("takes no FILE" in r.stderr, r.stderr)

@@ -1,0 +1,525 @@
+/* session: the warm pool through the library API.  A template imports the
+ * preloads once; sessions take kernels forked from it.  Each test checks
+ * from outside what a session inside could do or see. */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine/engine.h"
+#include "sandbox/sandbox.h"
+#include "session/result.h"
+#include "session/session.h"
+
+static struct session_pool *g_pool;
+
+static void opts(struct session_opts *o)
+{
+	session_opts_init(o);
+	o->limits.timeout_s = 10;
+	o->preload = "numpy"; /* as the pool's: otherwise a session starts cold */
+	o->pool = g_pool;
+}
+
+/* Run code; returns the result object (json_decref it). */
+static json_t *run(struct session *s, const char *code, double timeout)
+{
+	struct session_exec_opts eo = { .timeout_s = timeout, .live_stdout = -1, .live_stderr = -1 };
+	struct run_result r;
+	json_t *j;
+
+	assert_int_equal(engine_session_exec(s, code, strlen(code), &eo, &r), 0);
+	j = run_result_to_json(&r);
+	run_result_release(&r);
+	assert_non_null(j);
+	return j;
+}
+
+static const char *status(json_t *j)
+{
+	return json_string_value(json_object_get(j, "status"));
+}
+
+static const char *out(json_t *j)
+{
+	return json_string_value(json_object_get(json_object_get(j, "logs"), "stdout"));
+}
+
+/* stdout of code, which must succeed; a static copy. */
+static const char *say(struct session *s, const char *code)
+{
+	static char text[4096];
+	json_t *j = run(s, code, 10);
+
+	if (strcmp(status(j), "ok") != 0) {
+		char *dump = json_dumps(j, 0);
+
+		fail_msg("%s gave %s", code, dump);
+	}
+	snprintf(text, sizeof(text), "%s", out(j));
+	json_decref(j);
+	return text;
+}
+
+static struct session *new_session(const char *const *env)
+{
+	struct session_opts o;
+	struct session *s = NULL;
+	char *err = NULL;
+
+	opts(&o);
+	o.env = env;
+	if (session_new(&o, &s, &err) < 0)
+		fail_msg("session_new: %s", err ? err : "?");
+	return s;
+}
+
+/* Processes below ours (the template's init and everything in it). */
+static int descendants(void)
+{
+	pid_t pids[4096], ppids[4096];
+	int n = 0, count = 0;
+	bool mine[4096] = { false };
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	while (d && (e = readdir(d)) && n < 4096) {
+		char path[300], st[512], *rp;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(st, sizeof(st), f) && (rp = strrchr(st, ')'))) {
+			pids[n] = (pid_t)strtol(e->d_name, NULL, 10);
+			ppids[n] = (pid_t)strtol(rp + 4, NULL, 10);
+			n++;
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (int i = 0; i < n; i++) {
+			bool parent_mine = ppids[i] == getpid();
+
+			for (int k = 0; k < n && !parent_mine; k++)
+				parent_mine = mine[k] && pids[k] == ppids[i];
+			if (parent_mine && !mine[i]) {
+				mine[i] = grew = true;
+				count++;
+			}
+		}
+	}
+	return count;
+}
+
+/* Our cgroups ("sb-<pid>-N") still on the host. */
+static int our_cgroups(void)
+{
+	struct sandbox_host_info h;
+	char prefix[32];
+	int count = 0;
+	DIR *d;
+	struct dirent *e;
+
+	sandbox_host_info(&h);
+	if (!h.cgroup_parent || !(d = opendir(h.cgroup_parent)))
+		return 0;
+	snprintf(prefix, sizeof(prefix), "sb-%d-", (int)getpid());
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+			count++;
+	closedir(d);
+	return count;
+}
+
+static int setup_pool(void **state)
+{
+	struct session_opts o;
+	char *err = NULL;
+
+	(void)state;
+	session_opts_init(&o);
+	o.limits.timeout_s = 10;
+	o.preload = "numpy";
+	if (session_pool_new(&o, 2, &g_pool, &err) < 0) {
+		fprintf(stderr, "session_pool_new: %s\n", err ? err : "?");
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown_pool(void **state)
+{
+	(void)state;
+	session_pool_free(g_pool);
+	g_pool = NULL;
+	return 0;
+}
+
+static void pool_preloads_and_state_persists(void **state)
+{
+	struct session *s = new_session(NULL);
+
+	(void)state;
+	assert_string_equal(session_pool_preloaded(g_pool), "numpy");
+	/* numpy is there without an import costing anything: it is in
+	 * sys.modules already */
+	assert_string_equal(say(s, "import sys\nprint('numpy' in sys.modules)"), "True\n");
+	say(s, "x = 0");
+	for (int i = 0; i < 100; i++)
+		say(s, "x = x + 1");
+	assert_string_equal(say(s, "print(x)"), "100\n");
+	session_free(s);
+}
+
+static void pool_cells_are_reseeded(void **state)
+{
+	struct session *a = new_session(NULL), *b = new_session(NULL);
+	const char *code = "import random, uuid, numpy\n"
+			   "print(random.random(), numpy.random.random(), uuid.uuid4())";
+	char ra[256];
+
+	(void)state;
+	snprintf(ra, sizeof(ra), "%s", say(a, code));
+	assert_string_not_equal(ra, say(b, code));
+	/* and each value differs, not just one of them */
+	{
+		char *p = ra, *q = (char *)say(b, code);
+
+		for (int k = 0; k < 3; k++) {
+			size_t lp = strcspn(p, " \n"), lq = strcspn(q, " \n");
+
+			assert_false(lp == lq && !strncmp(p, q, lp));
+			p += lp + 1;
+			q += lq + 1;
+		}
+	}
+	session_free(a);
+	session_free(b);
+}
+
+static void pool_siblings_are_isolated(void **state)
+{
+	struct session *a = new_session(NULL), *b = new_session(NULL);
+	char pids[256];
+
+	(void)state;
+	say(a, "open('secret.txt', 'w').write('a')\nopen('/tmp/secret', 'w').write('a')\n"
+	       "import subprocess\np = subprocess.Popen(['sleep', '60'])");
+	/* b sees its own workspace and /tmp, and its own processes only */
+	assert_string_equal(say(b, "import os\nprint(os.listdir('.'), os.path.exists('/tmp/secret'))"),
+			    "[] False\n");
+	snprintf(pids, sizeof(pids), "%s",
+		 say(b, "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"));
+	assert_string_equal(pids, "[1, 2]\n");
+	assert_string_equal(say(a, "print(len([p for p in __import__('os').listdir('/proc') if p.isdigit()]))"),
+			    "3\n");
+	/* a signal to a pid b cannot see goes nowhere */
+	assert_string_equal(say(b, "import os\ntry:\n    os.kill(3, 9)\nexcept OSError as e:\n    print(e.errno)"),
+			    "3\n");
+	/* and the template is out of reach: no capability, seccomp and
+	 * no_new_privs on, only fds 0..4 */
+	assert_string_equal(say(b, "s = open('/proc/self/status').read()\n"
+				   "print([l.split()[1] for l in s.splitlines() if l.split()[0] in "
+				   "('CapEff:', 'CapPrm:', 'CapBnd:', 'NoNewPrivs:', 'Seccomp:')])"),
+			    "['0000000000000000', '0000000000000000', '0000000000000000', '1', '2']\n");
+	assert_string_equal(say(b, "import os\nprint(sorted(int(f) for f in os.listdir('/proc/self/fd')))"),
+			    "[0, 1, 2, 3, 4, 5]\n"); /* 5: the listing's own */
+	session_free(a);
+	session_free(b);
+}
+
+static void pool_env_is_per_session(void **state)
+{
+	const char *const env_a[] = { "API_KEY=sekret-a", NULL };
+	struct session *a = new_session(env_a), *b;
+
+	(void)state;
+	assert_string_equal(say(a, "import os\nprint(os.environ.get('API_KEY'))"), "sekret-a\n");
+	session_free(a);
+	/* nothing of a passed through the template: a later cell has none
+	 * of it, in its environment or its memory */
+	b = new_session(NULL);
+	assert_string_equal(say(b, "import os\nprint(os.environ.get('API_KEY'))"), "None\n");
+	/* the needles are built at run time, so the code holds neither; the
+	 * one never used is the control */
+	assert_memory_equal(say(b, "def hits(needle):\n"
+				   "    n = 0\n"
+				   "    for l in open('/proc/self/maps').read().splitlines():\n"
+				   "        a, rest = l.split(' ', 1)\n"
+				   "        if not rest.startswith('rw'):\n"
+				   "            continue\n"
+				   "        lo, hi = (int(x, 16) for x in a.split('-'))\n"
+				   "        try:\n"
+				   "            with open('/proc/self/mem', 'rb') as m:\n"
+				   "                m.seek(lo)\n"
+				   "                n += m.read(hi - lo).count(needle)\n"
+				   "        except (OSError, ValueError, OverflowError):\n"
+				   "            pass\n"
+				   "    return n\n"
+				   "a = hits(('sekret' + chr(45) + chr(97)).encode())\n"
+				   "z = hits(('sekret' + chr(45) + chr(122)).encode())\n"
+				   "print(a == z, a, z)"),
+			    "True ", 5);
+	session_free(b);
+}
+
+static void pool_timeout_keeps_state(void **state)
+{
+	struct session *s = new_session(NULL);
+	json_t *j;
+
+	(void)state;
+	say(s, "y = 41");
+	j = run(s, "while True: pass", 0.5);
+	assert_string_equal(status(j), "timeout");
+	assert_false(json_is_true(json_object_get(j, "restarted")));
+	json_decref(j);
+	assert_string_equal(say(s, "print(y + 1)"), "42\n");
+	session_free(s);
+}
+
+/* The host pid of the session's kernel: the process whose start time
+ * (field 22 of stat, ticks since boot in every PID namespace) is the
+ * one the kernel reads for itself. */
+static pid_t host_pid_of(struct session *s)
+{
+	char want[64];
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = -1;
+
+	snprintf(want, sizeof(want), "%s",
+		 say(s, "print(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19])"));
+	want[strcspn(want, "\n")] = '\0';
+	while (d && (e = readdir(d))) {
+		char path[300], st[1024], *p;
+		FILE *f;
+		int field;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		p = fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
+		fclose(f);
+		for (field = 2; p && *p && field < 22; p++)
+			if (*p == ' ')
+				field++;
+		if (p && !strncmp(p, want, strlen(want)) && p[strlen(want)] == ' ') {
+			char nspid[256] = "";
+
+			snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+			if ((f = fopen(path, "r"))) {
+				while (fgets(nspid, sizeof(nspid), f) && strncmp(nspid, "NSpid:", 6))
+					;
+				fclose(f);
+			}
+			/* NSpid: host ... 2 (the kernel is pid 2 of its cell) */
+			if (strlen(nspid) > 2 && !strcmp(nspid + strlen(nspid) - 3, "\t2\n"))
+				found = (pid_t)strtol(e->d_name, NULL, 10);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static void pool_kernel_killed_from_outside_restarts(void **state)
+{
+	struct session *s = new_session(NULL);
+	json_t *j;
+	pid_t pid;
+
+	(void)state;
+	say(s, "open('kept.txt', 'w').write('kept')\nz = 1");
+	pid = host_pid_of(s);
+	assert_true(pid > 1);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	j = run(s, "print('never')", 5);
+	assert_string_equal(status(j), "killed");
+	assert_true(json_is_true(json_object_get(j, "restarted")));
+	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(j, "error"), "value")),
+			       "restarted"));
+	json_decref(j);
+	/* a fresh kernel from the pool, the workspace carried over */
+	assert_string_equal(say(s, "print(open('kept.txt').read(), 'z' in globals())"),
+			    "kept False\n");
+	session_free(s);
+}
+
+struct balloon {
+	struct session *s;
+	json_t *result;
+};
+
+static void *run_balloon(void *arg)
+{
+	struct balloon *b = arg;
+	struct session_exec_opts eo = { .timeout_s = 20, .live_stdout = -1, .live_stderr = -1 };
+	struct run_result r;
+	const char *code = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))";
+
+	if (engine_session_exec(b->s, code, strlen(code), &eo, &r) == 0) {
+		b->result = run_result_to_json(&r);
+		run_result_release(&r);
+	}
+	return NULL;
+}
+
+static void pool_runaway_does_not_disturb_sibling(void **state)
+{
+	struct balloon b = { new_session(NULL), NULL };
+	struct session *calm = new_session(NULL);
+	pthread_t t;
+
+	(void)state;
+	say(calm, "total = 0");
+	assert_int_equal(pthread_create(&t, NULL, run_balloon, &b), 0);
+	for (int i = 0; i < 50; i++)
+		say(calm, "total += sum(range(10000))");
+	pthread_join(t, NULL);
+	assert_non_null(b.result);
+	assert_string_equal(status(b.result), "memory_limit");
+	assert_true(json_is_true(json_object_get(b.result, "restarted")));
+	json_decref(b.result);
+	assert_string_equal(say(calm, "print(total)"), "2499750000\n");
+	/* the ballooned session goes on, restarted */
+	assert_string_equal(say(b.s, "print('back')"), "back\n");
+	session_free(b.s);
+	session_free(calm);
+}
+
+static void pool_mismatched_options_start_cold(void **state)
+{
+	struct session_opts o;
+	struct session *s = NULL;
+	char *err = NULL;
+
+	(void)state;
+	opts(&o);
+	o.preload = NULL; /* the pool has numpy */
+	assert_int_equal(session_new(&o, &s, &err), 0);
+	assert_string_equal(say(s, "import sys\nprint('numpy' in sys.modules)"), "False\n");
+	session_free(s);
+}
+
+static void pool_sessions_outlive_pool_and_leave_nothing(void **state)
+{
+	struct session_opts o;
+	struct session_pool *p = NULL;
+	struct session *s = NULL;
+	char *err = NULL;
+
+	(void)state;
+	session_opts_init(&o);
+	o.limits.timeout_s = 10;
+	assert_int_equal(session_pool_new(&o, 1, &p, &err), 0);
+	o.pool = p;
+	assert_int_equal(session_new(&o, &s, &err), 0);
+	say(s, "w = 'still here'");
+	session_pool_free(p);
+	assert_string_equal(say(s, "print(w)"), "still here\n");
+	session_free(s);
+	/* the shared pool of the other tests is still up: only count what
+	 * is not the shared pool's */
+	teardown_pool(NULL);
+	assert_int_equal(descendants(), 0);
+	assert_int_equal(our_cgroups(), 0);
+	assert_int_equal(setup_pool(NULL), 0);
+}
+
+static void *make_cold_and_pool(void *arg)
+{
+	struct session **made = arg;
+	struct session_opts o;
+	struct session_pool *p = NULL;
+	char *err = NULL;
+
+	session_opts_init(&o);
+	o.limits.timeout_s = 10;
+	if (session_new(&o, &made[0], &err) < 0)
+		return NULL;
+	if (session_pool_new(&o, 1, &p, &err) < 0)
+		return NULL;
+	o.pool = p;
+	if (session_new(&o, &made[1], &err) < 0)
+		made[1] = NULL;
+	session_pool_free(p);
+	return NULL;
+}
+
+/* Regression: the init had PR_SET_PDEATHSIG, which fires when the
+ * *thread* that made the sandbox exits: a server's sessions died with
+ * the connection thread that created them. */
+static void sessions_outlive_the_thread_that_made_them(void **state)
+{
+	struct session *made[2] = { NULL, NULL };
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, make_cold_and_pool, made), 0);
+	pthread_join(t, NULL);
+	assert_non_null(made[0]);
+	assert_non_null(made[1]);
+	usleep(100000);
+	assert_string_equal(say(made[0], "print('cold alive')"), "cold alive\n");
+	assert_string_equal(say(made[1], "print('pooled alive')"), "pooled alive\n");
+	session_free(made[0]);
+	session_free(made[1]);
+}
+
+static void pool_rejects_bad_options(void **state)
+{
+	struct session_opts o;
+	struct session_pool *p = NULL;
+	char *err = NULL;
+
+	(void)state;
+	session_opts_init(&o);
+	o.lang = SESSION_JAVASCRIPT;
+	assert_int_equal(session_pool_new(&o, 1, &p, &err), -EINVAL);
+	assert_non_null(strstr(err, "Python"));
+	free(err);
+	o.lang = SESSION_PYTHON;
+	assert_int_equal(session_pool_new(&o, 0, &p, &err), -EINVAL);
+	assert_non_null(strstr(err, "1 to"));
+	free(err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(pool_preloads_and_state_persists),
+		cmocka_unit_test(pool_cells_are_reseeded),
+		cmocka_unit_test(pool_siblings_are_isolated),
+		cmocka_unit_test(pool_env_is_per_session),
+		cmocka_unit_test(pool_timeout_keeps_state),
+		cmocka_unit_test(pool_kernel_killed_from_outside_restarts),
+		cmocka_unit_test(pool_runaway_does_not_disturb_sibling),
+		cmocka_unit_test(pool_mismatched_options_start_cold),
+		cmocka_unit_test(pool_sessions_outlive_pool_and_leave_nothing),
+		cmocka_unit_test(pool_rejects_bad_options),
+		cmocka_unit_test(sessions_outlive_the_thread_that_made_them),
+	};
+
+	return cmocka_run_group_tests(tests, setup_pool, teardown_pool);
+}

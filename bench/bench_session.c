@@ -1,12 +1,15 @@
 /* Session figures through the library API (include/codecell.h):
- * a new session ready (cold: no warm pool yet), with and without the
+ * a new session ready, cold and from a warm pool, with and without the
  * preload set; a trivial execution's round trip; df.describe() in a warm
- * session.  Medians and p99 of N runs; baselines are measured by
- * bench/bench_run.py in the same `make bench`. */
+ * session; memory added per idle pooled session (PSS).  Medians and p99
+ * of N runs; baselines are measured by bench/bench_run.py in the same
+ * `make bench`. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codecell.h"
 #include "util/timeutil.h"
@@ -25,7 +28,9 @@ static void report(const char *what, double *t, int n)
 	       t[(int)ceil(n * 0.99) - 1], n);
 }
 
-static struct session *start(const char *preload, double *ms)
+#define PRELOAD "numpy,pandas,matplotlib.pyplot"
+
+static struct session *start_from(struct session_pool *pool, const char *preload, double *ms)
 {
 	struct session_opts o;
 	struct session *s;
@@ -34,6 +39,7 @@ static struct session *start(const char *preload, double *ms)
 
 	session_opts_init(&o);
 	o.preload = preload;
+	o.pool = pool;
 	t0 = now_ns();
 	if (session_new(&o, &s, &err) < 0) {
 		fprintf(stderr, "bench: cannot start a session: %s\n", err ? err : "?");
@@ -41,6 +47,11 @@ static struct session *start(const char *preload, double *ms)
 	}
 	*ms = (double)(now_ns() - t0) / 1e6;
 	return s;
+}
+
+static struct session *start(const char *preload, double *ms)
+{
+	return start_from(NULL, preload, ms);
 }
 
 static double exec_ms(struct session *s, const char *code)
@@ -57,19 +68,136 @@ static double exec_ms(struct session *s, const char *code)
 	return (double)(now_ns() - t0) / 1e6;
 }
 
+/* Proportional set size, in KiB, of every process below this one. */
+static long tree_pss_kb(void)
+{
+	static pid_t pid[65536], ppid[65536];
+	static bool mine[65536];
+	int n = 0;
+	long total = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	while (d && (e = readdir(d)) && n < 65536) {
+		char path[300], st[512], *rp;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fgets(st, sizeof(st), f) && (rp = strrchr(st, ')'))) {
+			pid[n] = (pid_t)strtol(e->d_name, NULL, 10);
+			ppid[n] = (pid_t)strtol(rp + 4, NULL, 10);
+			mine[n] = false;
+			n++;
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (int i = 0; i < n; i++) {
+			bool yes = ppid[i] == getpid();
+
+			for (int k = 0; k < n && !yes; k++)
+				yes = mine[k] && pid[k] == ppid[i];
+			if (yes && !mine[i])
+				mine[i] = grew = true;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		char path[64], line[256];
+		FILE *f;
+
+		if (!mine[i])
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid[i]);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "Pss:", 4))
+				total += strtol(line + 4, NULL, 10);
+		fclose(f);
+	}
+	return total;
+}
+
+static void wait_full(struct session_pool *p, unsigned size)
+{
+	for (int i = 0; i < 3000 && session_pool_ready(p) < size; i++)
+		usleep(2000);
+}
+
+/* The warm pool: a template with the preload set, POOL kernels ready. */
+static void pool_figures(int n, double *t)
+{
+	enum { POOL = 4, IDLE = 8 };
+	struct session_opts o;
+	struct session_pool *p = NULL;
+	struct session *idle[2 * IDLE];
+	char *err = NULL;
+	uint64_t t0 = now_ns();
+	long pss_k, pss_2k;
+
+	session_opts_init(&o);
+	o.preload = PRELOAD;
+	if (session_pool_new(&o, POOL, &p, &err) < 0) {
+		fprintf(stderr, "bench: cannot make a pool: %s\n", err ? err : "?");
+		exit(1);
+	}
+	wait_full(p, POOL);
+	printf("warm pool (numpy+pandas+pyplot imported once by the template: %.0f ms to a full pool of %d)\n",
+	       (double)(now_ns() - t0) / 1e6, POOL);
+	for (int i = 0; i < n; i++) {
+		wait_full(p, POOL);
+		session_free(start_from(p, PRELOAD, &t[i]));
+	}
+	report("new session ready, from a full pool", t, n);
+	wait_full(p, POOL);
+	for (int i = 0; i < n; i++)
+		session_free(start_from(p, PRELOAD, &t[i]));
+	report("new sessions back to back (pool refilling)", t, n);
+	/* memory: what IDLE more idle sessions add, with the pool full both
+	 * times, divided by IDLE */
+	for (int i = 0; i < IDLE; i++) {
+		idle[i] = start_from(p, PRELOAD, &t[0]);
+		exec_ms(idle[i], "x = 1");
+	}
+	wait_full(p, POOL);
+	usleep(200000);
+	pss_k = tree_pss_kb();
+	for (int i = IDLE; i < 2 * IDLE; i++) {
+		idle[i] = start_from(p, PRELOAD, &t[0]);
+		exec_ms(idle[i], "x = 1");
+	}
+	wait_full(p, POOL);
+	usleep(200000);
+	pss_2k = tree_pss_kb();
+	printf("memory: each idle pooled session adds %.1f MiB PSS (%d more sessions: %.1f -> %.1f MiB "
+	       "for the whole tree); about %ld fit in 4 GiB\n",
+	       (double)(pss_2k - pss_k) / IDLE / 1024, IDLE, (double)pss_k / 1024,
+	       (double)pss_2k / 1024, 4l * 1024 * 1024 / ((pss_2k - pss_k) / IDLE));
+	for (int i = 0; i < 2 * IDLE; i++)
+		session_free(idle[i]);
+	session_pool_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 20;
 	double *t = calloc((size_t)(n > 1000 ? n : 1000), sizeof(double));
 	struct session *s;
 
-	printf("sessions (library API, cold start: there is no warm pool yet)\n");
+	printf("sessions (library API)\n");
 	for (int i = 0; i < n; i++)
 		session_free(start(NULL, &t[i]));
-	report("new session ready, no preload", t, n);
+	report("new session ready, cold, no preload", t, n);
 	for (int i = 0; i < n; i++)
-		session_free(start("numpy,pandas,matplotlib.pyplot", &t[i]));
-	report("new session ready, numpy+pandas+pyplot", t, n);
+		session_free(start(PRELOAD, &t[i]));
+	report("new session ready, cold, numpy+pandas+pyplot", t, n);
 
 	s = start("numpy,pandas", &t[0]);
 	exec_ms(s, "x = 0");
@@ -82,6 +210,7 @@ int main(int argc, char **argv)
 		t[i] = exec_ms(s, "df.describe()");
 	report("df.describe() on 10,000 rows, warm session", t, n);
 	session_free(s);
+	pool_figures(n, t);
 	free(t);
 	return 0;
 }

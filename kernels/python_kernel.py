@@ -14,6 +14,9 @@
 #   {"op":"reseed","id":N}                 fresh random streams
 #   {"op":"init","id":N,"env":{"K":"V"}}   set environment variables (a
 #                                          kernel from a warm pool)
+#   {"op":"snapshot","id":N}               the user's variables, serialized
+#                                          (session fork)
+#   {"op":"restore","id":N,"data":B64}     take them over (the fork)
 #   {"op":"reap","id":N}                   reap dead children (after the
 #                                          supervisor killed a fork bomb's
 #                                          copies; zombies count as pids)
@@ -24,6 +27,8 @@
 #   {"type":"error","id":N,"name":...,"value":...,"traceback":...}
 #   {"type":"complete","id":N,"status":"complete"|"incomplete"|"invalid"}
 #   {"type":"done","id":N,"execution_count":K,"status":"ok"|"error"}
+#   {"type":"snapshot","id":N,"data":B64,"skipped":{"name":"why"}}
+#   restore answers "done" with "skipped" too
 # An execute gives its displays and result in the order they happen
 # (plt.show() displays before the result, figures left open after it),
 # then at most one error, then "done", always last.  A request that is not
@@ -694,6 +699,78 @@ def _init(req):
         os.environ[k] = v
 
 
+# ---- fork: the user's variables, serialized ----------------------------------
+
+_SNAPSHOT_CAP = 16 << 20  # bytes of serialized state, before base64
+
+
+def _pickler():
+    # dill serializes functions, classes and lambdas defined in cells by
+    # value; plain pickle would refer to __main__, which the fork lacks
+    try:
+        import dill
+        return dill, {"recurse": True}
+    except ImportError:
+        import pickle
+        return pickle, {}
+
+
+def _snapshot(ns):
+    import base64
+    import pickle
+    import types
+    pickler, kw = _pickler()
+    modules, state, skipped, size = {}, {}, {}, 0
+    for name, value in list(ns.items()):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            modules[name] = value.__name__
+            continue
+        if isinstance(value, io.IOBase):
+            # dill would reopen it in the fork with its mode: "w" would
+            # truncate the file the fork was just given
+            skipped[_clean(name)] = "a file object: open the file again in the fork"
+            continue
+        try:
+            data = pickler.dumps(value, **kw)
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            skipped[_clean(name)] = _clean("%s: %s" % (type(e).__name__, _safe_str(e)), 200)
+            continue
+        if size + len(data) > _SNAPSHOT_CAP:
+            skipped[_clean(name)] = "over the %d-byte limit of a fork" % _SNAPSHOT_CAP
+            continue
+        size += len(data)
+        state[name] = data
+    blob = pickle.dumps({"modules": modules, "state": state, "count": _S.count,
+                         "flags": _S.flags})
+    return base64.b64encode(blob).decode("ascii"), skipped
+
+
+def _restore(ns, data):
+    import base64
+    import importlib
+    import pickle
+    pickler, _ = _pickler()
+    snap = pickle.loads(base64.b64decode(data))
+    skipped = {}
+    for name, mod in snap["modules"].items():
+        try:
+            ns[name] = importlib.import_module(mod)
+        except BaseException as e:
+            skipped[_clean(name)] = _clean("%s: %s" % (type(e).__name__, _safe_str(e)), 200)
+    for name, value in snap["state"].items():
+        try:
+            ns[name] = pickler.loads(value)
+        except BaseException as e:
+            skipped[_clean(name)] = _clean("%s: %s" % (type(e).__name__, _safe_str(e)), 200)
+    _S.count = snap["count"]
+    _S.flags = snap["flags"]
+    return skipped
+
+
 def _serve(ns, loaded, failed):
     _reseed()
     _flush_std()
@@ -725,6 +802,17 @@ def _serve(ns, loaded, failed):
                 else:
                     _emit({"type": "complete", "id": _S.cur_id,
                            "status": _complete_status(code)})
+            elif op == "snapshot":
+                data, skipped = _snapshot(ns)
+                _emit({"type": "snapshot", "id": _S.cur_id, "data": data,
+                       "skipped": skipped})
+            elif op == "restore":
+                if not isinstance(req.get("data"), str):
+                    _invalid(req, "restore needs a string \"data\"")
+                    continue
+                skipped = _restore(ns, req["data"])
+                _emit({"type": "done", "id": _S.cur_id, "execution_count": _S.count,
+                       "status": "ok", "skipped": skipped})
             elif op == "init":
                 try:
                     _init(req)

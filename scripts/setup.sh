@@ -6,7 +6,8 @@ set -eu
 
 build_pkgs="gcc make pkg-config libc6-dev libseccomp-dev libjansson-dev libcmocka-dev"
 # runtimes the sandbox offers, with the Python libraries agents expect
-runtime_pkgs="python3 python3-numpy python3-pandas python3-matplotlib nodejs sqlite3 bash"
+# python3-dill: session fork copies functions and classes defined in cells
+runtime_pkgs="python3 python3-numpy python3-pandas python3-matplotlib python3-dill nodejs sqlite3 bash"
 # tests and benchmarks: setpriv (util-linux) for the ordinary-user runs,
 # clang and its libFuzzer runtime for `make fuzz`,
 # bwrap and hyperfine as benchmark baselines, iproute2 for network checks

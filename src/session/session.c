@@ -156,7 +156,8 @@ static void dispatch(struct exchange *x, json_t *ev)
 	} else if (!strcmp(type, "error")) {
 		json_decref(x->error);
 		x->error = json_incref(ev);
-	} else if (!strcmp(type, "done") || !strcmp(type, "complete")) {
+	} else if (!strcmp(type, "done") || !strcmp(type, "complete") ||
+		   !strcmp(type, "snapshot")) {
 		x->answer = json_incref(ev);
 		x->finished = true;
 	}
@@ -498,7 +499,7 @@ static int await_ready(struct session *s, char **ret_error)
 }
 
 static int pool_take(struct session_pool *p, struct session **ret);
-static int request(struct session *s, int id, json_t *req, json_t **ret_answer);
+static int request(struct session *s, int id, json_t *req, double timeout_s, json_t **ret_answer);
 
 /* Move the kernel (sandbox, channels, what it said at start) of src, a
  * kernel a pool made, into s; src is freed. */
@@ -536,8 +537,8 @@ static int send_env(struct session *s)
 		free(key);
 	}
 	id = ++s->next_id;
-	return request(s, id, json_pack("{s:s, s:i, s:o}", "op", "init", "id", id, "env", env),
-		      NULL);
+	return request(s, id, json_pack("{s:s, s:i, s:o}", "op", "init", "id", id, "env", env), 10,
+		       NULL);
 }
 
 /* Take a ready kernel from the pool: the old workspace (a restart) or
@@ -889,9 +890,10 @@ int session_exec(struct session *s, const char *code, size_t len,
 	return k;
 }
 
-/* Send req (stolen) and wait up to 10 s for its answer event; *ret_answer
- * gets a new reference to it.  For the short requests (complete, reap). */
-static int request(struct session *s, int id, json_t *req, json_t **ret_answer)
+/* Send req (stolen) and wait up to timeout_s for its answer event;
+ * *ret_answer gets a new reference to it.  For the requests that are not
+ * cells (complete, reap, init, snapshot, restore). */
+static int request(struct session *s, int id, json_t *req, double timeout_s, json_t **ret_answer)
 {
 	struct exchange x;
 	struct sandbox_exit e;
@@ -904,7 +906,7 @@ static int request(struct session *s, int id, json_t *req, json_t **ret_answer)
 		k = send_request(s, req);
 	json_decref(req);
 	if (k == 0)
-		k = pump(s, &x, 10, NULL, &e);
+		k = pump(s, &x, timeout_s, NULL, &e);
 	if (k == 0 && !x.finished)
 		k = -EIO;
 	if (k == 0 && ret_answer)
@@ -918,7 +920,7 @@ static int simple_op(struct session *s, const char *op)
 {
 	int id = ++s->next_id;
 
-	return request(s, id, json_pack("{s:s, s:i}", "op", op, "id", id), NULL);
+	return request(s, id, json_pack("{s:s, s:i}", "op", op, "id", id), 10, NULL);
 }
 
 int session_complete(struct session *s, const char *code)
@@ -931,13 +933,99 @@ int session_complete(struct session *s, const char *code)
 		return -ESRCH;
 	id = ++s->next_id;
 	k = request(s, id, json_pack("{s:s, s:i, s:s}", "op", "complete", "id", id, "code", code),
-		    &answer);
+		    10, &answer);
 	if (k < 0)
 		return k;
 	st = json_string_value(json_object_get(answer, "status"));
 	k = st && !strcmp(st, "complete") ? 1 : st && !strcmp(st, "incomplete") ? 0 : -EINVAL;
 	json_decref(answer);
 	return k;
+}
+
+/* "name (why); ..." of a {"name": "why"} object, appended to b;
+ * *first is cleared once something is. */
+static void list_skipped(struct buf *b, json_t *skipped, bool *first)
+{
+	const char *name;
+	json_t *why;
+
+	json_object_foreach(skipped, name, why) {
+		(void)buf_printf(b, "%s%s (%s)", *first ? "" : "; ", name,
+				 json_string_value(why) ? json_string_value(why) : "?");
+		*first = false;
+	}
+}
+
+int session_fork(struct session *s, struct session **ret, char **ret_message)
+{
+	struct session_opts o = s->opts;
+	struct session *child = NULL;
+	json_t *snap = NULL, *done = NULL;
+	struct ws_owner own = { .chown = geteuid() == 0 };
+	struct buf msg;
+	int id, r;
+
+	*ret_message = NULL;
+	if (s->opts.lang != SESSION_PYTHON) {
+		*ret_message = strdup("fork is for Python sessions");
+		return -EOPNOTSUPP;
+	}
+	if (!s->sb)
+		return -ESRCH;
+	o.env = (const char *const *)s->env;
+	o.preload = s->preload;
+	o.files = NULL;
+	o.workspace_dir = NULL; /* the fork's workspace stays its own */
+	o.pool = s->pool;
+	id = ++s->next_id;
+	r = request(s, id, json_pack("{s:s, s:i}", "op", "snapshot", "id", id), SESSION_FORK_TIMEOUT_S,
+		    &snap);
+	if (r == 0 && !json_is_string(json_object_get(snap, "data")))
+		r = -EIO; /* the kernel answered with an error */
+	if (r < 0) {
+		if (asprintf(ret_message, "cannot fork: the kernel did not hand over its state (%s)",
+			     strerror(-r)) < 0)
+			*ret_message = NULL;
+		json_decref(snap);
+		return r;
+	}
+	r = session_new(&o, &child, ret_message);
+	if (r == 0) {
+		child->filled = true;
+		sandbox_workspace_owner(child->sb, &own.uid, &own.gid);
+		r = ws_copy_between(sandbox_workspace_fd(s->sb), sandbox_workspace_fd(child->sb), &own);
+	}
+	if (r == 0) {
+		id = ++child->next_id;
+		r = request(child, id,
+			    json_pack("{s:s, s:i, s:O}", "op", "restore", "id", id, "data",
+				      json_object_get(snap, "data")),
+			    SESSION_FORK_TIMEOUT_S, &done);
+	}
+	if (r < 0) {
+		if (!*ret_message && asprintf(ret_message, "cannot fork: %s", strerror(-r)) < 0)
+			*ret_message = NULL;
+		session_free(child);
+		json_decref(snap);
+		json_decref(done);
+		return r;
+	}
+	{
+		bool none = true;
+
+		buf_init(&msg, 65536);
+		(void)buf_puts(&msg, "not copied to the fork: ");
+		list_skipped(&msg, json_object_get(snap, "skipped"), &none);
+		list_skipped(&msg, json_object_get(done, "skipped"), &none);
+		if (!none)
+			*ret_message = buf_detach(&msg, NULL);
+		buf_release(&msg);
+	}
+	json_decref(snap);
+	json_decref(done);
+	child->last_used_ns = now_ns();
+	*ret = child;
+	return 0;
 }
 
 /* ---- the warm pool ----

@@ -31,6 +31,7 @@ extern const struct sandbox_limits codecell_default_limits;
 
 #define SESSION_MAX_ENV 64
 #define SESSION_POOL_MAX 64 /* kernels a warm pool keeps ready */
+#define SESSION_FORK_TIMEOUT_S 60.0 /* to serialize, and to take over, a session's state */
 /* The sandboxed program's environment: our defaults, then extra
  * (KEY=VALUE); a later KEY replaces an earlier one (interpreters disagree
  * on which duplicate they read).  inline_plots selects the kernel's
@@ -102,6 +103,15 @@ int session_exec(struct session *s, const char *code, size_t len,
 int session_complete(struct session *s, const char *code);
 /* A fresh kernel, the same workspace.  0 or -errno. */
 int session_restart(struct session *s);
+/* A new session with a copy of s (Python): its workspace, and the
+ * variables the kernel can serialize (with dill, which the sandbox has:
+ * functions, classes and lambdas defined in cells too; modules are
+ * imported again).  Same options and environment, from the same pool if
+ * s has one; no --workspace directory of its own.  From then on the two
+ * are independent.  Returns 0 or -errno; *ret_message (free()) is then
+ * what was not copied and why (NULL: everything was), or on failure a
+ * message for the user. */
+int session_fork(struct session *s, struct session **ret, char **ret_message);
 /* Interrupt the running cell (SIGINT to the kernel, as a timeout does);
  * the session_exec() in progress returns its result with the cell's
  * KeyboardInterrupt.  Harmless when idle.  The one call that may be made

@@ -487,6 +487,53 @@ static void sessions_outlive_the_thread_that_made_them(void **state)
 	session_free(made[1]);
 }
 
+static void fork_copies_state_and_workspace_then_diverges(void **state)
+{
+	struct session *parent = new_session(NULL), *child = NULL;
+	char *msg = NULL;
+	char pr[64];
+
+	(void)state;
+	say(parent, "import numpy as np\n"
+		    "import pandas as pd\n"
+		    "n = 41\n"
+		    "items = [1, 2, 3]\n"
+		    "df = pd.DataFrame({'a': [1, 2, 3]})\n"
+		    "def double(v):\n"
+		    "    return 2 * v\n"
+		    "class Box:\n"
+		    "    def __init__(self, v):\n"
+		    "        self.v = v\n"
+		    "box = Box(7)\n"
+		    "square = lambda v: v * v\n"
+		    "handle = open('data.txt', 'w')\n"
+		    "handle.write('on disk')\n"
+		    "handle.close()\n"
+		    "live = (i for i in range(3))\n");
+	assert_int_equal(session_fork(parent, &child, &msg), 0);
+	/* a generator cannot be copied: named, and the rest is there */
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "live"));
+	assert_non_null(strstr(msg, "handle (a file object"));
+	assert_null(strstr(msg, "box"));
+	free(msg);
+	assert_string_equal(say(child, "print(n + 1, items, int(df.a.sum()), double(4), box.v, square(3), np.pi > 3)"),
+			    "42 [1, 2, 3] 6 8 7 9 True\n");
+	assert_string_equal(say(child, "print(open('data.txt').read())"), "on disk\n");
+	/* from now on independent, both ways */
+	say(child, "items.append(4)\nopen('data.txt', 'w').write('child')");
+	say(parent, "n = 0");
+	assert_string_equal(say(parent, "print(items, open('data.txt').read())"), "[1, 2, 3] on disk\n");
+	assert_string_equal(say(child, "print(n)"), "41\n");
+	/* and not the same random stream */
+	snprintf(pr, sizeof(pr), "%s", say(parent, "import random\nprint(random.random())"));
+	assert_string_not_equal(pr, say(child, "import random\nprint(random.random())"));
+	session_free(parent);
+	/* the child outlives its parent */
+	assert_string_equal(say(child, "print(double(n))"), "82\n");
+	session_free(child);
+}
+
 static void pool_rejects_bad_options(void **state)
 {
 	struct session_opts o;
@@ -517,6 +564,7 @@ int main(void)
 		cmocka_unit_test(pool_runaway_does_not_disturb_sibling),
 		cmocka_unit_test(pool_mismatched_options_start_cold),
 		cmocka_unit_test(pool_sessions_outlive_pool_and_leave_nothing),
+		cmocka_unit_test(fork_copies_state_and_workspace_then_diverges),
 		cmocka_unit_test(pool_rejects_bad_options),
 		cmocka_unit_test(sessions_outlive_the_thread_that_made_them),
 	};

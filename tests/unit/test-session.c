@@ -246,6 +246,56 @@ static void pool_siblings_are_isolated(void **state)
 	session_free(b);
 }
 
+/* What a program can learn about its sandbox: mounts, ids, cgroup,
+ * hostname, privileges, what it may write, which calls it may make. */
+static const char probe[] =
+	"import ctypes, os, socket\n"
+	"lines = []\n"
+	"for l in open('/proc/self/mountinfo'):\n"
+	"    f = l.split()\n"
+	"    sep = f.index('-')\n"
+	"    lines.append((f[4], f[5], f[sep + 1]))\n"
+	"print(sorted(lines))\n"
+	"print(open('/proc/self/uid_map').read().split(), open('/proc/self/gid_map').read().split())\n"
+	"print(open('/proc/self/cgroup').read().split(':')[-1].strip(), socket.gethostname())\n"
+	"st = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
+	"print([st[k].strip() for k in ('Uid', 'Gid', 'CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp')])\n"
+	"def errno_of(f):\n"
+	"    try:\n"
+	"        f()\n"
+	"        return 0\n"
+	"    except OSError as e:\n"
+	"        return e.errno\n"
+	"print([errno_of(lambda p=p: open(p + '/x', 'w')) for p in ('/usr', '/etc', '/', '/proc')])\n"
+	"libc = ctypes.CDLL(None, use_errno=True)\n"
+	"print([(libc.unshare(flag), ctypes.get_errno()) for flag in (0x20000, 0x10000000, 0x40000000)])\n"
+	"print(sorted(os.listdir('/')), sorted(os.listdir('/dev')), sorted(os.listdir('/tmp')))\n"
+	"print(sorted(int(f) for f in os.listdir('/proc/self/fd')))\n";
+
+/* A cell forked from the template is the same sandbox as a cold one,
+ * seen from inside. */
+static void pool_cell_is_sealed_like_a_cold_sandbox(void **state)
+{
+	struct session_opts o;
+	struct session *pooled = new_session(NULL), *cold = NULL;
+	char *err = NULL;
+	char a[4096];
+
+	(void)state;
+	opts(&o);
+	o.pool = NULL;
+	assert_int_equal(session_new(&o, &cold, &err), 0);
+	snprintf(a, sizeof(a), "%s", say(pooled, probe));
+	assert_string_equal(a, say(cold, probe));
+	/* and what it says is what we want */
+	assert_non_null(strstr(a, "['1000', '65534', '1'] ['1000', '65534', '1']\n/ codecell\n"));
+	assert_non_null(strstr(a, "'0000000000000000', '0000000000000000', '0000000000000000', "
+				  "'0000000000000000', '0000000000000000', '1', '2']"));
+	assert_non_null(strstr(a, "[(-1, 1), (-1, 1), (-1, 1)]")); /* unshare: EPERM */
+	session_free(pooled);
+	session_free(cold);
+}
+
 static void pool_env_is_per_session(void **state)
 {
 	const char *const env_a[] = { "API_KEY=sekret-a", NULL };
@@ -558,6 +608,7 @@ int main(void)
 		cmocka_unit_test(pool_preloads_and_state_persists),
 		cmocka_unit_test(pool_cells_are_reseeded),
 		cmocka_unit_test(pool_siblings_are_isolated),
+		cmocka_unit_test(pool_cell_is_sealed_like_a_cold_sandbox),
 		cmocka_unit_test(pool_env_is_per_session),
 		cmocka_unit_test(pool_timeout_keeps_state),
 		cmocka_unit_test(pool_kernel_killed_from_outside_restarts),

@@ -62,11 +62,8 @@ static const char *say(struct session *s, const char *code)
 	static char text[4096];
 	json_t *j = run(s, code, 10);
 
-	if (strcmp(status(j), "ok") != 0) {
-		char *dump = json_dumps(j, 0);
-
-		fail_msg("%s gave %s", code, dump);
-	}
+	if (strcmp(status(j), "ok") != 0)
+		fail_msg("%s gave %s", code, json_dumps(j, 0)); /* leaks: the test ends */
 	snprintf(text, sizeof(text), "%s", out(j));
 	json_decref(j);
 	return text;
@@ -149,12 +146,31 @@ static int our_cgroups(void)
 	return count;
 }
 
+/* Lines of our mount table: the host's (a sandbox's mounts are in its
+ * own namespace). */
+static int host_mounts(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096];
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static int g_mounts_before = -1;
+
 static int setup_pool(void **state)
 {
 	struct session_opts o;
 	char *err = NULL;
 
 	(void)state;
+	if (g_mounts_before < 0)
+		g_mounts_before = host_mounts();
 	session_opts_init(&o);
 	o.limits.timeout_s = 10;
 	o.preload = "numpy";
@@ -418,15 +434,16 @@ static void pool_kernel_killed_from_outside_restarts(void **state)
 
 struct balloon {
 	struct session *s;
+	const char *code;
 	json_t *result;
 };
 
 static void *run_balloon(void *arg)
 {
 	struct balloon *b = arg;
-	struct session_exec_opts eo = { .timeout_s = 20, .live_stdout = -1, .live_stderr = -1 };
+	struct session_exec_opts eo = { .timeout_s = 5, .live_stdout = -1, .live_stderr = -1 };
 	struct run_result r;
-	const char *code = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))";
+	const char *code = b->code;
 
 	if (engine_session_exec(b->s, code, strlen(code), &eo, &r) == 0) {
 		b->result = run_result_to_json(&r);
@@ -437,7 +454,8 @@ static void *run_balloon(void *arg)
 
 static void pool_runaway_does_not_disturb_sibling(void **state)
 {
-	struct balloon b = { new_session(NULL), NULL };
+	struct balloon b = { new_session(NULL), "x = []\nwhile True:\n    x.append(bytearray(16 << 20))",
+			     NULL };
 	struct session *calm = new_session(NULL);
 	pthread_t t;
 
@@ -454,6 +472,38 @@ static void pool_runaway_does_not_disturb_sibling(void **state)
 	assert_string_equal(say(calm, "print(total)"), "2499750000\n");
 	/* the ballooned session goes on, restarted */
 	assert_string_equal(say(b.s, "print('back')"), "back\n");
+	session_free(b.s);
+	session_free(calm);
+}
+
+static void pool_fork_bomb_does_not_disturb_sibling(void **state)
+{
+	struct balloon b = { new_session(NULL),
+			     "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+			     NULL };
+	struct session *calm = new_session(NULL);
+	pthread_t t;
+
+	(void)state;
+	say(b.s, "kept = 'yes'");
+	say(calm, "total = 0");
+	assert_int_equal(pthread_create(&t, NULL, run_balloon, &b), 0);
+	for (int i = 0; i < 50; i++)
+		say(calm, "total += 1\nimport subprocess\nsubprocess.run(['true'])");
+	pthread_join(t, NULL);
+	assert_non_null(b.result);
+	assert_string_equal(status(b.result), "timeout");
+	{
+		char *hit = json_dumps(json_object_get(b.result, "limits_hit"), 0);
+
+		assert_non_null(strstr(hit, "pids"));
+		free(hit);
+	}
+	json_decref(b.result);
+	assert_string_equal(say(calm, "print(total)"), "50\n");
+	/* the bomb's copies are gone and its session goes on, state kept */
+	assert_string_equal(say(b.s, "import os\nprint(kept, len([p for p in os.listdir('/proc') if p.isdigit()]))"),
+			    "yes 2\n");
 	session_free(b.s);
 	session_free(calm);
 }
@@ -494,6 +544,7 @@ static void pool_sessions_outlive_pool_and_leave_nothing(void **state)
 	teardown_pool(NULL);
 	assert_int_equal(descendants(), 0);
 	assert_int_equal(our_cgroups(), 0);
+	assert_int_equal(host_mounts(), g_mounts_before);
 	assert_int_equal(setup_pool(NULL), 0);
 }
 
@@ -613,6 +664,7 @@ int main(void)
 		cmocka_unit_test(pool_timeout_keeps_state),
 		cmocka_unit_test(pool_kernel_killed_from_outside_restarts),
 		cmocka_unit_test(pool_runaway_does_not_disturb_sibling),
+		cmocka_unit_test(pool_fork_bomb_does_not_disturb_sibling),
 		cmocka_unit_test(pool_mismatched_options_start_cold),
 		cmocka_unit_test(pool_sessions_outlive_pool_and_leave_nothing),
 		cmocka_unit_test(fork_copies_state_and_workspace_then_diverges),

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -635,6 +637,59 @@ static void fork_copies_state_and_workspace_then_diverges(void **state)
 	session_free(child);
 }
 
+/* A supervisor killed with SIGKILL takes its template and every cell
+ * with it (their inits see its sockets close). */
+static void pool_dies_with_its_supervisor(void **state)
+{
+	int ready[2], before;
+	pid_t child;
+	char b;
+
+	(void)state;
+	for (int i = 0; i < 500 && session_pool_ready(g_pool) < 2; i++)
+		usleep(10000);
+	before = descendants(); /* the shared pool's */
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	assert_int_equal(pipe(ready), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct session_opts o;
+		struct session_pool *p = NULL;
+		struct session *s = NULL;
+		char *err = NULL;
+
+		session_opts_init(&o);
+		if (session_pool_new(&o, 2, &p, &err) < 0)
+			_exit(1);
+		o.pool = p;
+		if (session_new(&o, &s, &err) < 0)
+			_exit(1);
+		(void)!write(ready[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	/* the child, its template (init and kernel) and the taken cell (init
+	 * and kernel) at least are below us; kill before asserting, so a
+	 * failure leaves nothing behind */
+	int during = descendants();
+
+	kill(child, SIGKILL);
+	assert_true(during >= before + 5);
+	for (int i = 0; i < 500; i++) {
+		while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans come to us */
+			;
+		if (descendants() == before)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(descendants(), before);
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+}
+
 static void pool_rejects_bad_options(void **state)
 {
 	struct session_opts o;
@@ -668,6 +723,7 @@ int main(void)
 		cmocka_unit_test(pool_mismatched_options_start_cold),
 		cmocka_unit_test(pool_sessions_outlive_pool_and_leave_nothing),
 		cmocka_unit_test(fork_copies_state_and_workspace_then_diverges),
+		cmocka_unit_test(pool_dies_with_its_supervisor),
 		cmocka_unit_test(pool_rejects_bad_options),
 		cmocka_unit_test(sessions_outlive_the_thread_that_made_them),
 	};

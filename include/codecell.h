@@ -8,16 +8,20 @@
  *   sessions   struct session_opts o; session_opts_init(&o);
  *              session_new(&o, &s, &err); engine_session_exec(s, code,
  *              len, NULL, &res) as often as needed; session_free(s).
+ *              session_interrupt, session_restart, session_fork.
+ *   warm pool  session_pool_new(&o, n, &pool, &err); then o.pool = pool
+ *              and session_new takes a ready kernel forked from a
+ *              template that has imported o.preload; session_pool_free.
  *
  * Either way the outcome is a struct run_result: run_result_to_json()
  * gives the result object of the README; run_result_release() frees it.
- * Link with libcodecell.a, -ljansson and -lm; see bench/bench_session.c
- * for a complete program.  Not thread-safe: one thread per session, and
- * the process-wide cgroup probe happens on first use.
+ * Link with libcodecell.a, -ljansson, -lpthread and -lm; see
+ * bench/bench_session.c for a complete program.  Threads: one thread at a
+ * time per session (session_interrupt excepted); different sessions, the
+ * pool and one-shot runs may be used from different threads.
  *
  * Stability: this is the first version; names may still change until a
- * release says otherwise.  What is not built yet (the warm pool, session
- * fork, JavaScript and bash sessions) is listed in README.md. */
+ * release says otherwise. */
 #ifndef CODECELL_H
 #define CODECELL_H
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <grp.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -84,12 +85,13 @@ static struct session *new_session(const char *const *env)
 	return s;
 }
 
-/* Processes below ours (the template's init and everything in it). */
-static int descendants(void)
+/* Processes below root (the template's init and everything in it);
+ * up to max of their pids in ret (may be NULL).  Returns the count. */
+static int descendants_of(pid_t root, pid_t *ret, int max)
 {
-	pid_t pids[4096], ppids[4096];
+	static pid_t pids[4096], ppids[4096];
+	static bool mine[4096];
 	int n = 0, count = 0;
-	bool mine[4096] = { false };
 	DIR *d = opendir("/proc");
 	struct dirent *e;
 
@@ -106,6 +108,7 @@ static int descendants(void)
 		if (fgets(st, sizeof(st), f) && (rp = strrchr(st, ')'))) {
 			pids[n] = (pid_t)strtol(e->d_name, NULL, 10);
 			ppids[n] = (pid_t)strtol(rp + 4, NULL, 10);
+			mine[n] = false;
 			n++;
 		}
 		fclose(f);
@@ -115,17 +118,24 @@ static int descendants(void)
 	for (bool grew = true; grew;) {
 		grew = false;
 		for (int i = 0; i < n; i++) {
-			bool parent_mine = ppids[i] == getpid();
+			bool parent_mine = ppids[i] == root;
 
 			for (int k = 0; k < n && !parent_mine; k++)
 				parent_mine = mine[k] && pids[k] == ppids[i];
 			if (parent_mine && !mine[i]) {
 				mine[i] = grew = true;
+				if (ret && count < max)
+					ret[count] = pids[i];
 				count++;
 			}
 		}
 	}
 	return count;
+}
+
+static int descendants(void)
+{
+	return descendants_of(getpid(), NULL, 0);
 }
 
 /* Our cgroups ("sb-<pid>-N") still on the host. */
@@ -364,47 +374,32 @@ static void pool_timeout_keeps_state(void **state)
 	session_free(s);
 }
 
-/* The host pid of the session's kernel: the process whose start time
- * (field 22 of stat, ticks since boot in every PID namespace) is the
- * one the kernel reads for itself. */
+/* The host pid of the session's kernel: it names itself (PR_SET_NAME)
+ * with a marker no other process has, found in /proc/<pid>/comm. */
 static pid_t host_pid_of(struct session *s)
 {
-	char want[64];
+	char code[256], want[32];
 	DIR *d = opendir("/proc");
 	struct dirent *e;
 	pid_t found = -1;
 
-	snprintf(want, sizeof(want), "%s",
-		 say(s, "print(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19])"));
-	want[strcspn(want, "\n")] = '\0';
+	snprintf(want, sizeof(want), "cc%d-%ld", (int)getpid(), (long)random() % 100000);
+	snprintf(code, sizeof(code),
+		 "import ctypes\nctypes.CDLL(None).prctl(15, b'%s', 0, 0, 0)\nprint(open('/proc/self/comm').read().strip())",
+		 want);
+	assert_memory_equal(say(s, code), want, strlen(want));
 	while (d && (e = readdir(d))) {
-		char path[300], st[1024], *p;
+		char path[300], comm[64] = "";
 		FILE *f;
-		int field;
 
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
 		if (!(f = fopen(path, "r")))
 			continue;
-		p = fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, want, strlen(want)))
+			found = (pid_t)strtol(e->d_name, NULL, 10);
 		fclose(f);
-		for (field = 2; p && *p && field < 22; p++)
-			if (*p == ' ')
-				field++;
-		if (p && !strncmp(p, want, strlen(want)) && p[strlen(want)] == ' ') {
-			char nspid[256] = "";
-
-			snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
-			if ((f = fopen(path, "r"))) {
-				while (fgets(nspid, sizeof(nspid), f) && strncmp(nspid, "NSpid:", 6))
-					;
-				fclose(f);
-			}
-			/* NSpid: host ... 2 (the kernel is pid 2 of its cell) */
-			if (strlen(nspid) > 2 && !strcmp(nspid + strlen(nspid) - 3, "\t2\n"))
-				found = (pid_t)strtol(e->d_name, NULL, 10);
-		}
 	}
 	if (d)
 		closedir(d);
@@ -641,14 +636,11 @@ static void fork_copies_state_and_workspace_then_diverges(void **state)
  * with it (their inits see its sockets close). */
 static void pool_dies_with_its_supervisor(void **state)
 {
-	int ready[2], before;
-	pid_t child;
+	int ready[2], n;
+	pid_t child, tree[256];
 	char b;
 
 	(void)state;
-	for (int i = 0; i < 500 && session_pool_ready(g_pool) < 2; i++)
-		usleep(10000);
-	before = descendants(); /* the shared pool's */
 	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
 	assert_int_equal(pipe(ready), 0);
 	child = fork();
@@ -672,22 +664,82 @@ static void pool_dies_with_its_supervisor(void **state)
 	close(ready[1]);
 	assert_int_equal(read(ready[0], &b, 1), 1);
 	close(ready[0]);
-	/* the child, its template (init and kernel) and the taken cell (init
-	 * and kernel) at least are below us; kill before asserting, so a
-	 * failure leaves nothing behind */
-	int during = descendants();
-
+	/* the child's template (init and kernel) and the taken cell (init
+	 * and kernel) at least; kill before asserting, so a failure leaves
+	 * nothing behind */
+	n = descendants_of(child, tree, 256);
 	kill(child, SIGKILL);
-	assert_true(during >= before + 5);
+	assert_true(n >= 4);
 	for (int i = 0; i < 500; i++) {
+		int alive = 0;
+
 		while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans come to us */
 			;
-		if (descendants() == before)
+		for (int k = 0; k < n && k < 256; k++)
+			alive += kill(tree[k], 0) == 0;
+		if (!alive)
 			break;
 		usleep(10000);
 	}
-	assert_int_equal(descendants(), before);
+	for (int k = 0; k < n && k < 256; k++)
+		assert_int_equal(kill(tree[k], 0), -1);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+}
+
+/* The scenario of pool_works_for_an_ordinary_user, in a fresh process
+ * (the cgroup probe is once per process): exit status 0 when it works. */
+static int as_ordinary_user(void)
+{
+	struct session_opts o;
+	struct session_pool *p = NULL;
+	struct session *s = NULL;
+	struct run_result r;
+	char *err = NULL;
+	const char *code = "import os\nprint(os.getuid(), os.getpid())";
+	int ok;
+
+	if (getuid() == 0)
+		return 2;
+	session_opts_init(&o);
+	if (session_pool_new(&o, 1, &p, &err) < 0) {
+		fprintf(stderr, "pool: %s\n", err ? err : "?");
+		return 3;
+	}
+	o.pool = p;
+	if (session_new(&o, &s, &err) < 0)
+		return 4;
+	if (engine_session_exec(s, code, strlen(code), NULL, &r) < 0)
+		return 5;
+	ok = r.status == RESULT_OK && r.out && !strcmp(r.out, "1000 2\n");
+	run_result_release(&r);
+	session_free(s);
+	session_pool_free(p);
+	return ok ? 0 : 6;
+}
+
+/* Started as an ordinary user (no cgroup of its own here: rlimits stand
+ * in), the pool works the same: the template maps uid 1000 to that user. */
+static void pool_works_for_an_ordinary_user(void **state)
+{
+	pid_t child;
+	int st;
+
+	(void)state;
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		/* dropped before the exec, so the new image is dumpable as an
+		 * ordinary user's is (a uid change clears it, and the uid map
+		 * of a non-dumpable process's child cannot be written) */
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(2);
+		execl("/proc/self/exe", "test-session", "--as-ordinary-user", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 static void pool_rejects_bad_options(void **state)
@@ -708,7 +760,7 @@ static void pool_rejects_bad_options(void **state)
 	free(err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pool_preloads_and_state_persists),
@@ -724,9 +776,12 @@ int main(void)
 		cmocka_unit_test(pool_sessions_outlive_pool_and_leave_nothing),
 		cmocka_unit_test(fork_copies_state_and_workspace_then_diverges),
 		cmocka_unit_test(pool_dies_with_its_supervisor),
+		cmocka_unit_test(pool_works_for_an_ordinary_user),
 		cmocka_unit_test(pool_rejects_bad_options),
 		cmocka_unit_test(sessions_outlive_the_thread_that_made_them),
 	};
 
+	if (argc > 1 && !strcmp(argv[1], "--as-ordinary-user"))
+		return as_ordinary_user();
 	return cmocka_run_group_tests(tests, setup_pool, teardown_pool);
 }

@@ -36,7 +36,10 @@ struct session {
 	char *preload;	/* owned copy of opts.preload */
 	char *preloaded; /* what the kernel said it imported */
 	char *preload_failed; /* and what it could not */
+	/* replaced only under sb_lock, which session_interrupt() takes: it
+	 * may come from another thread while a restart swaps the sandbox */
 	struct sandbox *sb;
+	pthread_mutex_t sb_lock;
 	int req_fd; /* our end of the kernel's fd 3 */
 	int out_fd, err_fd, ev_fd;
 	struct buf events; /* bytes of a partial event line */
@@ -356,12 +359,29 @@ static int kernel_argv(const struct session *s, const char **argv)
 
 static int template_fd(const struct session_pool *p);
 
-/* The sandbox for s->kind, not started. */
+/* Put sb in s->sb; the old one is returned, no other thread can reach
+ * it any more. */
+static struct sandbox *swap_sb(struct session *s, struct sandbox *sb)
+{
+	struct sandbox *old;
+
+	pthread_mutex_lock(&s->sb_lock);
+	old = s->sb;
+	s->sb = sb;
+	pthread_mutex_unlock(&s->sb_lock);
+	return old;
+}
+
+/* The sandbox for s->kind, not started, as s->sb. */
 static int make_sandbox(struct session *s, struct sandbox_config *cfg, const char **ret_step)
 {
-	if (s->kind == KERNEL_CELL)
-		return sandbox_new_cell(cfg, template_fd(s->pool), &s->sb, ret_step);
-	return sandbox_new(cfg, &s->sb, ret_step);
+	struct sandbox *sb = NULL;
+	int r = s->kind == KERNEL_CELL ? sandbox_new_cell(cfg, template_fd(s->pool), &sb, ret_step)
+				       : sandbox_new(cfg, &sb, ret_step);
+
+	if (r == 0)
+		(void)swap_sb(s, sb);
+	return r;
 }
 
 /* Make the sandbox with the kernel, copy from_ws (a previous sandbox's
@@ -505,7 +525,7 @@ static int request(struct session *s, int id, json_t *req, double timeout_s, jso
  * kernel a pool made, into s; src is freed. */
 static void kernel_move(struct session *s, struct session *src)
 {
-	s->sb = TAKE_PTR(src->sb);
+	(void)swap_sb(s, TAKE_PTR(src->sb));
 	s->req_fd = TAKE_FD(src->req_fd);
 	s->out_fd = TAKE_FD(src->out_fd);
 	s->err_fd = TAKE_FD(src->err_fd);
@@ -546,14 +566,14 @@ static int send_env(struct session *s)
  * has none to give (closed, or its template is broken). */
 static int start_from_pool(struct session *s, char **ret_error)
 {
-	struct sandbox *old = s->sb;
+	struct sandbox *old;
 	struct session *k;
 	struct ws_owner o;
 	int r = pool_take(s->pool, &k);
 
 	if (r < 0)
 		return r;
-	s->sb = NULL;
+	old = swap_sb(s, NULL);
 	close_channels(s);
 	if (old)
 		sandbox_stop(old);
@@ -593,8 +613,7 @@ static int start_kernel(struct session *s, char **ret_error)
 			goto done;
 		s->kind = KERNEL_COLD; /* no pool to give one: start cold */
 	}
-	old = s->sb;
-	s->sb = NULL;
+	old = swap_sb(s, NULL);
 	close_channels(s);
 	if (old)
 		sandbox_stop(old);
@@ -604,8 +623,7 @@ static int start_kernel(struct session *s, char **ret_error)
 		r = await_ready(s, ret_error);
 done:
 	if (r < 0) {
-		sandbox_free(s->sb);
-		s->sb = NULL;
+		sandbox_free(swap_sb(s, NULL));
 		close_channels(s);
 	}
 	return r;
@@ -638,6 +656,7 @@ static struct session *session_alloc(const struct session_opts *o)
 		return NULL;
 	s->opts = *o;
 	s->req_fd = s->out_fd = s->err_fd = s->ev_fd = -1;
+	pthread_mutex_init(&s->sb_lock, NULL);
 	buf_init(&s->events, SESSION_EVENT_MAX);
 	s->env = copy_env(o->env);
 	s->files = copy_env(o->files);
@@ -695,9 +714,12 @@ int session_new(const struct session_opts *o, struct session **ret, char **ret_e
 
 int session_interrupt(struct session *s)
 {
-	struct sandbox *sb = __atomic_load_n(&s->sb, __ATOMIC_ACQUIRE);
+	int r;
 
-	return sb ? sandbox_interrupt(sb) : -ESRCH;
+	pthread_mutex_lock(&s->sb_lock);
+	r = s->sb ? sandbox_interrupt(s->sb) : -ESRCH;
+	pthread_mutex_unlock(&s->sb_lock);
+	return r;
 }
 
 int session_restart(struct session *s)
@@ -711,12 +733,32 @@ bool session_expired(const struct session *s)
 	       (double)(now_ns() - s->last_used_ns) / 1e9 > s->opts.idle_timeout_s;
 }
 
+int session_workspace_fd(const struct session *s)
+{
+	return s->sb ? sandbox_workspace_fd(s->sb) : -ESRCH;
+}
+
+void session_workspace_owner(const struct session *s, uid_t *ret_uid, gid_t *ret_gid)
+{
+	if (s->sb) {
+		sandbox_workspace_owner(s->sb, ret_uid, ret_gid);
+	} else {
+		*ret_uid = geteuid() == 0 ? 65534 : geteuid();
+		*ret_gid = geteuid() == 0 ? 65534 : getegid();
+	}
+}
+
 int session_sync_workspace(struct session *s, char **ret_warning)
 {
 	*ret_warning = NULL;
 	if (!s->sb)
 		return -ESRCH;
 	return ws_sync_out(sandbox_workspace_fd(s->sb), s->workspace_dir, ret_warning);
+}
+
+bool session_pooled(const struct session *s)
+{
+	return s->kind == KERNEL_CELL;
 }
 
 const char *session_preloaded(const struct session *s)
@@ -736,7 +778,8 @@ void session_free(struct session *s)
 	if (!s)
 		return;
 	close_channels(s);
-	sandbox_free(s->sb);
+	sandbox_free(swap_sb(s, NULL));
+	pthread_mutex_destroy(&s->sb_lock);
 	buf_release(&s->events);
 	for (size_t i = 0; s->env && s->env[i]; i++)
 		free(s->env[i]);
@@ -822,7 +865,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 	int id, k;
 
 	memset(r, 0, sizeof(*r));
-	if (!s->sb) {
+	if (!s->sb || sandbox_ended(s->sb)) {
 		k = start_kernel(s, NULL);
 		if (k < 0)
 			return k;
@@ -881,10 +924,10 @@ int session_exec(struct session *s, const char *code, size_t len,
 	if (k == 0 && r->restarted)
 		k = start_kernel(s, NULL);
 	if (k == 0 && r->stopped) {
-		/* the next exec, if any, starts a fresh kernel */
+		/* the next exec, if any, starts a fresh kernel; the ended
+		 * sandbox's workspace is kept for it (and for a sync) */
 		close_channels(s);
-		sandbox_free(s->sb);
-		s->sb = NULL;
+		sandbox_stop(s->sb);
 	}
 	s->last_used_ns = now_ns();
 	return k;

@@ -86,9 +86,11 @@ struct session_exec_opts {
 	double timeout_s; /* 0: the session's default */
 	int live_stdout;  /* stream the head of the output here, or -1 */
 	int live_stderr;
-	/* A signalfd (or 0/-1 for none): SIGINT on it interrupts the cell and
-	 * keeps the session; any other signal kills the kernel, and the
-	 * result says "killed" with stopped set. */
+	/* A signalfd, or any fd that delivers struct signalfd_siginfo
+	 * records (a pipe, say), or 0/-1 for none: SIGINT on it interrupts
+	 * the cell and keeps the session; any other signal kills the kernel,
+	 * and the result says "killed" with stopped set.  The workspace is
+	 * kept: the next execution starts a fresh kernel with it. */
 	int stop_fd;
 };
 
@@ -120,11 +122,21 @@ int session_fork(struct session *s, struct session **ret, char **ret_message);
 int session_interrupt(struct session *s);
 /* True once idle longer than the idle timeout (then free it). */
 bool session_expired(const struct session *s);
+/* Whether the running kernel came from a warm pool. */
+bool session_pooled(const struct session *s);
 /* The preload modules that imported, as the kernel said ("numpy,...");
  * and those that did not, with why ("nosuch: ModuleNotFoundError: ...",
  * "" for none).  Owned by the session. */
 const char *session_preloaded(const struct session *s);
 const char *session_preload_failed(const struct session *s);
+/* An O_PATH fd on the workspace root, owned by the session, for
+ * openat_beneath() (util/fs.h) only; valid until the kernel is replaced
+ * (restart, session_free).  -ESRCH when no kernel was started.  Use it
+ * from the thread that uses the session. */
+int session_workspace_fd(const struct session *s);
+/* The host uid/gid files in the workspace must have for the sandboxed
+ * program to own them. */
+void session_workspace_owner(const struct session *s, uid_t *ret_uid, gid_t *ret_gid);
 /* Copy the workspace out to opts.workspace_dir (if set).  0 or -errno;
  * *ret_warning (free()) names what could not be copied. */
 int session_sync_workspace(struct session *s, char **ret_warning);

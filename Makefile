@@ -32,7 +32,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/helpers/%)
 
-.PHONY: all setup run test sanitize bench fuzz format-check clean
+.PHONY: all setup run demo test sanitize bench fuzz format-check clean
 
 all: $(BUILD)/codecell $(UNIT_BIN) $(HELPER_BIN)
 
@@ -45,6 +45,9 @@ $(BUILD)/libcodecell.a: $(LIB_OBJ)
 $(BUILD)/%.o: %.c $(wildcard src/*/*.h) | $(BUILD)/gen/kernels.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+# The playground's files are embedded (.incbin) by src/api/web.c.
+$(BUILD)/src/api/web.o: $(wildcard web/*)
 
 # The in-sandbox drivers are embedded in the binary: one file to install.
 # So is cell.so, which a warm pool's template loads to fork cells.
@@ -94,7 +97,14 @@ $(BUILD)/helpers/%: tests/helpers/%.c
 setup:
 	sh scripts/setup.sh
 
+# The main job: the API and playground on http://127.0.0.1:8080, with a
+# warm pool of kernels that have pandas and matplotlib imported.
 run: setup
+	@$(MAKE) --no-print-directory -s all
+	build/codecell serve --pool 4 --preload numpy,pandas,matplotlib.pyplot
+
+# A tour of the CLI in the terminal.
+demo: setup
 	@$(MAKE) --no-print-directory -s all
 	sh examples/demo.sh
 
@@ -113,14 +123,22 @@ $(BUILD)/bench/bench_session: bench/bench_session.c $(BUILD)/libcodecell.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Iinclude $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libcodecell.a $(LIBS)
 
+# The HTTP load generator is a client only: no codecell code in it.
+$(BUILD)/bench/bench_serve: bench/bench_serve.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< -lpthread
+
 bench: setup
-	$(MAKE) all $(BUILD)/bench/bench_session
+	$(MAKE) all $(BUILD)/bench/bench_session $(BUILD)/bench/bench_serve
 	sh bench/run.sh
+	sh bench/bench_serve.sh $(BUILD)
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS on its corpus.
 FUZZ_SECONDS ?= 20
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
 FUZZ_LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/engine/*.c src/session/*.c src/sandbox/*.c)) src/sandbox/seccomp_policy.c
+# the pure parsers of `codecell serve` (no libmicrohttpd calls in them)
+FUZZ_API_SRC := src/api/request.c src/api/route.c src/api/text.c
 fuzz: setup
 	$(MAKE) BUILD=build-fuzz build-fuzz/gen/kernels.h build-fuzz/gen/seccomp_bpf.c
 	@mkdir -p build-fuzz/fuzz
@@ -128,7 +146,8 @@ fuzz: setup
 		name=$$(basename $$f .c); \
 		clang -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 			-Isrc -Ibuild-fuzz/gen $(PKG_CFLAGS) -o build-fuzz/fuzz/$$name $$f \
-			$(FUZZ_LIB_SRC) build-fuzz/gen/kernels.c build-fuzz/gen/seccomp_bpf.c $(LIBS) $(SECCOMP_LIBS); \
+			$(FUZZ_LIB_SRC) $(FUZZ_API_SRC) build-fuzz/gen/kernels.c build-fuzz/gen/seccomp_bpf.c \
+			$(LIBS) $(SECCOMP_LIBS); \
 		seed=tests/fuzz/corpus/$${name#fuzz-}; work=build-fuzz/corpus-$${name#fuzz-}; \
 		mkdir -p $$work; \
 		echo "fuzz: $$name for $(FUZZ_SECONDS) s, seeds in $$seed"; \

@@ -4,14 +4,15 @@
 # `make run`, `make test` and .ci/run.
 set -eu
 
-build_pkgs="gcc make pkg-config libc6-dev libseccomp-dev libjansson-dev libcmocka-dev"
+build_pkgs="gcc make pkg-config libc6-dev libseccomp-dev libjansson-dev libmicrohttpd-dev libcmocka-dev"
 # runtimes the sandbox offers, with the Python libraries agents expect
 # python3-dill: session fork copies functions and classes defined in cells
 runtime_pkgs="python3 python3-numpy python3-pandas python3-matplotlib python3-dill nodejs sqlite3 bash"
 # tests and benchmarks: setpriv (util-linux) for the ordinary-user runs,
 # clang and its libFuzzer runtime for `make fuzz`,
-# bwrap and hyperfine as benchmark baselines, iproute2 for network checks
-test_pkgs="util-linux bubblewrap hyperfine iproute2 procps time clang libclang-rt-14-dev"
+# bwrap and hyperfine as benchmark baselines, iproute2 for network checks,
+# chromium (and a font) for the playground test of `codecell serve`
+test_pkgs="util-linux bubblewrap hyperfine iproute2 procps time clang libclang-rt-14-dev chromium fonts-dejavu-core"
 
 missing=""
 for p in $build_pkgs $runtime_pkgs $test_pkgs; do

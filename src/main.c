@@ -13,11 +13,13 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  run      run a file or stdin in a sealed sandbox (codecell run --help)\n"
-	"  shell    a Python session: state persists between statements\n"
+	"  shell    a Python, JavaScript or bash session: state persists between\n"
+	"           statements (codecell shell --help)\n"
+	"  serve    the HTTP/JSON API and the web playground (codecell serve --help)\n"
 	"  check    report what this host supports and whether the sandbox works\n"
 	"  version  print the version\n"
 	"\n"
-	"Not built yet: serve, mcp, agent (see README.md).\n";
+	"Not built yet: mcp, agent (see README.md).\n";
 
 static int cmd_version(int argc, char **argv)
 {
@@ -33,6 +35,7 @@ static const struct {
 	{ "run", cli_run },
 	{ "check", cli_check },
 	{ "shell", cli_shell },
+	{ "serve", cli_serve },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 };

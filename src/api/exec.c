@@ -1,0 +1,533 @@
+/* Running code for a request: one-shot or in a session, answered with the
+ * result object or streamed as NDJSON events.
+ *
+ * Every execution runs on a thread of its own (a job) while the
+ * connection's thread waits for it and watches the client's socket: a
+ * client that goes away interrupts its execution, whether it asked for a
+ * stream or not.
+ *
+ * Stopping an execution from another thread goes through the stop fd
+ * session_exec() polls (a pipe carrying struct signalfd_siginfo records),
+ * so the session itself is only ever touched by the thread that holds
+ * its lock. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "api/internal.h"
+#include "engine/engine.h"
+#include "util/buf.h"
+#include "util/macro.h"
+#include "util/timeutil.h"
+#include "util/banned.h"
+
+#define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
+#define STREAM_MAX (512u << 20) /* NDJSON bytes waiting for a slow client */
+#define LIVE_PIPE_SIZE (1 << 20)
+
+struct exec_job {
+	struct api_server *srv;
+	struct api_session *entry; /* a reference; NULL: one-shot */
+	struct api_request req;	   /* owned */
+	bool stream;
+	int live[2][2]; /* stdout, stderr pipes: [0] read, [1] write */
+	int done_fd;	/* eventfd: the thread is done */
+	int stop[2];	/* one-shot: engine_run's stop fd */
+	int client_fd;	/* watched for a hang-up; not owned */
+	pthread_t thread;
+	bool started;
+	/* claim/cancel handshake, under lock */
+	pthread_mutex_t lock;
+	bool running, cancelled;
+	/* written by the thread before done_fd fires */
+	struct run_result res;
+	bool has_res;
+	struct api_error err;
+	bool has_err;
+	/* the connection's side */
+	bool done, client_gone;
+	/* streaming */
+	struct buf pending;
+	size_t pending_off;
+	char carry[2][4];
+	size_t carry_len[2];
+	bool eof[2], ended;
+	struct exec_job *prev, *next; /* srv->jobs */
+};
+
+/* ---- the job list (shutdown stops them all) ---- */
+
+static int job_register(struct exec_job *j)
+{
+	struct api_server *srv = j->srv;
+	int r = 0;
+
+	pthread_mutex_lock(&srv->lock);
+	if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST)) {
+		r = -ESHUTDOWN;
+	} else {
+		j->next = srv->jobs;
+		if (srv->jobs)
+			srv->jobs->prev = j;
+		srv->jobs = j;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return r;
+}
+
+static void job_unregister(struct exec_job *j)
+{
+	struct api_server *srv = j->srv;
+
+	pthread_mutex_lock(&srv->lock);
+	if (j->prev)
+		j->prev->next = j->next;
+	else if (srv->jobs == j)
+		srv->jobs = j->next;
+	if (j->next)
+		j->next->prev = j->prev;
+	j->prev = j->next = NULL;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* A stop record to the job's execution: sig SIGINT interrupts a session's
+ * cell, SIGTERM ends the kernel; a one-shot run is killed either way. */
+static void job_signal(struct exec_job *j, int sig)
+{
+	if (j->entry) {
+		api_session_signal(j->entry, sig);
+	} else {
+		struct signalfd_siginfo si = { .ssi_signo = (uint32_t)sig };
+
+		if (write(j->stop[1], &si, sizeof(si)) < 0) {
+			/* full: it is readable, which is all engine_run needs */
+		}
+	}
+}
+
+void api_exec_stop_all(struct api_server *srv)
+{
+	pthread_mutex_lock(&srv->lock);
+	for (struct exec_job *j = srv->jobs; j; j = j->next)
+		job_signal(j, SIGTERM);
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* ---- the job's thread ---- */
+
+/* The execution may start: nobody cancelled it and the server is not
+ * stopping.  Checked after the stop pipe was drained, so a stop record
+ * sent after this point reaches the execution, and one sent before it
+ * is seen here (the flags are set before the record is written). */
+static bool job_claim(struct exec_job *j)
+{
+	bool ok;
+
+	pthread_mutex_lock(&j->lock);
+	ok = !j->cancelled && !__atomic_load_n(&j->srv->stopping, __ATOMIC_SEQ_CST);
+	j->running = ok;
+	pthread_mutex_unlock(&j->lock);
+	if (!ok)
+		api_error_set(&j->err, 503, "cancelled", "the execution was cancelled before it started");
+	j->has_err = !ok;
+	return ok;
+}
+
+static void run_in_session(struct exec_job *j)
+{
+	struct api_session *e = j->entry;
+	struct session_exec_opts eo = {
+		.timeout_s = j->req.timeout_s,
+		.live_stdout = j->stream ? j->live[0][1] : -1,
+		.live_stderr = j->stream ? j->live[1][1] : -1,
+		.stop_fd = e->stop_r,
+	};
+	int k;
+
+	pthread_mutex_lock(&e->lock);
+	api_session_drain(e);
+	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
+		api_error_set(&j->err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		j->has_err = true;
+	} else if (__atomic_load_n(&e->restarting, __ATOMIC_SEQ_CST)) {
+		api_error_set(&j->err, 409, "session_restarting",
+			      "the session is being restarted: run the code again");
+		j->has_err = true;
+	} else if (job_claim(j)) {
+		__atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
+		k = engine_session_exec(e->s, j->req.code, j->req.code_len, &eo, &j->res);
+		__atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
+		api_session_touch(e);
+		if (k < 0) {
+			run_result_release(&j->res);
+			api_error_set(&j->err, 500, "session_failed",
+				      "the session cannot go on (%s): delete it and create a new one",
+				      strerror(-k));
+			j->has_err = true;
+			api_metrics_add(&j->srv->metrics, &j->srv->metrics.session_failures);
+		} else {
+			j->has_res = true;
+			if (j->res.restarted)
+				api_session_note_preload(e);
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void run_oneshot(struct exec_job *j)
+{
+	const struct api_request *q = &j->req;
+	struct run_request rq;
+	int k;
+
+	run_request_init(&rq);
+	if (q->set & API_SET_LANG)
+		rq.lang = q->lang;
+	rq.code = q->code;
+	rq.code_len = q->code_len;
+	api_request_apply(q, &rq.limits, &rq.output_limit, &rq.net);
+	rq.env = q->n_env ? (const char *const *)q->env : NULL;
+	rq.stop_fd = j->stop[0];
+	rq.live_stdout = j->stream ? j->live[0][1] : -1;
+	rq.live_stderr = j->stream ? j->live[1][1] : -1;
+	if (!job_claim(j))
+		return;
+	k = engine_run(&rq, &j->res);
+	if (k < 0) {
+		api_error_set(&j->err, 500, "internal", "cannot run the code: %s", strerror(-k));
+		j->has_err = true;
+	} else {
+		j->has_res = true;
+	}
+}
+
+static void *job_main(void *arg)
+{
+	struct exec_job *j = arg;
+	uint64_t t0 = now_ns();
+
+	if (j->entry)
+		run_in_session(j);
+	else
+		run_oneshot(j);
+	/* EOF on the live pipes tells the reader the output is complete */
+	close_fd(&j->live[0][1]);
+	close_fd(&j->live[1][1]);
+	if (j->has_res)
+		api_metrics_execution(&j->srv->metrics, &j->res, (double)(now_ns() - t0) / 1e9);
+	(void)eventfd_write(j->done_fd, 1);
+	return NULL;
+}
+
+/* ---- making and ending a job ---- */
+
+static void job_free(struct exec_job *j)
+{
+	if (!j)
+		return;
+	if (j->started)
+		pthread_join(j->thread, NULL);
+	job_unregister(j);
+	for (int i = 0; i < 2; i++) {
+		close_fd(&j->live[i][0]);
+		close_fd(&j->live[i][1]);
+		close_fd(&j->stop[i]);
+	}
+	close_fd(&j->done_fd);
+	if (j->has_res)
+		run_result_release(&j->res);
+	api_request_release(&j->req);
+	api_session_unref(j->entry);
+	buf_release(&j->pending);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+}
+
+/* Pipes for the live output: the write ends non-blocking, so a client
+ * that reads slowly costs output in the stream (the result keeps it),
+ * never a blocked supervisor loop that could miss a deadline. */
+static int live_pipes(struct exec_job *j)
+{
+	for (int i = 0; i < 2; i++) {
+		if (pipe2(j->live[i], O_CLOEXEC | O_NONBLOCK) < 0)
+			return -errno;
+		(void)fcntl(j->live[i][1], F_SETPIPE_SZ, LIVE_PIPE_SIZE);
+	}
+	return 0;
+}
+
+static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
+				struct api_request *req, int *ret_err)
+{
+	struct exec_job *j = calloc(1, sizeof(*j));
+	const union MHD_ConnectionInfo *ci;
+	int r = 0;
+
+	if (!j) {
+		*ret_err = -ENOMEM;
+		return NULL;
+	}
+	j->srv = c->srv;
+	j->stream = c->wants_ndjson;
+	j->req = *req;
+	memset(req, 0, sizeof(*req));
+	j->live[0][0] = j->live[0][1] = j->live[1][0] = j->live[1][1] = -1;
+	j->stop[0] = j->stop[1] = -1;
+	j->client_fd = -1;
+	pthread_mutex_init(&j->lock, NULL);
+	buf_init(&j->pending, STREAM_MAX);
+	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci)
+		j->client_fd = ci->connect_fd;
+	j->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (j->done_fd < 0)
+		r = -errno;
+	if (r == 0 && j->stream)
+		r = live_pipes(j);
+	if (r == 0 && !entry && pipe2(j->stop, O_CLOEXEC | O_NONBLOCK) < 0)
+		r = -errno;
+	if (r == 0)
+		r = job_register(j);
+	if (r == 0) {
+		if (entry)
+			api_session_ref(entry);
+		j->entry = entry;
+		r = -pthread_create(&j->thread, NULL, job_main, j);
+		j->started = r == 0;
+	}
+	if (r < 0) {
+		job_free(j);
+		*ret_err = r;
+		return NULL;
+	}
+	return j;
+}
+
+/* The client went away: a session's cell is interrupted (a cell that
+ * ignores SIGINT runs to its own timeout, where the session's grace and
+ * kill apply and the workspace is kept); a one-shot run is killed. */
+static void job_client_gone(struct exec_job *j)
+{
+	if (j->client_gone)
+		return;
+	j->client_gone = true;
+	api_metrics_add(&j->srv->metrics, &j->srv->metrics.disconnects);
+	pthread_mutex_lock(&j->lock);
+	if (j->running)
+		job_signal(j, SIGINT);
+	else
+		j->cancelled = true;
+	pthread_mutex_unlock(&j->lock);
+}
+
+/* Wait for something on the job: the live pipes (when streaming and
+ * open), the end of the thread, the client hanging up.  Returns after
+ * one batch of events. */
+static void job_poll(struct exec_job *j, bool pipes)
+{
+	struct pollfd pf[4];
+	int n = 0;
+	eventfd_t v;
+
+	pf[n++] = (struct pollfd){ .fd = j->done ? -1 : j->done_fd, .events = POLLIN };
+	pf[n++] = (struct pollfd){ .fd = j->client_gone ? -1 : j->client_fd, .events = POLLRDHUP };
+	if (pipes) {
+		pf[n++] = (struct pollfd){ .fd = j->eof[0] ? -1 : j->live[0][0], .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = j->eof[1] ? -1 : j->live[1][0], .events = POLLIN };
+	}
+	if (poll(pf, (nfds_t)n, -1) < 0)
+		return;
+	if (pf[0].revents && eventfd_read(j->done_fd, &v) == 0)
+		j->done = true;
+	if (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR))
+		job_client_gone(j);
+}
+
+/* ---- the plain JSON answer ---- */
+
+static enum MHD_Result answer(struct api_call *c, struct exec_job *j)
+{
+	if (j->has_err)
+		return api_respond_error(c, &j->err);
+	if (j->res.status == RESULT_REJECTED && !j->res.setup_failed)
+		return api_respond_errorf(c, 400, "rejected", "%s",
+					  j->res.message ? j->res.message : "the code was rejected");
+	return api_respond_json(c, 200, run_result_to_json(&j->res));
+}
+
+/* ---- the NDJSON stream ---- */
+
+static void emit(struct exec_job *j, json_t *ev)
+{
+	char *line = ev ? json_dumps(ev, JSON_FLAGS) : NULL;
+
+	json_decref(ev);
+	if (!line)
+		return;
+	if (buf_puts(&j->pending, line) < 0 || buf_puts(&j->pending, "\n") < 0) {
+		/* a client this far behind gets the end of the stream only */
+		buf_reset(&j->pending);
+		j->pending_off = 0;
+	}
+	free(line);
+}
+
+/* Output bytes of stream i as an event; a character split across reads
+ * waits in carry for its last bytes. */
+static void emit_output(struct exec_job *j, int i, const char *data, size_t n, bool last)
+{
+	char *joined = malloc(j->carry_len[i] + n + 1), *text;
+	size_t len, done, tlen;
+
+	if (!joined)
+		return;
+	memcpy(joined, j->carry[i], j->carry_len[i]);
+	memcpy(joined + j->carry_len[i], data, n);
+	len = j->carry_len[i] + n;
+	done = last ? len : api_utf8_complete_len(joined, len);
+	j->carry_len[i] = len - done;
+	memcpy(j->carry[i], joined + done, j->carry_len[i]);
+	text = done ? api_utf8_repair(joined, done, &tlen) : NULL;
+	if (text)
+		emit(j, json_pack("{s:s, s:s%}", "type", i == 0 ? "stdout" : "stderr", "text", text,
+				  tlen));
+	free(text);
+	free(joined);
+}
+
+static void read_live(struct exec_job *j, int i)
+{
+	char chunk[65536];
+	ssize_t n = read(j->live[i][0], chunk, sizeof(chunk));
+
+	if (n > 0) {
+		emit_output(j, i, chunk, (size_t)n, false);
+	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		j->eof[i] = true;
+		if (j->carry_len[i])
+			emit_output(j, i, "", 0, true);
+	}
+}
+
+static void emit_end(struct exec_job *j)
+{
+	size_t i;
+	json_t *b;
+
+	if (j->has_err) {
+		emit(j, json_pack("{s:s, s:s, s:{s:s, s:s}}", "type", "end", "status", "failed", "error",
+				  "code", j->err.code, "message", j->err.message));
+		return;
+	}
+	json_array_foreach(j->res.results, i, b)
+		emit(j, json_pack("{s:s, s:O}", "type", "result", "data", b));
+	if (j->res.has_error)
+		emit(j, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name",
+				  j->res.error_name ? j->res.error_name : "", "value",
+				  j->res.error_value ? j->res.error_value : "", "traceback",
+				  j->res.error_traceback ? j->res.error_traceback : ""));
+	emit(j, json_pack("{s:s, s:s, s:o}", "type", "end", "status",
+			  result_status_name(j->res.status), "result", run_result_to_json(&j->res)));
+}
+
+/* Make more NDJSON: wait for output or the end. */
+static void stream_pump(struct exec_job *j)
+{
+	if (j->done && j->eof[0] && j->eof[1]) {
+		emit_end(j);
+		j->ended = true;
+		return;
+	}
+	job_poll(j, true);
+	/* drain what is there before looking at done: the thread closed the
+	 * pipes before it signalled */
+	for (int i = 0; i < 2; i++)
+		if (!j->eof[i])
+			read_live(j, i);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct exec_job *j = cls;
+
+	(void)pos;
+	for (;;) {
+		size_t avail = j->pending.len - j->pending_off;
+
+		if (avail) {
+			size_t n = avail < max ? avail : max;
+
+			memcpy(out, j->pending.data + j->pending_off, n);
+			j->pending_off += n;
+			if (j->pending_off == j->pending.len) {
+				buf_reset(&j->pending);
+				j->pending_off = 0;
+			}
+			return (ssize_t)n;
+		}
+		if (j->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (j->client_gone)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		stream_pump(j);
+	}
+}
+
+/* The response is done with (sent, or the client went away): stop the
+ * execution if it still runs, wait for its thread. */
+static void stream_free(void *cls)
+{
+	struct exec_job *j = cls;
+
+	while (!j->done) {
+		if (!j->client_gone && !j->ended)
+			job_client_gone(j);
+		job_poll(j, false);
+	}
+	job_free(j);
+}
+
+static enum MHD_Result start_stream(struct api_call *c, struct exec_job *j)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, j, stream_free);
+	enum MHD_Result ret;
+
+	if (!r) {
+		stream_free(j);
+		return MHD_NO;
+	}
+	api_response_headers(r, "application/x-ndjson");
+	/* no buffering proxies between the events and the client */
+	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	ret = MHD_queue_response(c->conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+enum MHD_Result api_exec(struct api_call *c, struct api_session *entry, struct api_request *req)
+{
+	struct exec_job *j;
+	enum MHD_Result ret;
+	int err = 0;
+
+	j = job_new(c, entry, req, &err);
+	if (!j)
+		return err == -ESHUTDOWN
+			       ? api_respond_errorf(c, 503, "shutting_down", "the server is shutting down")
+			       : api_respond_errorf(c, 500, "internal", "cannot start the execution: %s",
+						    strerror(-err));
+	if (j->stream)
+		return start_stream(c, j);
+	while (!j->done)
+		job_poll(j, false);
+	ret = answer(c, j);
+	job_free(j);
+	return ret;
+}

@@ -1,0 +1,359 @@
+/* Files in a session's workspace: PUT uploads, GET downloads or lists,
+ * DELETE removes.  Every path is resolved beneath the workspace root with
+ * openat2(RESOLVE_BENEATH) one directory at a time, so neither "..", an
+ * absolute path nor a symlink planted by the sandboxed code leads out;
+ * route.c has already refused "." and ".." components.  Uploads are
+ * written to a temporary name and renamed over the target, which never
+ * writes through a symlink or a hard link already there. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/internal.h"
+#include "util/fs.h"
+#include "util/macro.h"
+#include "util/banned.h"
+
+#define LIST_MAX 10000 /* entries of one directory listing */
+
+struct ws_ctx {
+	int ws; /* the workspace root (O_PATH), the session's */
+	uid_t uid;
+	gid_t gid;
+	bool chown; /* root: create entries as uid/gid */
+};
+
+static enum MHD_Result fs_error(struct api_call *c, int err, const char *what)
+{
+	const char *path = c->route.path_len ? c->route.path : ".";
+
+	switch (-err) {
+	case ENOENT:
+		return api_respond_errorf(c, 404, "file_not_found", "no such file or directory in the workspace: '%s'", path);
+	case EXDEV:
+	case ELOOP:
+		return api_respond_errorf(c, 400, "invalid_path", "'%s' leads out of the workspace (through a symlink)", path);
+	case ENOTDIR:
+		return api_respond_errorf(c, 400, "invalid_path", "a component of '%s' is not a directory", path);
+	case EISDIR:
+		return api_respond_errorf(c, 409, "is_a_directory", "'%s' is a directory", path);
+	case ENOSPC:
+	case EDQUOT:
+		return api_respond_errorf(c, 507, "workspace_full",
+					  "the workspace is full (%s '%s'): remove files or create the session with a larger limits.workspace_size",
+					  what, path);
+	case EFBIG:
+		return api_respond_errorf(c, 413, "file_too_large", "'%s' is over the sandbox's file size limit", path);
+	default:
+		return api_respond_errorf(c, 500, "file_error", "cannot %s '%s': %s", what, path, strerror(-err));
+	}
+}
+
+/* Split "a/b/c" into its parent ("a/b", or "." for none) and last name. */
+static void split_path(const char *path, char *parent, size_t n, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash) {
+		snprintf(parent, n, ".");
+		*ret_name = path;
+	} else {
+		snprintf(parent, n, "%.*s", (int)(slash - path), path);
+		*ret_name = slash + 1;
+	}
+}
+
+/* The workspace tmpfs belongs to the sandbox's user namespace: whoever
+ * creates, renames or removes an entry there must have a fsuid/fsgid
+ * mapped in it (else EOVERFLOW), and host root is not mapped.  So root
+ * changes the workspace as its owner, as session/workspace.c does;
+ * setfsuid() is per thread, which is what a threaded server needs. */
+struct fsid {
+	int uid, gid;
+};
+
+static struct fsid become_owner(const struct ws_ctx *w)
+{
+	struct fsid prev = { -1, -1 };
+
+	if (w->chown) {
+		prev.gid = setfsgid(w->gid);
+		prev.uid = setfsuid(w->uid);
+	}
+	return prev;
+}
+
+static void restore_ids(struct fsid prev)
+{
+	if (prev.uid >= 0) {
+		(void)setfsuid((uid_t)prev.uid);
+		(void)setfsgid((gid_t)prev.gid);
+	}
+}
+
+static int mkdir_as_owner(const struct ws_ctx *w, int dir, const char *name)
+{
+	struct fsid prev = become_owner(w);
+	int r = mkdirat(dir, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
+
+	restore_ids(prev);
+	return r;
+}
+
+static int create_as_owner(const struct ws_ctx *w, int dir, const char *name)
+{
+	struct fsid prev = become_owner(w);
+	int fd = openat_beneath(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+
+	restore_ids(prev);
+	return fd;
+}
+
+/* Open (creating when mkdir) the directory path beneath the workspace,
+ * one component at a time.  An O_PATH fd or -errno. */
+static int open_dir(const struct ws_ctx *w, const char *path, bool mkdir)
+{
+	char comp[API_NAME_MAX + 1];
+	int dir = openat_beneath(w->ws, ".", O_PATH | O_DIRECTORY, 0);
+
+	while (dir >= 0 && *path && strcmp(path, ".") != 0) {
+		size_t n = strcspn(path, "/");
+		int next;
+
+		snprintf(comp, sizeof(comp), "%.*s", (int)n, path);
+		path += n + (path[n] == '/');
+		next = mkdir ? mkdir_as_owner(w, dir, comp) : 0;
+		if (next == 0)
+			next = openat_beneath(dir, comp, O_PATH | O_DIRECTORY, 0);
+		close(dir);
+		dir = next;
+	}
+	return dir;
+}
+
+/* ---- PUT ---- */
+
+static int write_verified(int fd, const char *data, size_t len)
+{
+	struct stat st;
+	int r = write_all(fd, data, len);
+
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return (size_t)st.st_size == len ? 0 : -EIO;
+}
+
+static int put_file(const struct ws_ctx *w, const char *path, const char *data, size_t len,
+		    bool *ret_replaced)
+{
+	char parent[API_PATH_MAX + 1], tmp[64];
+	unsigned char rnd[8];
+	const char *name;
+	struct stat st;
+	struct fsid prev;
+	_cleanup_close_ int dir = -1, fd = -1;
+	int r;
+
+	split_path(path, parent, sizeof(parent), &name);
+	dir = open_dir(w, parent, true);
+	if (dir < 0)
+		return dir;
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -EIO;
+	snprintf(tmp, sizeof(tmp), ".codecell-upload-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+		 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	fd = create_as_owner(w, dir, tmp);
+	if (fd < 0)
+		return fd;
+	r = write_verified(fd, data, len);
+	*ret_replaced = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (r == 0 && *ret_replaced && S_ISDIR(st.st_mode))
+		r = -EISDIR;
+	prev = become_owner(w);
+	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dir, tmp, 0);
+	restore_ids(prev);
+	return r;
+}
+
+static enum MHD_Result files_put(struct api_call *c, const struct ws_ctx *w)
+{
+	bool replaced = false;
+	int r;
+
+	if (!c->route.path_len)
+		return api_respond_errorf(c, 400, "invalid_path", "PUT needs a file name: /v1/sessions/{id}/files/{path}");
+	r = put_file(w, c->route.path, c->body, c->body_len, &replaced);
+	if (r < 0)
+		return fs_error(c, r, "write");
+	return api_respond_json(c, replaced ? 200 : 201,
+				json_pack("{s:s, s:I, s:b}", "path", c->route.path, "size",
+					  (json_int_t)c->body_len, "replaced", replaced));
+}
+
+/* ---- GET ---- */
+
+static const char *type_name(mode_t m)
+{
+	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : "other";
+}
+
+/* The entries of an open directory; names that are not UTF-8 (the
+ * sandboxed code may make any) are counted, not listed. */
+static json_t *list_dir(int fd, bool *ret_truncated, unsigned *ret_skipped)
+{
+	DIR *d = fdopendir(fd);
+	json_t *arr = json_array();
+	struct dirent *de;
+	size_t n = 0;
+
+	*ret_truncated = false;
+	*ret_skipped = 0;
+	if (!d) {
+		close(fd);
+		return arr;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		json_t *name;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == LIST_MAX) {
+			*ret_truncated = true;
+			break;
+		}
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		name = json_string(de->d_name);
+		if (!name) {
+			(*ret_skipped)++;
+			continue;
+		}
+		json_array_append_new(arr, json_pack("{s:o, s:s, s:I, s:I}", "name", name, "type",
+						     type_name(st.st_mode), "size", (json_int_t)st.st_size,
+						     "mtime", (json_int_t)st.st_mtime));
+		n++;
+	}
+	closedir(d);
+	return arr;
+}
+
+static enum MHD_Result send_file(struct api_call *c, int fd, const struct stat *st)
+{
+	struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st->st_size, fd);
+	enum MHD_Result ret;
+
+	if (!r) {
+		close(fd);
+		return MHD_NO;
+	}
+	api_response_headers(r, "application/octet-stream");
+	ret = MHD_queue_response(c->conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result files_get(struct api_call *c, const struct ws_ctx *w)
+{
+	int fd = openat_beneath(w->ws, c->route.path_len ? c->route.path : ".",
+				O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	struct stat st;
+	bool truncated;
+	unsigned skipped;
+	json_t *entries;
+
+	if (fd < 0)
+		return fs_error(c, fd, "open");
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return fs_error(c, -errno, "open");
+	}
+	if (S_ISREG(st.st_mode))
+		return send_file(c, fd, &st);
+	if (!S_ISDIR(st.st_mode)) {
+		close(fd);
+		return api_respond_errorf(c, 400, "not_a_file", "'%s' is neither a file nor a directory",
+					  c->route.path);
+	}
+	entries = list_dir(fd, &truncated, &skipped);
+	return api_respond_json(c, 200,
+				json_pack("{s:s, s:s, s:o, s:b, s:i}", "path", c->route.path, "type",
+					  "directory", "entries", entries, "truncated", truncated,
+					  "skipped_non_utf8", (int)skipped));
+}
+
+/* ---- DELETE ---- */
+
+static enum MHD_Result files_delete(struct api_call *c, const struct ws_ctx *w)
+{
+	char parent[API_PATH_MAX + 1];
+	const char *name;
+	struct stat st;
+	struct fsid prev;
+	_cleanup_close_ int dir = -1;
+	int r;
+
+	if (!c->route.path_len)
+		return api_respond_errorf(c, 400, "invalid_path", "the workspace root cannot be deleted");
+	split_path(c->route.path, parent, sizeof(parent), &name);
+	dir = open_dir(w, parent, false);
+	if (dir < 0)
+		return fs_error(c, dir, "delete");
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return fs_error(c, -errno, "delete");
+	/* rm_rf_at never follows a symlink nor crosses a mount */
+	prev = become_owner(w);
+	if (S_ISDIR(st.st_mode))
+		r = rm_rf_at(dir, name);
+	else
+		r = unlinkat(dir, name, 0) < 0 ? -errno : 0;
+	restore_ids(prev);
+	if (r < 0)
+		return fs_error(c, r, "delete");
+	return api_respond_json(c, 200, json_pack("{s:s, s:b}", "path", c->route.path, "deleted", 1));
+}
+
+enum MHD_Result api_handle_files(struct api_call *c)
+{
+	struct api_session *e;
+	struct ws_ctx w = { .ws = -1 };
+	enum MHD_Result ret;
+
+	e = api_call_session(c, &ret);
+	if (!e)
+		return ret;
+	/* the workspace fd changes when the kernel restarts: hold the lock */
+	pthread_mutex_lock(&e->lock);
+	if (e->s)
+		w.ws = session_workspace_fd(e->s);
+	if (!e->s) {
+		ret = api_respond_errorf(c, 404, "session_not_found", "the session '%s' was deleted", e->id);
+	} else if (w.ws < 0) {
+		ret = api_respond_errorf(c, 409, "no_workspace",
+					 "the session has no workspace yet: run code or restart it first");
+	} else {
+		session_workspace_owner(e->s, &w.uid, &w.gid);
+		w.chown = geteuid() == 0;
+		if (!strcmp(c->method, "PUT"))
+			ret = files_put(c, &w);
+		else if (!strcmp(c->method, "DELETE"))
+			ret = files_delete(c, &w);
+		else
+			ret = files_get(c, &w);
+	}
+	pthread_mutex_unlock(&e->lock);
+	api_session_unref(e);
+	return ret;
+}

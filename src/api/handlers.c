@@ -1,0 +1,437 @@
+/* The routes other than execution (exec.c), files (files.c) and the
+ * playground (web.c); and the reaper of idle sessions. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/internal.h"
+#include "util/macro.h"
+#include "util/timeutil.h"
+#include "util/banned.h"
+
+struct api_session *api_call_session(struct api_call *c, enum MHD_Result *ret)
+{
+	struct api_session *e = api_registry_get(&c->srv->reg, c->route.session_id);
+
+	if (!e)
+		*ret = api_respond_errorf(c, 404, "session_not_found",
+					  "no session '%s' (sessions end when deleted or after their idle_timeout)",
+					  c->route.session_id);
+	return e;
+}
+
+enum MHD_Result api_handle_healthz(struct api_call *c)
+{
+	struct api_server *srv = c->srv;
+
+	return api_respond_json(c, 200,
+				json_pack("{s:s, s:i, s:i, s:i}", "status", "ok", "sessions",
+					  (int)api_registry_count(&srv->reg), "max_sessions",
+					  (int)srv->cfg.max_sessions, "pool_ready",
+					  srv->pool ? (int)session_pool_ready(srv->pool) : -1));
+}
+
+enum MHD_Result api_handle_metrics(struct api_call *c)
+{
+	struct api_server *srv = c->srv;
+	struct api_session **list = NULL;
+	unsigned n = 0, busy = 0;
+	size_t len = 0;
+	char *text;
+
+	if (api_registry_list(&srv->reg, &list, &n) == 0)
+		for (unsigned i = 0; i < n; i++) {
+			busy += __atomic_load_n(&list[i]->busy, __ATOMIC_RELAXED) != 0;
+			api_session_unref(list[i]);
+		}
+	free(list);
+	text = api_metrics_text(&srv->metrics, n, srv->cfg.max_sessions, busy,
+				srv->pool ? (int)session_pool_ready(srv->pool) : -1, &len);
+	if (!text)
+		return api_respond_errorf(c, 500, "internal", "out of memory");
+	{
+		struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+		enum MHD_Result ret;
+
+		if (!r) {
+			free(text);
+			return MHD_NO;
+		}
+		api_response_headers(r, "text/plain; version=0.0.4; charset=utf-8");
+		ret = MHD_queue_response(c->conn, 200, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
+}
+
+enum MHD_Result api_handle_execute(struct api_call *c)
+{
+	struct api_request req;
+	struct api_error e;
+	enum MHD_Result ret;
+
+	if (api_request_parse(API_BODY_EXECUTE, c->body, c->body_len, &req, &e) < 0)
+		return api_respond_error(c, &e);
+	ret = api_exec(c, NULL, &req);
+	api_request_release(&req);
+	return ret;
+}
+
+enum MHD_Result api_handle_session_execute(struct api_call *c)
+{
+	struct api_request req;
+	struct api_error e;
+	struct api_session *entry;
+	enum MHD_Result ret;
+
+	if (api_request_parse(API_BODY_SESSION_EXECUTE, c->body, c->body_len, &req, &e) < 0)
+		return api_respond_error(c, &e);
+	entry = api_call_session(c, &ret);
+	if (entry) {
+		ret = api_exec(c, entry, &req);
+		api_session_unref(entry);
+	}
+	api_request_release(&req);
+	return ret;
+}
+
+enum MHD_Result api_handle_sessions_list(struct api_call *c)
+{
+	struct api_session **list = NULL;
+	unsigned n = 0;
+	json_t *arr = json_array();
+
+	if (api_registry_list(&c->srv->reg, &list, &n) < 0 || !arr) {
+		json_decref(arr);
+		return api_respond_errorf(c, 500, "internal", "out of memory");
+	}
+	for (unsigned i = 0; i < n; i++) {
+		json_array_append_new(arr, api_session_json(list[i]));
+		api_session_unref(list[i]);
+	}
+	free(list);
+	return api_respond_json(c, 200,
+				json_pack("{s:o, s:i, s:i}", "sessions", arr, "count", (int)n,
+					  "max_sessions", (int)c->srv->cfg.max_sessions));
+}
+
+enum MHD_Result api_handle_session_get(struct api_call *c)
+{
+	enum MHD_Result ret;
+	struct api_session *e = api_call_session(c, &ret);
+
+	if (!e)
+		return ret;
+	ret = api_respond_json(c, 200, api_session_json(e));
+	api_session_unref(e);
+	return ret;
+}
+
+/* ---- create ---- */
+
+/* The options of the new session: defaults, the server's preload, what
+ * the client gave.  The warm pool is offered always: the library takes a
+ * kernel from it only when the options match its kernels (language,
+ * preload, limits but the timeout, network), and starts cold otherwise. */
+static int session_options(struct api_server *srv, const struct api_request *req,
+			   struct session_opts *so, struct api_error *e)
+{
+	session_opts_init(so);
+	so->lang = !(req->set & API_SET_LANG) || req->lang == LANG_PYTHON ? SESSION_PYTHON
+		   : req->lang == LANG_JAVASCRIPT			  ? SESSION_JAVASCRIPT
+									  : SESSION_BASH;
+	api_request_apply(req, &so->limits, &so->output_limit, &so->net);
+	so->env = req->n_env ? (const char *const *)req->env : NULL;
+	if (req->set & API_SET_IDLE)
+		so->idle_timeout_s = req->idle_timeout_s;
+	if (req->set & API_SET_PRELOAD)
+		so->preload = *req->preload ? req->preload : NULL;
+	else if (so->lang == SESSION_PYTHON)
+		so->preload = srv->preload;
+	if (so->lang != SESSION_PYTHON && so->preload)
+		return api_error_set(e, 400, "invalid_value", "'preload' is for Python sessions");
+	so->pool = srv->pool;
+	return 0;
+}
+
+static void describe_entry(struct api_session *entry, const struct session_opts *so)
+{
+	entry->lang = so->lang;
+	entry->preload = so->preload ? strdup(so->preload) : NULL;
+	entry->limits = so->limits;
+	entry->output_limit = so->output_limit;
+	entry->net = so->net;
+	entry->idle_timeout_s = so->idle_timeout_s;
+}
+
+/* *ret_added: the session went into the registry (with the reservation). */
+static enum MHD_Result create(struct api_call *c, struct api_request *req, bool *ret_added)
+{
+	struct api_server *srv = c->srv;
+	struct api_session *entry;
+	struct session_opts so;
+	struct api_error e;
+	char *msg = NULL;
+	uint64_t t0 = now_ns();
+	json_t *j;
+	int r;
+
+	if (session_options(srv, req, &so, &e) < 0)
+		return api_respond_error(c, &e);
+	entry = api_session_entry_new();
+	if (!entry)
+		return api_respond_errorf(c, 500, "internal", "cannot make a session: %s", strerror(errno));
+	describe_entry(entry, &so);
+	r = session_new(&so, &entry->s, &msg);
+	if (r < 0) {
+		api_metrics_add(&srv->metrics, &srv->metrics.session_failures);
+		api_session_unref(entry);
+		e.http = r == -EINVAL ? 400 : 500;
+		e.code = r == -EINVAL ? "invalid_value" : "session_failed";
+		snprintf(e.message, sizeof(e.message), "cannot start the session: %s",
+			 msg ? msg : strerror(-r));
+		free(msg);
+		return api_respond_error(c, &e);
+	}
+	entry->pooled = session_pooled(entry->s);
+	api_session_note_preload(entry);
+	api_registry_add(&srv->reg, entry);
+	*ret_added = true;
+	api_metrics_add(&srv->metrics, &srv->metrics.sessions_created);
+	j = api_session_json(entry);
+	json_object_set_new(j, "startup_ms", json_real((double)(now_ns() - t0) / 1e6));
+	api_session_unref(entry);
+	return api_respond_json(c, 201, j);
+}
+
+enum MHD_Result api_handle_session_create(struct api_call *c)
+{
+	struct api_request req;
+	struct api_error e;
+	enum MHD_Result ret;
+	bool added = false;
+
+	/* an empty body is a session with every default */
+	if (c->body_len == 0)
+		memset(&req, 0, sizeof(req));
+	else if (api_request_parse(API_BODY_SESSION_CREATE, c->body, c->body_len, &req, &e) < 0)
+		return api_respond_error(c, &e);
+	if (api_registry_reserve(&c->srv->reg) < 0) {
+		api_request_release(&req);
+		return api_respond_errorf(c, 429, "too_many_sessions",
+					  "%u sessions are open, the most this server allows (--max-sessions): delete one first",
+					  c->srv->cfg.max_sessions);
+	}
+	ret = create(c, &req, &added);
+	if (!added)
+		api_registry_unreserve(&c->srv->reg);
+	api_request_release(&req);
+	return ret;
+}
+
+/* ---- delete, interrupt, restart, fork ---- */
+
+enum MHD_Result api_handle_session_delete(struct api_call *c)
+{
+	enum MHD_Result ret;
+	struct api_session *e = api_call_session(c, &ret);
+
+	if (!e)
+		return ret;
+	if (!api_registry_remove(&c->srv->reg, e)) {
+		api_session_unref(e);
+		return api_respond_errorf(c, 404, "session_not_found", "no session '%s'",
+					  c->route.session_id);
+	}
+	/* stop what runs (the flag first: see exec.c job_claim) */
+	__atomic_store_n(&e->dying, 1, __ATOMIC_SEQ_CST);
+	api_session_signal(e, SIGTERM);
+	pthread_mutex_lock(&e->lock);
+	api_session_end(e);
+	pthread_mutex_unlock(&e->lock);
+	api_metrics_add(&c->srv->metrics, &c->srv->metrics.sessions_deleted);
+	ret = api_respond_json(c, 200, json_pack("{s:s, s:b}", "id", e->id, "deleted", 1));
+	api_session_unref(e); /* the registry's */
+	api_session_unref(e);
+	return ret;
+}
+
+enum MHD_Result api_handle_session_interrupt(struct api_call *c)
+{
+	enum MHD_Result ret;
+	struct api_session *e = api_call_session(c, &ret);
+	bool busy;
+
+	if (!e)
+		return ret;
+	busy = __atomic_load_n(&e->busy, __ATOMIC_RELAXED) != 0;
+	if (busy)
+		api_session_signal(e, SIGINT);
+	ret = api_respond_json(c, 200, json_pack("{s:s, s:b}", "id", e->id, "interrupted", busy));
+	api_session_unref(e);
+	return ret;
+}
+
+/* Take the session's lock for a restart: interrupt what runs; if it has
+ * not stopped after the grace period, kill the kernel (the session_exec
+ * stop record; that sandbox's workspace goes with it). */
+static void lock_for_restart(struct api_session *e)
+{
+	struct timespec until;
+
+	api_session_signal(e, SIGINT);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)SESSION_GRACE_S;
+	if (pthread_mutex_timedlock(&e->lock, &until) == 0)
+		return;
+	api_session_signal(e, SIGTERM);
+	pthread_mutex_lock(&e->lock);
+}
+
+enum MHD_Result api_handle_session_restart(struct api_call *c)
+{
+	enum MHD_Result ret;
+	struct api_session *e = api_call_session(c, &ret);
+	int r = -ESRCH;
+
+	if (!e)
+		return ret;
+	__atomic_add_fetch(&e->restarting, 1, __ATOMIC_SEQ_CST);
+	lock_for_restart(e);
+	api_session_drain(e);
+	__atomic_sub_fetch(&e->restarting, 1, __ATOMIC_SEQ_CST);
+	if (e->s && !__atomic_load_n(&e->dying, __ATOMIC_SEQ_CST))
+		r = session_restart(e->s);
+	if (r == 0)
+		api_session_note_preload(e);
+	pthread_mutex_unlock(&e->lock);
+	if (r == -ESRCH)
+		ret = api_respond_errorf(c, 404, "session_not_found", "the session '%s' was deleted", e->id);
+	else if (r < 0)
+		ret = api_respond_errorf(c, 500, "session_failed",
+					 "cannot restart the session (%s): delete it and create a new one",
+					 strerror(-r));
+	else
+		ret = api_respond_json(c, 200, api_session_json(e));
+	api_session_unref(e);
+	return ret;
+}
+
+/* Under src->lock: the copy, registered.  *ret_msg: what was not copied. */
+static int fork_entry(struct api_server *srv, struct api_session *src, struct api_session **ret,
+		      char **ret_msg)
+{
+	struct api_session *e = api_session_entry_new();
+	int r;
+
+	if (!e)
+		return -ENOMEM;
+	e->lang = src->lang;
+	e->preload = src->preload ? strdup(src->preload) : NULL;
+	e->limits = src->limits;
+	e->output_limit = src->output_limit;
+	e->net = src->net;
+	e->idle_timeout_s = src->idle_timeout_s;
+	r = session_fork(src->s, &e->s, ret_msg);
+	if (r < 0) {
+		api_session_unref(e);
+		return r;
+	}
+	e->pooled = session_pooled(e->s);
+	api_session_note_preload(e);
+	api_registry_add(&srv->reg, e);
+	*ret = e;
+	return 0;
+}
+
+enum MHD_Result api_handle_session_fork(struct api_call *c)
+{
+	struct api_server *srv = c->srv;
+	struct api_session *src, *e = NULL;
+	enum MHD_Result ret;
+	char *msg = NULL;
+	json_t *j;
+	int r;
+
+	src = api_call_session(c, &ret);
+	if (!src)
+		return ret;
+	if (api_registry_reserve(&srv->reg) < 0) {
+		api_session_unref(src);
+		return api_respond_errorf(c, 429, "too_many_sessions",
+					  "%u sessions are open, the most this server allows (--max-sessions): delete one first",
+					  srv->cfg.max_sessions);
+	}
+	/* the source's kernel hands over its state: nothing may run there */
+	pthread_mutex_lock(&src->lock);
+	r = src->s ? fork_entry(srv, src, &e, &msg) : -ENOENT;
+	pthread_mutex_unlock(&src->lock);
+	if (r < 0) {
+		api_registry_unreserve(&srv->reg);
+		api_metrics_add(&srv->metrics, &srv->metrics.session_failures);
+		ret = r == -ENOENT ? api_respond_errorf(c, 404, "session_not_found", "the session '%s' was deleted", src->id)
+		      : r == -EOPNOTSUPP
+			      ? api_respond_errorf(c, 400, "not_supported", "%s", msg ? msg : "this session cannot be forked")
+			      : api_respond_errorf(c, 500, "session_failed", "%s", msg ? msg : strerror(-r));
+	} else {
+		api_metrics_add(&srv->metrics, &srv->metrics.sessions_created);
+		j = api_session_json(e);
+		json_object_set_new(j, "forked_from", json_string(src->id));
+		json_object_set_new(j, "not_copied", msg ? json_string(msg) : json_null());
+		ret = api_respond_json(c, 201, j);
+		api_session_unref(e);
+	}
+	free(msg);
+	api_session_unref(src);
+	return ret;
+}
+
+/* ---- the reaper ---- */
+
+static void reap_expired(struct api_server *srv)
+{
+	struct api_session **list = NULL;
+	unsigned n = 0;
+
+	if (api_registry_list(&srv->reg, &list, &n) < 0)
+		return;
+	for (unsigned i = 0; i < n; i++) {
+		struct api_session *e = list[i];
+
+		/* a session that is busy is not idle: skip it this round */
+		if (pthread_mutex_trylock(&e->lock) == 0) {
+			if (e->s && session_expired(e->s) && api_registry_remove(&srv->reg, e)) {
+				__atomic_store_n(&e->dying, 1, __ATOMIC_SEQ_CST);
+				api_session_end(e);
+				api_session_unref(e); /* the registry's */
+				api_metrics_add(&srv->metrics, &srv->metrics.sessions_expired);
+			}
+			pthread_mutex_unlock(&e->lock);
+		}
+		api_session_unref(e);
+	}
+	free(list);
+}
+
+void *api_reaper_main(void *arg)
+{
+	struct api_server *srv = arg;
+
+	pthread_mutex_lock(&srv->lock);
+	while (!__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST)) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&srv->wake, &srv->lock, &until);
+		if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST))
+			break;
+		pthread_mutex_unlock(&srv->lock);
+		reap_expired(srv);
+		pthread_mutex_lock(&srv->lock);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}

@@ -1,0 +1,197 @@
+/* api: what the server's files share.  Not a public interface. */
+#ifndef CODECELL_API_INTERNAL_H
+#define CODECELL_API_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "api/api.h"
+#include "api/request.h"
+#include "api/route.h"
+#include "session/result.h"
+#include "session/session.h"
+
+/* ---- text (text.c) ---- */
+
+/* Length of the longest prefix of s[0..n) that does not end inside a
+ * UTF-8 sequence that could still be completed by more bytes. */
+size_t api_utf8_complete_len(const char *s, size_t n);
+/* A valid UTF-8 copy of s[0..n): each invalid byte becomes U+FFFD.
+ * Owned by the caller; NULL on ENOMEM. */
+char *api_utf8_repair(const char *s, size_t n, size_t *ret_len);
+
+/* ---- metrics (metrics.c) ---- */
+
+#define API_LATENCY_BUCKETS 14
+struct api_metrics {
+	pthread_mutex_t lock;
+	uint64_t executions[RESULT_REJECTED + 1]; /* by enum result_status */
+	uint64_t latency_buckets[API_LATENCY_BUCKETS + 1]; /* the last: +Inf */
+	double latency_sum;
+	uint64_t latency_count;
+	uint64_t limits_hit[16]; /* by bit of enum sandbox_limit */
+	uint64_t sessions_created, sessions_deleted, sessions_expired, session_failures;
+	uint64_t disconnects;
+	uint64_t http_errors[6]; /* by hundred: [4] 4xx, [5] 5xx */
+};
+void api_metrics_init(struct api_metrics *m);
+void api_metrics_release(struct api_metrics *m);
+void api_metrics_execution(struct api_metrics *m, const struct run_result *r, double seconds);
+void api_metrics_add(struct api_metrics *m, uint64_t *counter);
+/* The Prometheus text exposition format.  Owned by the caller. */
+char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_sessions,
+		       unsigned busy, int pool_ready, size_t *ret_len);
+
+/* ---- sessions (registry.c) ---- */
+
+/* A session as the server holds it.  lock is held around every call into
+ * the session; s is NULL once the session was deleted or expired.  The
+ * stop pipe carries struct signalfd_siginfo records to session_exec()'s
+ * stop_fd: SIGINT interrupts the cell, SIGTERM kills the kernel. */
+struct api_session {
+	char id[API_ID_LEN + 1];
+	pthread_mutex_t lock;
+	struct session *s;
+	int stop_r, stop_w;
+	int refs; /* atomic */
+	/* what it was made with, for listings (read-only after creation) */
+	enum session_lang lang;
+	char *preload;
+	struct sandbox_limits limits;
+	uint64_t output_limit;
+	enum sandbox_net net;
+	double idle_timeout_s;
+	char created[32]; /* ISO 8601, UTC */
+	bool pooled;
+	/* what the kernel imported; under info, which is never held long */
+	pthread_mutex_t info;
+	char *preloaded, *preload_failed;
+	/* atomics: read without lock for listings */
+	uint64_t executions;
+	uint64_t last_used_ms; /* epoch milliseconds */
+	int busy;
+	/* set before a SIGTERM record is sent, checked by an execution after
+	 * it drained the pipe (see exec.c job_claim) */
+	int dying;	/* deleted, expired */
+	int restarting; /* a restart waits for the lock */
+};
+
+struct api_registry {
+	pthread_mutex_t lock;
+	struct api_session **slots;
+	unsigned max, count, reserved;
+};
+
+int api_registry_init(struct api_registry *reg, unsigned max);
+void api_registry_release(struct api_registry *reg);
+/* A place for one more session: 0, or -EBUSY at the limit. */
+int api_registry_reserve(struct api_registry *reg);
+void api_registry_unreserve(struct api_registry *reg);
+/* Add entry (takes the reservation and a reference). */
+void api_registry_add(struct api_registry *reg, struct api_session *entry);
+/* The entry with this id with a new reference, or NULL. */
+struct api_session *api_registry_get(struct api_registry *reg, const char *id);
+/* Remove entry; true if it was there (its reference is the caller's now). */
+bool api_registry_remove(struct api_registry *reg, struct api_session *entry);
+/* Every entry with a new reference each; *ret (free()) and its length. */
+int api_registry_list(struct api_registry *reg, struct api_session ***ret, unsigned *ret_n);
+unsigned api_registry_count(struct api_registry *reg);
+
+/* A new entry with one reference; the session is not started. */
+struct api_session *api_session_entry_new(void);
+void api_session_ref(struct api_session *e);
+/* Drop a reference; the last one frees the session and the entry. */
+void api_session_unref(struct api_session *e);
+/* Send a signal record to a running execution (SIGINT: interrupt,
+ * SIGTERM: kill the kernel).  Harmless when idle: the next execution
+ * drains the pipe first. */
+void api_session_signal(struct api_session *e, int sig);
+/* Under e->lock: drop records meant for an earlier execution. */
+void api_session_drain(struct api_session *e);
+/* Under e->lock: end the session now (delete, expiry, shutdown). */
+void api_session_end(struct api_session *e);
+/* Under e->lock: note what the kernel imported (after start, restart). */
+void api_session_note_preload(struct api_session *e);
+/* Under e->lock: an execution is over. */
+void api_session_touch(struct api_session *e);
+/* The JSON description of a session (GET /v1/sessions/{id}). */
+json_t *api_session_json(struct api_session *e);
+
+/* ---- the server (server.c) ---- */
+
+struct exec_job;
+
+struct api_server {
+	struct api_config cfg;
+	char *token; /* owned copy */
+	char *preload;
+	struct MHD_Daemon *mhd;
+	unsigned port;
+	struct api_registry reg;
+	struct api_metrics metrics;
+	struct session_pool *pool;
+	int stopping; /* atomic */
+	/* the reaper of idle sessions */
+	pthread_t reaper;
+	bool reaper_started;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	/* every execution in flight, to stop at shutdown */
+	struct exec_job *jobs;
+	unsigned in_flight; /* requests begun, not completed; under lock */
+};
+
+void api_log(struct api_server *srv, const char *level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A request as the handlers see it. */
+struct api_call {
+	struct api_server *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	struct api_route route;
+	const char *body; /* NUL-terminated; body_len without the NUL */
+	size_t body_len;
+	bool wants_ndjson;
+};
+
+/* Responses; each returns what the access handler returns. */
+enum MHD_Result api_respond_json(struct api_call *c, unsigned status, json_t *body /* stolen */);
+enum MHD_Result api_respond_error(struct api_call *c, const struct api_error *e);
+enum MHD_Result api_respond_errorf(struct api_call *c, int http, const char *code,
+				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void api_response_headers(struct MHD_Response *r, const char *type);
+
+/* ---- handlers (handlers.c, exec.c, files.c, web.c) ---- */
+
+enum MHD_Result api_handle_healthz(struct api_call *c);
+enum MHD_Result api_handle_metrics(struct api_call *c);
+enum MHD_Result api_handle_execute(struct api_call *c);
+enum MHD_Result api_handle_sessions_list(struct api_call *c);
+enum MHD_Result api_handle_session_create(struct api_call *c);
+enum MHD_Result api_handle_session_get(struct api_call *c);
+enum MHD_Result api_handle_session_delete(struct api_call *c);
+enum MHD_Result api_handle_session_execute(struct api_call *c);
+enum MHD_Result api_handle_session_interrupt(struct api_call *c);
+enum MHD_Result api_handle_session_restart(struct api_call *c);
+enum MHD_Result api_handle_session_fork(struct api_call *c);
+enum MHD_Result api_handle_files(struct api_call *c);
+enum MHD_Result api_handle_asset(struct api_call *c);
+
+/* Look up the route's session (a new reference) or respond 404. */
+struct api_session *api_call_session(struct api_call *c, enum MHD_Result *ret);
+
+/* Run code (exec.c): in the entry's session, or one-shot when entry is
+ * NULL; answers with the result object or an NDJSON stream. */
+enum MHD_Result api_exec(struct api_call *c, struct api_session *entry, struct api_request *req);
+/* Stop every execution in flight (shutdown). */
+void api_exec_stop_all(struct api_server *srv);
+
+/* The reaper (handlers.c). */
+void *api_reaper_main(void *arg);
+
+#endif

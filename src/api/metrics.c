@@ -1,0 +1,121 @@
+/* Counters for GET /metrics, in the Prometheus text exposition format
+ * (version 0.0.4). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "sandbox/sandbox.h"
+#include "util/buf.h"
+#include "util/banned.h"
+
+/* Upper bounds of the latency buckets, in seconds. */
+static const double bounds[API_LATENCY_BUCKETS] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
+						    0.1,    0.25,  0.5,   1,     2.5,   10,    60 };
+
+void api_metrics_init(struct api_metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->lock, NULL);
+}
+
+void api_metrics_release(struct api_metrics *m)
+{
+	pthread_mutex_destroy(&m->lock);
+}
+
+void api_metrics_add(struct api_metrics *m, uint64_t *counter)
+{
+	pthread_mutex_lock(&m->lock);
+	(*counter)++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void api_metrics_execution(struct api_metrics *m, const struct run_result *r, double seconds)
+{
+	size_t b = 0;
+
+	while (b < API_LATENCY_BUCKETS && seconds > bounds[b])
+		b++;
+	pthread_mutex_lock(&m->lock);
+	if (r->status <= RESULT_REJECTED)
+		m->executions[r->status]++;
+	m->latency_buckets[b]++;
+	m->latency_sum += seconds;
+	m->latency_count++;
+	for (unsigned bit = 0; bit < 16; bit++)
+		if (r->limits_hit & (1u << bit))
+			m->limits_hit[bit]++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void histogram(struct buf *b, const struct api_metrics *m)
+{
+	uint64_t cum = 0;
+
+	(void)buf_puts(b, "# HELP codecell_execution_duration_seconds Wall time of executions, as the server saw them.\n"
+			  "# TYPE codecell_execution_duration_seconds histogram\n");
+	for (size_t i = 0; i < API_LATENCY_BUCKETS; i++) {
+		cum += m->latency_buckets[i];
+		(void)buf_printf(b, "codecell_execution_duration_seconds_bucket{le=\"%g\"} %llu\n",
+				 bounds[i], (unsigned long long)cum);
+	}
+	cum += m->latency_buckets[API_LATENCY_BUCKETS];
+	(void)buf_printf(b, "codecell_execution_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+			    "codecell_execution_duration_seconds_sum %.6f\n"
+			    "codecell_execution_duration_seconds_count %llu\n",
+			 (unsigned long long)cum, m->latency_sum, (unsigned long long)m->latency_count);
+}
+
+static void counter(struct buf *b, const char *name, const char *help, uint64_t v)
+{
+	(void)buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+			 (unsigned long long)v);
+}
+
+static void gauge(struct buf *b, const char *name, const char *help, long long v)
+{
+	(void)buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
+}
+
+char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_sessions,
+		       unsigned busy, int pool_ready, size_t *ret_len)
+{
+	struct buf b;
+
+	buf_init(&b, 1u << 20);
+	gauge(&b, "codecell_sessions", "Sessions alive.", sessions);
+	gauge(&b, "codecell_sessions_max", "The --max-sessions limit.", max_sessions);
+	gauge(&b, "codecell_sessions_busy", "Sessions running code now.", busy);
+	gauge(&b, "codecell_pool_ready", "Warm kernels ready in the pool (-1: no pool).", pool_ready);
+	pthread_mutex_lock(&m->lock);
+	counter(&b, "codecell_sessions_created_total", "Sessions created.", m->sessions_created);
+	counter(&b, "codecell_sessions_deleted_total", "Sessions deleted by a client.", m->sessions_deleted);
+	counter(&b, "codecell_sessions_expired_total", "Sessions ended by the idle timeout.", m->sessions_expired);
+	counter(&b, "codecell_session_failures_total", "Sessions that could not be created or could not go on.",
+		m->session_failures);
+	counter(&b, "codecell_client_disconnects_total", "Executions interrupted because the client went away.",
+		m->disconnects);
+	(void)buf_puts(&b, "# HELP codecell_executions_total Executions by final status.\n"
+			   "# TYPE codecell_executions_total counter\n");
+	for (int s = 0; s <= RESULT_REJECTED; s++)
+		(void)buf_printf(&b, "codecell_executions_total{status=\"%s\"} %llu\n", result_status_name(s),
+				 (unsigned long long)m->executions[s]);
+	(void)buf_puts(&b, "# HELP codecell_limits_hit_total Executions that ran into a limit, by limit.\n"
+			   "# TYPE codecell_limits_hit_total counter\n");
+	for (unsigned bit = 0; bit < 16; bit++) {
+		const char *name = sandbox_limit_name(1u << bit);
+
+		if (name && (1u << bit) != SANDBOX_LIMIT_LANDLOCK)
+			(void)buf_printf(&b, "codecell_limits_hit_total{limit=\"%s\"} %llu\n", name,
+					 (unsigned long long)m->limits_hit[bit]);
+	}
+	(void)buf_puts(&b, "# HELP codecell_http_errors_total Error responses by class.\n"
+			   "# TYPE codecell_http_errors_total counter\n");
+	(void)buf_printf(&b, "codecell_http_errors_total{class=\"4xx\"} %llu\n"
+			     "codecell_http_errors_total{class=\"5xx\"} %llu\n",
+			 (unsigned long long)m->http_errors[4], (unsigned long long)m->http_errors[5]);
+	histogram(&b, m);
+	pthread_mutex_unlock(&m->lock);
+	return buf_detach(&b, ret_len);
+}

@@ -1,0 +1,437 @@
+/* The request bodies: one table of fields, each with the bodies it belongs
+ * to and a parser for its value. */
+#include "api/request.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "util/buf.h"
+#include "util/macro.h"
+#include "util/parse.h"
+#include "util/banned.h"
+
+int api_error_set(struct api_error *e, int http, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->http = http;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int bad_type(struct api_error *e, const char *name, const char *want)
+{
+	return api_error_set(e, 400, "invalid_type", "'%s' must be %s", name, want);
+}
+
+/* ---- values ---- */
+
+enum value_kind { V_SIZE, V_COUNT, V_DURATION };
+
+/* A size (bytes), count or duration (seconds) from a JSON number or a
+ * string the CLI would accept ("256M", "1500ms"); > 0 and <= max. */
+static int parse_quantity(json_t *v, enum value_kind kind, double max, const char *name,
+			  double *ret, struct api_error *e)
+{
+	static const char *const want[] = {
+		[V_SIZE] = "a number of bytes or a size string such as \"256M\"",
+		[V_COUNT] = "a positive integer",
+		[V_DURATION] = "a number of seconds or a duration string such as \"1500ms\"",
+	};
+	double d;
+
+	if (json_is_integer(v) && kind != V_DURATION) {
+		d = (double)json_integer_value(v);
+	} else if (json_is_number(v) && kind == V_DURATION) {
+		d = json_number_value(v);
+	} else if (json_is_string(v) && kind != V_COUNT) {
+		uint64_t u;
+		int k = kind == V_SIZE ? parse_size(json_string_value(v), &u)
+				       : parse_duration(json_string_value(v), &d);
+
+		if (k < 0)
+			return api_error_set(e, 400, "invalid_value", "'%s': cannot parse \"%.64s\": %s",
+					     name, json_string_value(v), want[kind]);
+		if (kind == V_SIZE)
+			d = (double)u;
+	} else {
+		return bad_type(e, name, want[kind]);
+	}
+	if (!isfinite(d) || d <= 0)
+		return api_error_set(e, 400, "invalid_value", "'%s' must be greater than 0", name);
+	if (d > max)
+		return api_error_set(e, 400, "invalid_value", "'%s' is over the server's ceiling of %.0f",
+				     name, max);
+	*ret = d;
+	return 0;
+}
+
+/* ---- the limits object ---- */
+
+static const struct limit_field {
+	const char *name;
+	enum value_kind kind;
+	size_t off; /* in struct sandbox_limits; SIZE_MAX: output_limit */
+	double max;
+} limit_fields[] = {
+	{ "memory", V_SIZE, offsetof(struct sandbox_limits, memory_bytes), (double)API_MEMORY_MAX },
+	{ "pids", V_COUNT, offsetof(struct sandbox_limits, pids), API_PIDS_MAX },
+	{ "cpu_time", V_COUNT, offsetof(struct sandbox_limits, cpu_seconds), API_CPU_TIME_MAX },
+	{ "file_size", V_SIZE, offsetof(struct sandbox_limits, file_size), (double)API_FILE_SIZE_MAX },
+	{ "open_files", V_COUNT, offsetof(struct sandbox_limits, open_files), API_OPEN_FILES_MAX },
+	{ "tmp_size", V_SIZE, offsetof(struct sandbox_limits, tmp_bytes), (double)API_TMP_MAX },
+	{ "workspace_size", V_SIZE, offsetof(struct sandbox_limits, workspace_bytes),
+	  (double)API_WORKSPACE_MAX },
+	{ "output_limit", V_SIZE, SIZE_MAX, (double)API_OUTPUT_LIMIT_MAX },
+};
+
+static int limits_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	const char *key;
+	json_t *val;
+
+	if (!json_is_object(v))
+		return bad_type(e, "limits", "an object");
+	json_object_foreach(v, key, val) {
+		const struct limit_field *f = NULL;
+		char name[96];
+		double d;
+
+		for (size_t i = 0; i < ARRAY_SIZE(limit_fields) && !f; i++)
+			if (!strcmp(key, limit_fields[i].name))
+				f = &limit_fields[i];
+		snprintf(name, sizeof(name), "limits.%.64s", key);
+		if (!f)
+			return api_error_set(e, 400, "unknown_field",
+					     "unknown field '%s' (known: memory, pids, cpu_time, file_size, open_files, tmp_size, workspace_size, output_limit; the timeout is 'timeout')",
+					     name);
+		if (parse_quantity(val, f->kind, f->max, name, &d, e) < 0)
+			return -EINVAL;
+		if (f->off == SIZE_MAX) {
+			r->output_limit = (uint64_t)d;
+			r->set |= API_SET_OUTPUT_LIMIT;
+		} else {
+			*(uint64_t *)((char *)&r->limits + f->off) = (uint64_t)d;
+		}
+	}
+	return 0;
+}
+
+/* ---- the other fields ---- */
+
+static int code_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	size_t len;
+
+	if (!json_is_string(v))
+		return bad_type(e, "code", "a string");
+	len = json_string_length(v);
+	if (len > ENGINE_CODE_MAX)
+		return api_error_set(e, 413, "code_too_large", "'code' is %zu bytes: the limit is %u",
+				     len, ENGINE_CODE_MAX);
+	if (len == 0)
+		return api_error_set(e, 400, "invalid_value", "'code' is empty");
+	r->code = malloc(len + 1);
+	if (!r->code)
+		return api_error_set(e, 500, "internal", "out of memory");
+	memcpy(r->code, json_string_value(v), len + 1);
+	r->code_len = len;
+	return 0;
+}
+
+static int lang_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	if (!json_is_string(v))
+		return bad_type(e, "language", "a string");
+	if (engine_lang_parse(json_string_value(v), &r->lang) < 0)
+		return api_error_set(e, 400, "invalid_value", "unknown language \"%.64s\" (known: %s)",
+				     json_string_value(v), engine_lang_list());
+	r->set |= API_SET_LANG;
+	return 0;
+}
+
+static int timeout_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	r->set |= API_SET_TIMEOUT;
+	return parse_quantity(v, V_DURATION, API_TIMEOUT_MAX_S, "timeout", &r->timeout_s, e);
+}
+
+static int idle_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	r->set |= API_SET_IDLE;
+	return parse_quantity(v, V_DURATION, API_IDLE_TIMEOUT_MAX_S, "idle_timeout",
+			      &r->idle_timeout_s, e);
+}
+
+static int net_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	const char *s = json_string_value(v);
+
+	if (!s)
+		return bad_type(e, "network", "a string");
+	if (!strcmp(s, "loopback"))
+		r->net = SANDBOX_NET_LOOPBACK;
+	else if (!strcmp(s, "none"))
+		r->net = SANDBOX_NET_NONE;
+	else
+		return api_error_set(e, 400, "invalid_value",
+				     "'network' must be \"loopback\" or \"none\", not \"%.64s\"", s);
+	r->set |= API_SET_NET;
+	return 0;
+}
+
+static bool env_key_ok(const char *k)
+{
+	if (!(isalpha((unsigned char)*k) || *k == '_'))
+		return false;
+	for (; *k; k++)
+		if (!(isalnum((unsigned char)*k) || *k == '_'))
+			return false;
+	return true;
+}
+
+static int env_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	const char *key;
+	json_t *val;
+
+	if (!json_is_object(v))
+		return bad_type(e, "env", "an object of strings");
+	if (json_object_size(v) > SESSION_MAX_ENV)
+		return api_error_set(e, 400, "invalid_value", "'env' has %zu variables: the limit is %d",
+				     json_object_size(v), SESSION_MAX_ENV);
+	json_object_foreach(v, key, val) {
+		if (!env_key_ok(key) || strlen(key) > 128)
+			return api_error_set(e, 400, "invalid_value",
+					     "'env': \"%.64s\" is not a variable name (letters, digits, _)",
+					     key);
+		if (!json_is_string(val))
+			return api_error_set(e, 400, "invalid_type", "'env.%.64s' must be a string", key);
+		if (json_string_length(val) > API_ENV_VALUE_MAX)
+			return api_error_set(e, 400, "invalid_value", "'env.%.64s' is over %u bytes", key,
+					     API_ENV_VALUE_MAX);
+		if (asprintf(&r->env[r->n_env], "%s=%s", key, json_string_value(val)) < 0) {
+			r->env[r->n_env] = NULL;
+			return api_error_set(e, 500, "internal", "out of memory");
+		}
+		r->n_env++;
+	}
+	return 0;
+}
+
+static bool module_ok(const char *m)
+{
+	if (!*m || *m == '.')
+		return false;
+	for (; *m; m++)
+		if (!(isalnum((unsigned char)*m) || *m == '_' || *m == '.'))
+			return false;
+	return true;
+}
+
+/* "a,b.c": each a module name, none empty. */
+static int check_modules(const char *list, struct api_error *e)
+{
+	do {
+		size_t n = strcspn(list, ",");
+		char name[API_PRELOAD_MAX + 1];
+
+		memcpy(name, list, n);
+		name[n] = '\0';
+		if (!module_ok(name))
+			return api_error_set(e, 400, "invalid_value",
+					     "'preload': \"%.64s\" is not a module name", name);
+		list += n;
+	} while (*list++ == ',');
+	return 0;
+}
+
+/* "numpy,pandas" or ["numpy", "pandas"]. */
+static int preload_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	struct buf b;
+	json_t *item;
+	size_t i;
+
+	buf_init(&b, API_PRELOAD_MAX);
+	if (json_is_string(v)) {
+		if (buf_puts(&b, json_string_value(v)) < 0)
+			goto too_long;
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item) {
+			if (!json_is_string(item)) {
+				buf_release(&b);
+				return bad_type(e, "preload", "a string or an array of strings");
+			}
+			if (buf_printf(&b, "%s%s", i ? "," : "", json_string_value(item)) < 0)
+				goto too_long;
+		}
+	} else {
+		return bad_type(e, "preload", "a string or an array of strings");
+	}
+	/* each name must be a module path: nothing else reaches the kernel */
+	if (b.len && check_modules(buf_str(&b), e) < 0) {
+		buf_release(&b);
+		return -EINVAL;
+	}
+	r->preload = buf_detach(&b, NULL);
+	if (!r->preload)
+		r->preload = strdup("");
+	r->set |= API_SET_PRELOAD;
+	return r->preload ? 0 : api_error_set(e, 500, "internal", "out of memory");
+too_long:
+	buf_release(&b);
+	return api_error_set(e, 400, "invalid_value", "'preload' is over %u bytes", API_PRELOAD_MAX);
+}
+
+#define EXEC_ANY (API_BODY_EXECUTE | API_BODY_SESSION_EXECUTE)
+#define SANDBOX_BODIES (API_BODY_EXECUTE | API_BODY_SESSION_CREATE)
+
+static const struct field {
+	const char *name;
+	unsigned bodies;   /* enum api_body bits: where it is allowed */
+	unsigned required; /* enum api_body bits: where it must be */
+	int (*parse)(json_t *v, struct api_request *r, struct api_error *e);
+} fields[] = {
+	{ "code", EXEC_ANY, EXEC_ANY, code_field },
+	{ "language", SANDBOX_BODIES, 0, lang_field },
+	{ "timeout", EXEC_ANY | API_BODY_SESSION_CREATE, 0, timeout_field },
+	{ "limits", SANDBOX_BODIES, 0, limits_field },
+	{ "env", SANDBOX_BODIES, 0, env_field },
+	{ "network", SANDBOX_BODIES, 0, net_field },
+	{ "preload", API_BODY_SESSION_CREATE, 0, preload_field },
+	{ "idle_timeout", API_BODY_SESSION_CREATE, 0, idle_field },
+};
+
+static const char *known_fields(enum api_body kind, char *out, size_t n)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
+		if (fields[i].bodies & kind) {
+			int w = snprintf(out + len, n - len, "%s%s", len ? ", " : "", fields[i].name);
+
+			if (w < 0 || (size_t)w >= n - len)
+				break;
+			len += (size_t)w;
+		}
+	return out;
+}
+
+static int load_error(const json_error_t *je, struct api_error *e)
+{
+	switch (json_error_code(je)) {
+	case json_error_invalid_utf8:
+		return api_error_set(e, 400, "invalid_utf8",
+				     "the body is not valid UTF-8 (at byte %d): send text as UTF-8, files with PUT .../files/{path}",
+				     je->position);
+	case json_error_null_character:
+		return api_error_set(e, 400, "invalid_value", "a string holds a NUL character (\\u0000)");
+	default:
+		return api_error_set(e, 400, "bad_json", "malformed JSON at line %d, column %d: %s",
+				     je->line, je->column, je->text);
+	}
+}
+
+static int parse_object(enum api_body kind, json_t *root, struct api_request *r,
+			struct api_error *e)
+{
+	char known[256];
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(root, key, v) {
+		const struct field *f = NULL;
+
+		for (size_t i = 0; i < ARRAY_SIZE(fields) && !f; i++)
+			if (!strcmp(key, fields[i].name) && (fields[i].bodies & kind))
+				f = &fields[i];
+		if (!f)
+			return api_error_set(e, 400, "unknown_field", "unknown field '%.64s' (known: %s)",
+					     key, known_fields(kind, known, sizeof(known)));
+		if (f->parse(v, r, e) < 0)
+			return -EINVAL;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
+		if ((fields[i].required & kind) && !json_object_get(root, fields[i].name))
+			return api_error_set(e, 400, "missing_field", "'%s' is required",
+					     fields[i].name);
+	if (kind == API_BODY_SESSION_CREATE && (r->set & API_SET_LANG) && r->lang == LANG_SQL)
+		return api_error_set(e, 400, "invalid_value",
+				     "sql has no sessions (python, javascript, bash do); run SQL with POST /v1/execute");
+	return 0;
+}
+
+int api_request_parse(enum api_body kind, const char *body, size_t len, struct api_request *ret,
+		      struct api_error *e)
+{
+	struct api_request r = { 0 };
+	json_error_t je;
+	json_t *root;
+	int k;
+
+	if (len > API_BODY_MAX)
+		return api_error_set(e, 413, "body_too_large", "the body is %zu bytes: the limit is %u",
+				     len, API_BODY_MAX);
+	if (len == 0)
+		return api_error_set(e, 400, "bad_json", "the body is empty: send a JSON object");
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return load_error(&je, e);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return api_error_set(e, 400, "bad_json", "the body must be a JSON object");
+	}
+	k = parse_object(kind, root, &r, e);
+	json_decref(root);
+	if (k < 0) {
+		api_request_release(&r);
+		return k;
+	}
+	*ret = r;
+	return 0;
+}
+
+void api_request_release(struct api_request *r)
+{
+	free(r->code);
+	for (size_t i = 0; i < r->n_env; i++)
+		free(r->env[i]);
+	free(r->preload);
+	memset(r, 0, sizeof(*r));
+}
+
+void api_request_apply(const struct api_request *r, struct sandbox_limits *limits,
+		       uint64_t *output_limit, enum sandbox_net *net)
+{
+#define TAKE(f)                             \
+	do {                                \
+		if (r->limits.f)            \
+			limits->f = r->limits.f; \
+	} while (0)
+	TAKE(memory_bytes);
+	TAKE(pids);
+	TAKE(cpu_seconds);
+	TAKE(file_size);
+	TAKE(open_files);
+	TAKE(tmp_bytes);
+	TAKE(workspace_bytes);
+#undef TAKE
+	if (r->set & API_SET_TIMEOUT)
+		limits->timeout_s = r->timeout_s;
+	if (r->set & API_SET_OUTPUT_LIMIT)
+		*output_limit = r->output_limit;
+	if (r->set & API_SET_NET)
+		*net = r->net;
+}

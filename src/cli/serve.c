@@ -1,0 +1,272 @@
+/* `codecell serve`: the HTTP/JSON API and the playground (docs/API.md).
+ * Options, the token file, signals; the server itself is src/api/. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "cli/cli.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/parse.h"
+#include "util/banned.h"
+
+const char serve_usage[] =
+	"usage: codecell serve [OPTIONS]\n"
+	"\n"
+	"Serve the HTTP/JSON API (docs/API.md) and the web playground at /.\n"
+	"\n"
+	"options:\n"
+	"  --listen ADDR:PORT   where to listen (default 127.0.0.1:8080); [::1]:PORT for IPv6,\n"
+	"                       PORT alone for 127.0.0.1:PORT, port 0 for any free port.\n"
+	"                       Beyond loopback a token is required\n"
+	"  --token-file FILE    clients must send 'Authorization: Bearer TOKEN', TOKEN being\n"
+	"                       the file's first line (at least 16 characters, no spaces)\n"
+	"  --max-sessions N     sessions open at once (default 64, at most 4096)\n"
+	"  --pool N             keep N Python kernels ready for new sessions (default 0,\n"
+	"                       at most 64), forked from a template that has imported\n"
+	"                       --preload: a new session is ready in well under 1 ms\n"
+	"  --preload LIST       modules new Python sessions import at start, such as\n"
+	"                       numpy,pandas,matplotlib.pyplot (a request's 'preload' wins)\n"
+	"  -h, --help           this text\n"
+	"\n"
+	"The first line on stdout is 'codecell serve: listening on URL'.  SIGINT or\n"
+	"SIGTERM stops every execution and ends every session, then exits 0.\n";
+
+struct serve_opts {
+	const char *listen;
+	const char *token_file;
+	unsigned max_sessions;
+	unsigned pool;
+	const char *preload;
+	bool help;
+};
+
+static int opt_count(const char *v, unsigned min, unsigned max, unsigned *ret)
+{
+	uint64_t n;
+
+	if (parse_u64(v, &n) < 0 || n < min || n > max)
+		return -EINVAL;
+	*ret = (unsigned)n;
+	return 0;
+}
+
+static int set_listen(struct serve_opts *o, const char *v, struct buf *err)
+{
+	(void)err;
+	o->listen = v;
+	return 0;
+}
+
+static int set_token_file(struct serve_opts *o, const char *v, struct buf *err)
+{
+	(void)err;
+	o->token_file = v;
+	return 0;
+}
+
+static int set_max_sessions(struct serve_opts *o, const char *v, struct buf *err)
+{
+	if (opt_count(v, 1, API_MAX_SESSIONS_MAX, &o->max_sessions) < 0)
+		return buf_printf(err, "--max-sessions '%s': expected a number from 1 to %d", v,
+				  API_MAX_SESSIONS_MAX), -EINVAL;
+	return 0;
+}
+
+static int set_pool(struct serve_opts *o, const char *v, struct buf *err)
+{
+	if (opt_count(v, 0, SESSION_POOL_MAX, &o->pool) < 0)
+		return buf_printf(err, "--pool '%s': expected a number from 0 to %d", v, SESSION_POOL_MAX),
+		       -EINVAL;
+	return 0;
+}
+
+static int set_preload(struct serve_opts *o, const char *v, struct buf *err)
+{
+	for (const char *p = v; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == ','))
+			return buf_printf(err, "--preload '%s': expected module names separated by commas", v),
+			       -EINVAL;
+	o->preload = v;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*set)(struct serve_opts *o, const char *v, struct buf *err);
+} options[] = {
+	{ "--listen", set_listen },	      { "--token-file", set_token_file },
+	{ "--max-sessions", set_max_sessions }, { "--pool", set_pool },
+	{ "--preload", set_preload },
+};
+
+/* Pure: no I/O.  0, or -EINVAL with a message in err. */
+static int serve_opts_parse(int argc, char **argv, struct serve_opts *o, struct buf *err)
+{
+	memset(o, 0, sizeof(*o));
+	o->listen = "127.0.0.1:8080";
+	o->max_sessions = API_DEFAULT_MAX_SESSIONS;
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *eq = strchr(arg, '='), *val;
+		size_t k, len = eq ? (size_t)(eq - arg) : strlen(arg);
+
+		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+			o->help = true;
+			continue;
+		}
+		for (k = 0; k < ARRAY_SIZE(options); k++)
+			if (strlen(options[k].name) == len && !strncmp(arg, options[k].name, len))
+				break;
+		if (k == ARRAY_SIZE(options))
+			return buf_printf(err, "unknown option '%s' (see 'codecell serve --help')", arg),
+			       -EINVAL;
+		val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		if (!val)
+			return buf_printf(err, "%s needs a value", options[k].name), -EINVAL;
+		if (options[k].set(o, val, err) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* The token: the file's first line, trimmed.  Header-safe characters only
+ * (it is compared with what follows "Bearer "). */
+static int read_token(const char *path, struct buf *tok)
+{
+	struct stat st;
+	int r = buf_read_file(tok, path);
+
+	if (r < 0)
+		return log_error("cannot read --token-file '%s': %s", path,
+				 r == -E2BIG ? "it is too large" : strerror(-r));
+	tok->len = strcspn(buf_str(tok), "\r\n");
+	while (tok->len && isspace((unsigned char)tok->data[tok->len - 1]))
+		tok->len--;
+	if (tok->data)
+		tok->data[tok->len] = '\0';
+	if (tok->len < API_TOKEN_MIN)
+		return log_error("--token-file '%s': the token must be at least %d characters", path,
+				 API_TOKEN_MIN);
+	for (size_t i = 0; i < tok->len; i++)
+		if (!isgraph((unsigned char)tok->data[i]))
+			return log_error("--token-file '%s': the token must be printable ASCII without spaces",
+					 path);
+	if (stat(path, &st) == 0 && (st.st_mode & 077))
+		log_warn("--token-file '%s' is readable by other users (chmod 600 it)", path);
+	return 0;
+}
+
+static void log_cb(const char *level, const char *msg)
+{
+	if (!strcmp(level, "error"))
+		log_error("%s", msg);
+	else
+		log_warn("%s", msg);
+}
+
+/* SIGINT, SIGTERM and SIGHUP are blocked in every thread (set before any
+ * is made) and read here from a signalfd; SIGPIPE is ignored, since a
+ * client may go away while we write to it. */
+static int block_signals(void)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	sigset_t set;
+
+	sigaction(SIGPIPE, &ign, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+/* "127.0.0.1" or "[::1]": the address part of the URL we print. */
+static void listen_host(const struct api_listen *l, char *out, size_t n)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (l->addr.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&l->addr)->sin6_addr, a, sizeof(a));
+		snprintf(out, n, "[%s]", a);
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)&l->addr)->sin_addr, a, sizeof(a));
+		snprintf(out, n, "%s", a);
+	}
+}
+
+static int serve(const struct serve_opts *o, struct api_config *cfg)
+{
+	struct signalfd_siginfo si;
+	struct api_server *srv = NULL;
+	char *msg = NULL, host[64];
+	int sfd = block_signals(), r;
+
+	if (sfd < 0)
+		return log_error("cannot set up signals: %s", strerror(-sfd)), EXIT_CODECELL_ERROR;
+	cfg->log = log_cb;
+	r = api_server_new(cfg, &srv, &msg);
+	if (r < 0) {
+		log_error("cannot serve on '%s': %s", o->listen, msg ? msg : strerror(-r));
+		free(msg);
+		close(sfd);
+		return EXIT_CODECELL_ERROR;
+	}
+	listen_host(&cfg->listen, host, sizeof(host));
+	printf("codecell serve: listening on http://%s:%u/ (%s)\n", host, api_server_port(srv),
+	       cfg->token ? "bearer token required" : "loopback only, no token");
+	fflush(stdout);
+	while (read(sfd, &si, sizeof(si)) != sizeof(si) && errno == EINTR)
+		;
+	fprintf(stderr, "codecell serve: %s: stopping every execution and session\n",
+		strsignal((int)si.ssi_signo));
+	api_server_free(srv);
+	close(sfd);
+	return 0;
+}
+
+int cli_serve(int argc, char **argv)
+{
+	struct serve_opts o;
+	struct api_config cfg = { 0 };
+	struct buf err, tok;
+	char msg[512];
+	int r;
+
+	buf_init(&err, 4096);
+	if (serve_opts_parse(argc, argv, &o, &err) < 0) {
+		log_error("%s", buf_str(&err));
+		buf_release(&err);
+		return EXIT_CODECELL_ERROR;
+	}
+	buf_release(&err);
+	if (o.help) {
+		fputs(serve_usage, stdout);
+		return 0;
+	}
+	if (api_listen_parse(o.listen, &cfg.listen, msg, sizeof(msg)) < 0)
+		return log_error("%s", msg), EXIT_CODECELL_ERROR;
+	buf_init(&tok, API_TOKEN_MAX);
+	if (o.token_file && read_token(o.token_file, &tok) < 0) {
+		buf_release(&tok);
+		return EXIT_CODECELL_ERROR;
+	}
+	cfg.token = o.token_file ? buf_str(&tok) : NULL;
+	cfg.token_len = tok.len;
+	cfg.max_sessions = o.max_sessions;
+	cfg.pool_size = o.pool;
+	cfg.preload = o.preload;
+	r = serve(&o, &cfg);
+	buf_release(&tok);
+	return r;
+}

@@ -1,0 +1,35 @@
+/* libFuzzer target: the body of POST /v1/sessions.  What comes out must
+ * be within the server's ceilings, with module names and environment
+ * names that are safe to hand to the kernel. */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct api_request r;
+	struct api_error e;
+
+	if (api_request_parse(API_BODY_SESSION_CREATE, (const char *)data, size, &r, &e) < 0) {
+		if (e.http < 400 || e.http > 599 || !e.code || !*e.message)
+			abort();
+		return 0;
+	}
+	if (r.code || r.limits.memory_bytes > API_MEMORY_MAX || r.limits.pids > API_PIDS_MAX ||
+	    r.timeout_s > API_TIMEOUT_MAX_S || r.idle_timeout_s > API_IDLE_TIMEOUT_MAX_S ||
+	    r.n_env > SESSION_MAX_ENV || (r.set & API_SET_LANG && r.lang == LANG_SQL))
+		abort();
+	for (const char *p = r.preload; p && *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == ','))
+			abort();
+	for (size_t i = 0; i < r.n_env; i++)
+		if (!r.env[i] || r.env[i][0] == '=' || !strchr(r.env[i], '='))
+			abort();
+	api_request_release(&r);
+	return 0;
+}

@@ -19,11 +19,15 @@
 // (V8 shares a context's global lexical scope between its scripts); the
 // core modules are globals (fs, path, ...) and require resolves from the
 // working directory, as in the REPL; `_` is the last result and `_error`
-// the last error; a cell that is an object literal ({a: 1}) is one.  Top-level
-// await works the REPL's way: such a cell is rewritten into an async
-// function whose top-level declarations are hoisted out of it as var/let
-// (so a const declared in such a cell can be reassigned, and columns of
-// line 1 in its stack traces are off by the wrapper's length).
+// the last error; a cell that is an object literal ({a: 1}) is one.
+// Top-level await works the REPL's way: such a cell is rewritten into an
+// async function whose top-level declarations are hoisted out of it as
+// var/let (so a const declared in such a cell can be reassigned, and
+// columns of line 1 in its stack traces are off by the wrapper's length).
+// The value of the trailing expression is shown with util.inspect, under
+// the same SIGINT watch as the cell (a custom inspect can loop).  stdout
+// and stderr are made blocking, as Python's are, so that what a cell
+// printed is in the pipes before its done.
 //
 // Error events: name and value are the error's name and message; the
 // traceback is util.inspect(error) (stack, properties, cause) with the
@@ -56,9 +60,10 @@
 // (codecell shell then exits with n).
 //
 // The request socket and the event pipe are kept in this closure, not in
-// any global.  Node marks inherited fds close-on-exec when it starts (it
-// does fds 3 and 4 here), and child_process passes only 0-2 by default,
-// so the user's children do not get them.
+// any global (user code can still write to fd 4 by number: the sandbox,
+// not the kernel, is the wall).  Node marks the low fds it inherits, 3
+// and 4 among them, close-on-exec when it starts, and child_process
+// passes only 0-2 by default: the user's children do not get them.
 'use strict';
 (() => {
   const fs = require('fs');
@@ -67,7 +72,7 @@
   const stream = require('stream');
   const util = require('util');
   const vm = require('vm');
-  const { setImmediate } = require('timers');
+  const { setImmediate, setTimeout, clearTimeout } = require('timers');
 
   // what the kernel uses, taken now: user code may replace the globals
   const call = Function.prototype.call;
@@ -75,7 +80,6 @@
   const JSONStringify = JSON.stringify;
   const JSONParse = JSON.parse;
   const StringFrom = String;
-  const ObjectKeys = Object.keys;
   const ErrorCtor = Error;
   const SyntaxErrorCtor = SyntaxError;
   const WeakSetCtor = WeakSet;
@@ -110,11 +114,13 @@
   const on = uncurry(proc.on);
   const listeners = uncurry(proc.listeners);
   const realExit = proc.exit;
+  const reallyExit = proc.reallyExit;
 
   const REQ_FD = 3;
   const EV_FD = 4;
   const TEXT_CAP = 1 << 20;  // characters of text/plain, value, traceback
   const IDLE_KEEP = 10;      // errors between cells kept for the next cell
+  const FLUSH_WAIT_MS = 10000;  // for output still queued at the end of a cell
 
   const S = {
     count: 0,        // execution_count of the last execute
@@ -159,7 +165,7 @@
         if (e && e.code === 'EAGAIN') continue;  // user code made fd 4 non-blocking
         // the supervisor is gone (or user code closed fd 4): nothing to
         // report to
-        proc.reallyExit(1);
+        reallyExit.call(proc, 1);
       }
     }
   };
@@ -173,8 +179,8 @@
   };
 
   // stdout and stderr write synchronously (as Python's do), so that what a
-  // cell printed is in the pipes before its done; should a write still be
-  // queued (a stream user code replaced), wait for it.
+  // cell printed is in the pipes before its done.  Node's own are
+  // non-blocking pipes that queue what the pipe does not take at once.
   const setBlocking = () => {
     for (const s of [proc.stdout, proc.stderr]) {
       try {
@@ -183,23 +189,41 @@
     }
   };
 
+  // Then call then().  Output still queued (user code replaced or corked
+  // the streams) is waited for: an empty write's callback comes after the
+  // writes before it; not forever, though (a stream that never drains).
   const flushStd = (then) => {
     const wait = [];
     for (const s of [proc.stdout, proc.stderr]) {
       try {
-        if (s.writableLength > 0 && !s.destroyed) ArrPush(wait, s);
+        while (s.writableCorked) s.uncork();
+        if (s.writableLength > 0 && !s.destroyed && !s.writableEnded) ArrPush(wait, s);
       } catch (e) { /* a broken stream: do not wait on it */ }
     }
     if (!wait.length) return then();
     let left = wait.length;
-    const one = () => { if (--left === 0) then(); };
+    let over = false;
+    const finish = () => {
+      if (over) return;
+      over = true;
+      clearTimeout(timer);
+      then();
+    };
+    const timer = setTimeout(finish, FLUSH_WAIT_MS);
     for (const s of wait) {
       let fired = false;
-      const fire = () => { if (!fired) { fired = true; one(); } };
-      s.once('drain', fire);
-      s.once('error', fire);
-      s.once('close', fire);
+      const fire = () => {
+        if (fired) return;
+        fired = true;
+        if (--left === 0) finish();
+      };
+      try {
+        s.write('', fire);
+      } catch (e) {
+        fire();
+      }
     }
+    return undefined;
   };
 
   // ---- errors ---------------------------------------------------------------
@@ -236,9 +260,9 @@
       }
       const end = lastUser >= 0 ? lastUser + 1 : firstKernel >= 0 ? firstKernel : j;
       for (let k = i; k < end; k++) {
-        if (!ReTest(KERNEL_FRAME, lines[k]) && (lastUser >= 0 || !ReTest(MACHINERY_FRAME, lines[k]))) {
-          ArrPush(out, lines[k]);
-        }
+        if (ReTest(KERNEL_FRAME, lines[k])) continue;
+        if (lastUser < 0 && ReTest(MACHINERY_FRAME, lines[k])) continue;
+        ArrPush(out, lines[k]);
       }
       i = j;
     }
@@ -271,27 +295,39 @@
       try { shown = typeof e === 'string' ? e : inspect(e); } catch (x) { shown = safeString(e); }
       return { name: 'Uncaught', value: shown, traceback: `Uncaught ${shown}` };
     }
-    let name, value, text;
-    try { name = typeof e.name === 'string' ? e.name : safeString(e.name); } catch (x) { name = 'Error'; }
-    try { value = typeof e.message === 'string' ? e.message : safeString(e.message); } catch (x) { value = ''; }
+    const field = (key, fallback) => {
+      try {
+        const v = e[key];
+        return typeof v === 'string' ? v : safeString(v);
+      } catch (x) {
+        return fallback;
+      }
+    };
+    const name = field('name', 'Error');
+    let value = field('message', '');
+    let text;
     if (name === 'SyntaxError' && StrStartsWith(value, '\n')) {
-      // the REPL's top-level await rewriting reports "\n<line>\n  ^\n\n<message>"
+      // the REPL's top-level await rewriting says "\n<line>\n  ^\n\n<message>"
       const parts = StrSplit(value, '\n');
       const msg = parts[parts.length - 1];
-      return { name, value: msg, traceback: `${file}${StrSlice(value, 0, value.length - msg.length)}SyntaxError: ${msg}` };
+      const where = StrSlice(value, 0, value.length - msg.length);
+      return { name, value: msg, traceback: `${file}${where}SyntaxError: ${msg}` };
     }
     if (name === 'SyntaxError' && value === 'Cannot use import statement outside a module') {
       value += ' (a session runs scripts: use require(), or await import())';
     }
     try {
-      text = inspect(e);
+      // inspect may run user code (a custom inspect): a SIGINT stops it
+      runCellSync(() => { text = inspect(e); });
     } catch (x) {
-      try { text = typeof e.stack === 'string' ? e.stack : `${name}: ${value}`; } catch (y) { text = `${name}: ${value}`; }
+      text = undefined;
+    }
+    if (typeof text !== 'string') {
+      const stack = field('stack', undefined);
+      text = stack === undefined || stack === 'undefined' ? `${name}: ${value}` : stack;
     }
     // an error inspect shows in brackets, [Error: x], has no stack
-    if (text.length > 1 && text[0] === '[' && text[text.length - 1] === ']' && StrIndexOf(text, '\n') < 0) {
-      text = StrSlice(text, 1, -1);
-    }
+    if (ReTest(/^\[[^\n]*\]$/, text)) text = StrSlice(text, 1, -1);
     return { name, value, traceback: trimFrames(text) };
   };
 
@@ -334,31 +370,31 @@
     domain: noDomain,
   });
   const evaluate = server.eval;
+  const Recoverable = repl.Recoverable;
 
   // Run fn (the synchronous part of a cell) inside a script that vm runs
   // with breakOnSigint: vm takes process's SIGINT listeners away, starts
   // the watchdog, and gives them back after; a SIGINT in between makes V8
   // stop whatever JavaScript runs, and vm throws
-  // ERR_SCRIPT_EXECUTION_INTERRUPTED.  The script finds fn under a random
-  // global name that is gone before user code runs.  Should the global
-  // object refuse the name (user code froze it), fn runs without that.
-  const RUN_KEY = `__codecell_run_${NumToString(Math.floor(Math.random() * 2 ** 52), 36)}`;
-  const runner = new Script(`globalThis[${JSONStringify(RUN_KEY)}]()`, { filename: '[eval]' });
-  const defineProperty = Object.defineProperty;
+  // ERR_SCRIPT_EXECUTION_INTERRUPTED.  (Between vm taking the listeners
+  // away and the watchdog starting, and between its stop and their
+  // return, SIGINT has its default action: a window of microseconds that
+  // node's vm has for any script.)  The script finds fn in a global let of
+  // a random name: not a property of the global object (freezing that
+  // does not get in the way), and empty before user code runs.
+  const RUN_NAME = `__codecell_run_${NumToString(Math.floor(Math.random() * 2 ** 52), 36)}`;
+  const setRun = new Script(`let ${RUN_NAME} = null; (f) => { ${RUN_NAME} = f; }`,
+    { filename: '[eval]' }).runInThisContext();
+  const runner = new Script(`${RUN_NAME}()`, { filename: '[eval]' });
   const runCellSync = (fn) => {
-    const enter = () => {
-      try { delete globalThis[RUN_KEY]; } catch (e) { /* gone anyway */ }
+    setRun(() => {
+      setRun(null);
       fn();
-    };
-    try {
-      defineProperty(globalThis, RUN_KEY, { value: enter, configurable: true, enumerable: false, writable: false });
-    } catch (e) {
-      return fn();
-    }
+    });
     try {
       return runner.runInThisContext({ breakOnSigint: true, displayErrors: false });
     } finally {
-      try { delete globalThis[RUN_KEY]; } catch (e) { /* gone anyway */ }
+      setRun(null);
     }
   };
 
@@ -368,7 +404,8 @@
   }
 
   proc.exit = function exit(code) {
-    const e = new ErrorCtor(`process.exit(${code === undefined ? '' : safeString(code)}) was called`);
+    const shown = code === undefined ? '' : safeString(code);
+    const e = new ErrorCtor(`process.exit(${shown}) was called`);
     e.name = 'SystemExit';
     e.exitCode = code === undefined ? (proc.exitCode === undefined ? 0 : proc.exitCode) : code;
     WeakSetAdd(exitErrors, e);
@@ -401,7 +438,8 @@
     }
     let text;
     try {
-      text = describe(e, '<async>').traceback;
+      const d = describe(e, '<async>');
+      text = d.traceback || `${d.name}: ${d.value}`;
     } catch (x) {
       text = '<an error that cannot be shown>';
     }
@@ -448,26 +486,54 @@
     if (!c.inSync) setImmediate(() => finishCell(c));
   };
 
+  // util.inspect of a value, which may run user code (a custom inspect,
+  // a Proxy's traps): under the SIGINT watchdog too.  Throws the interrupt.
+  const show = (value) => {
+    let text;
+    try {
+      runCellSync(() => { text = inspect(value); });
+    } catch (e) {
+      if (isInterrupt(e)) throw e;
+      text = `<inspect() failed: ${describe(e, '').value}>`;
+    }
+    return text;
+  };
+
   const finishCell = (c) => {
+    // before anything of the next turn of the loop can throw: user code
+    // may have taken them away
+    restoreHandlers();
     flushStd(() => {
       let status = 'ok';
       if (c.value !== undefined) {
         if (!server.underscoreAssigned) server.last = c.value;
         let text;
         try {
-          text = inspect(c.value);
+          text = show(c.value);
         } catch (e) {
-          text = `<inspect() failed: ${describe(e, c.file).value}>`;
+          if (!c.failed) {
+            c.failed = true;
+            c.err = e;
+          }
         }
         // an error in the value (a rejected promise) shows its stack
-        emit({ type: 'result', id: c.id, is_main_result: true, data: { 'text/plain': clean(trimFrames(text)) } });
+        if (text !== undefined) {
+          const data = { 'text/plain': clean(trimFrames(text)) };
+          emit({ type: 'result', id: c.id, is_main_result: true, data });
+        }
       }
       if (c.failed) {
         let err = c.err;
         if (isInterrupt(err)) err = interrupted();
+        // code that more input would complete, run as it is (the end of a
+        // piped script): its SyntaxError
+        try {
+          if (err instanceof Recoverable && err.err !== undefined) err = err.err;
+        } catch (e) { /* a Proxy that refuses: keep it */ }
         if (!server.underscoreErrAssigned) server.lastError = err;
         const d = describe(err, c.file);
-        emit({ type: 'error', id: c.id, name: clean(d.name), value: clean(d.value), traceback: clean(d.traceback) });
+        emit({ type: 'error', id: c.id, name: clean(d.name), value: clean(d.value),
+          traceback: clean(d.traceback) });
         status = 'error';
       }
       c.reported = true;
@@ -518,14 +584,15 @@
     }
   };
 
-  // [line, column] (from 0) of a compile error, from the "file:line",
-  // source line, carets that node puts at the head of its stack; column is
-  // -1 when there are no carets (a token over several lines).
+  // [line, column, length] (from 0) of a compile error, from the
+  // "file:line", source line, carets that node puts at the head of its
+  // stack; column is -1 when there are no carets (a token that runs over
+  // several lines).
   const errorPlace = (e) => {
     let stack;
     try { stack = e.stack; } catch (x) { return null; }
     if (typeof stack !== 'string') return null;
-    const m = ReExec(/^<input>:(\d+)\n[^\n]*\n( *)(\^*)/, stack);
+    const m = ReExec(/^<input>:(\d+)\n[^\n]*\n([ \t]*)(\^*)/, stack);
     if (!m) return null;
     return [+m[1] - 1, m[3] ? m[2].length : -1, m[3].length];
   };
@@ -549,7 +616,8 @@
   const recoverable = (e, code) => {
     if (!(e instanceof SyntaxErrorCtor)) return false;
     const msg = e.message;
-    if (msg === 'Unexpected end of input' || StrStartsWith(msg, 'Unterminated template')) return true;
+    if (msg === 'Unexpected end of input') return true;
+    if (StrStartsWith(msg, 'Unterminated template')) return true;
     const place = errorPlace(e);
     if (ReTest(/^[Mm]issing /, msg)) {
       // "missing ) after argument list" and the like point at the last
@@ -606,7 +674,8 @@
         throw new ErrorCtor('a request is a JSON object');
       }
     } catch (e) {
-      invalid(null, `${describe(e, '').name}: ${describe(e, '').value}`);
+      const d = describe(e, '');
+      invalid(null, `${d.name}: ${d.value}`);
       return next();
     }
     const id = req.id === undefined ? null : req.id;

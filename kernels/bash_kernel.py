@@ -22,11 +22,13 @@
 #   ExitStatus         the last command exited non-zero: "exit status 127",
 #                      "exit status 137 (SIGKILL)" for 128+signal
 #   KeyboardInterrupt  SIGINT came while the cell ran (codecell's timeout,
-#                      Ctrl-C) and the cell ended non-zero; bash is kept
+#                      Ctrl-C) and the cell ended non-zero: "interrupted
+#                      by SIGINT (exit status 130); the shell and its state
+#                      are kept"
 #   BashExited         bash itself ended (exit, exec, a failing command
 #                      under set -e, a kill): a new bash was started in the
-#                      first directory, everything but files is reset, and
-#                      the value says so.  When bash had died between cells
+#                      directory the session started in, everything but
+#                      files is reset, and the value says so.  When bash had died between cells
 #                      (killed from outside) the cell is not run at all: its
 #                      commands may rely on a cd or a variable that is gone.
 #   InvalidRequest, KernelError  as in python_kernel.py
@@ -61,21 +63,28 @@
 # ends bash (see BashExited).  $? is 0 when a cell starts.  Code that
 # means to break the driver can: define a function named `builtin`, disable
 # the printf or . builtins (enable -n), trap or ignore SIGINT in the shell
-# (then a timeout kills the kernel after codecell's grace period and the
-# session restarts), kill this process.  Nothing of it reaches outside the
+# or turn job control on (set -m: commands leave bash's process group);
+# then a timeout kills the kernel after codecell's grace period and the
+# session restarts.  It can also kill this process.  Nothing of it reaches outside the
 # sandbox.
 #
-# SIGINT while a cell runs goes to bash's process group: the foreground
-# command dies and bash abandons the rest of the cell.  A SIGINT that lands
-# after the status line was read would abandon a line of ours instead, so
-# the cell ends only when a "sync" line sent after the last SIGINT has
-# answered (sent again until one does).  Background jobs ignore SIGINT
-# (bash without job control starts them so) and live on.  SIGINT between
-# cells is ignored.
+# SIGINT while a cell runs goes, once, to bash's process group: the
+# foreground command dies and bash abandons the rest of the cell
+# (KeyboardInterrupt).  A command that catches SIGINT and exits normally
+# lets bash go on with the cell, as Python code that catches
+# KeyboardInterrupt goes on; if the cell then ends with status 0 it is
+# "ok".  A SIGINT that lands after the status line ran would abandon a
+# line of ours instead, so the cell ends only when a "sync" line sent
+# after the last SIGINT has answered (sent again until one does).
+# Background jobs ignore SIGINT (bash without job control starts them so)
+# and live on.  SIGINT between cells is ignored.  Known gap: a SIGINT that
+# cuts short bash's retries of a fork that failed (the pids limit) leaves
+# bash waiting for all its background jobs after its next command; the
+# sync line then does not answer and codecell kills the kernel after its
+# grace period (the session restarts).
 
 import posix
 import signal
-import sys
 
 _BASH = "/bin/bash"
 _ARGV = ["bash", "--noprofile", "--norc", "--noediting", "-i", "+m", "+o", "history"]
@@ -86,6 +95,8 @@ _ERR_FD = 254          # the user's stderr, in bash, between cells
 _CELL_DIR = "/tmp/.codecell"
 _TEXT_CAP = 1 << 20
 _SYNC_MAX = 40         # sync lines one cell may send after SIGINTs
+# Python ignores SIGPIPE and SIGXFSZ; what we start must not inherit that
+_SIGDEF = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
 _SIGNAMES = {}
 for _n in dir(signal):
     if _n.startswith("SIG") and not _n.startswith("SIG_") and _n not in ("SIGCLD", "SIGPOLL",
@@ -100,7 +111,6 @@ class _State:
     count = 0         # execution_count of the last execute
     cur_id = None
     home = None       # where bash starts
-    salt = ""
     wake_r = -1       # signal wake-up pipe (SIGINT, SIGCHLD)
 
 
@@ -196,12 +206,8 @@ class _Bash:
             actions = [(posix.POSIX_SPAWN_DUP2, cmd_r, 0),
                        (posix.POSIX_SPAWN_DUP2, 2, _ERR_FD),
                        (posix.POSIX_SPAWN_DUP2, mark_w, 2)]
-            # Python ignores SIGPIPE and SIGXFSZ; bash and its children
-            # must not inherit that
-            sigdef = [s for s in signal.valid_signals()
-                      if s not in (signal.SIGKILL, signal.SIGSTOP)]
             self.pid = posix.posix_spawn(_BASH, _ARGV, posix.environ, file_actions=actions,
-                                         setpgroup=0, setsigmask=(), setsigdef=sigdef)
+                                         setpgroup=0, setsigmask=(), setsigdef=_SIGDEF)
         except BaseException:
             self.close()
             raise
@@ -482,8 +488,8 @@ def _execute(req):
     if status == 0:
         return _done("ok")
     if interrupted:
-        _error("KeyboardInterrupt", "interrupted (SIGINT), %s; the shell and its state are kept"
-               % _status_text(status))
+        _error("KeyboardInterrupt", "interrupted by SIGINT (exit status %d); the shell and its "
+               "state are kept" % status)
     else:
         _error("ExitStatus", _status_text(status))
     _done("error")
@@ -492,17 +498,42 @@ def _execute(req):
 # ---- the other requests -----------------------------------------------------
 
 def _bash_n(data):
-    """(status, stderr) of bash -n on data; status None if it could not run."""
-    import subprocess
-    env = dict(posix.environ)
-    env[b"LC_ALL"] = b"C"
+    """(status, stderr) of bash -n on data; status None if it could not
+    run.  Input and errors go through memfds: no pipe to deadlock on, and
+    posix_spawn is several times cheaper than subprocess (the shell asks
+    once or twice per line typed)."""
+    src = err = -1
     try:
-        p = subprocess.run([_BASH, "--noprofile", "--norc", "-O", "extglob", "-n"], input=data,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                           timeout=10, close_fds=True)
-    except (OSError, subprocess.SubprocessError):
+        src = posix.memfd_create("bash-n-input", posix.MFD_CLOEXEC)
+        err = posix.memfd_create("bash-n-errors", posix.MFD_CLOEXEC)
+        _write_all(src, data)
+        posix.lseek(src, 0, 0)
+        env = dict(posix.environ)
+        env[b"LC_ALL"] = b"C"  # the messages are matched below
+        actions = [(posix.POSIX_SPAWN_DUP2, src, 0),
+                   (posix.POSIX_SPAWN_OPEN, 1, "/dev/null", posix.O_WRONLY, 0),
+                   (posix.POSIX_SPAWN_DUP2, err, 2)]
+        pid = posix.posix_spawn(_BASH, ["bash", "--noprofile", "--norc", "-O", "extglob", "-n"],
+                                env, file_actions=actions, setsigmask=(), setsigdef=_SIGDEF)
+        end = time.monotonic() + 10
+        while True:
+            done, status = posix.waitpid(pid, posix.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > end:
+                posix.kill(pid, signal.SIGKILL)
+                posix.waitpid(pid, 0)
+                return None, b""
+            _sleep([], 0.05)
+        posix.lseek(err, 0, 0)
+        text = posix.read(err, 65536)
+        return (posix.WEXITSTATUS(status) if posix.WIFEXITED(status) else None), text
+    except OSError:
         return None, b""
-    return p.returncode, p.stderr
+    finally:
+        for fd in (src, err):
+            if fd >= 0:
+                posix.close(fd)
 
 
 def _complete_status(code):

@@ -1,4 +1,5 @@
-/* `codecell shell`: a Python session on a terminal or a pipe.
+/* `codecell shell`: a Python, JavaScript or bash session on a terminal or
+ * a pipe.
  *
  * Input is cut into statements the way the interactive interpreter does
  * (the kernel answers "complete?" with codeop's rules), with one addition
@@ -90,7 +91,30 @@ struct shell {
 	int end_sig; /* the signal that ended the shell, or 0 */
 };
 
-static void print_result_plain(const struct run_result *r)
+static bool is_error(const struct run_result *r, const char *name)
+{
+	return r->has_error && r->error_name && !strcmp(r->error_name, name);
+}
+
+/* The status a session's own way of ending asked for, or -1: exit() or
+ * quit() in Python (SystemExit), process.exit() in JavaScript (the same),
+ * exit N in bash (BashExited, "bash exited with status N ..."). */
+static int exit_request(const struct run_result *r)
+{
+	const char *v = r->error_value ? r->error_value : "";
+	char *end = NULL;
+	long n;
+
+	if (is_error(r, "SystemExit")) {
+		n = strtol(v, &end, 10);
+		return !*v || v[0] == 'N' ? 0 : end && !*end ? (int)(n & 255) : 1;
+	}
+	if (is_error(r, "BashExited") && !strncmp(v, "bash exited with status ", 24))
+		return (int)(strtol(v + 24, NULL, 10) & 255);
+	return -1;
+}
+
+static void print_result_plain(const struct run_result *r, bool bash)
 {
 	size_t i;
 	json_t *b;
@@ -106,7 +130,10 @@ static void print_result_plain(const struct run_result *r)
 			printf("%s\n", text);
 	}
 	fflush(stdout);
-	if (r->has_error && r->error_traceback && *r->error_traceback)
+	/* bash said what failed on stderr already, as in a terminal */
+	if (bash && is_error(r, "ExitStatus"))
+		;
+	else if (r->has_error && r->error_traceback && *r->error_traceback)
 		fputs(r->error_traceback, stderr);
 	else if (r->has_error)
 		fprintf(stderr, "%s: %s\n", r->error_name, r->error_value ? r->error_value : "");
@@ -139,23 +166,19 @@ static void run_statement(struct shell *sh, const char *code, size_t len)
 		fflush(stdout);
 	} else if (r.status == RESULT_REJECTED) {
 		log_error("%s", r.message);
-	} else if (!(r.has_error && r.error_name && !strcmp(r.error_name, "SystemExit"))) {
-		print_result_plain(&r);
+	} else if (exit_request(&r) < 0) {
+		print_result_plain(&r, sh->o->req.lang == LANG_BASH);
 		if (r.restarted)
 			log_warn("%s", r.error_value ? r.error_value : "the session was restarted");
 	}
 	sh->status = r.status == RESULT_OK ? 0 : run_result_exit_status(&r);
 	if (r.stopped)
 		sh->end_sig = SIGTERM;
-	/* exit() and quit() end the shell, as in python3, with their status */
-	if (r.has_error && r.error_name && !strcmp(r.error_name, "SystemExit")) {
-		char *end = NULL;
-		long status = strtol(r.error_value ? r.error_value : "", &end, 10);
-
+	/* exit() in python3, process.exit() in node, exit in bash: the
+	 * shell ends with that status (with --json too, after the result) */
+	if (exit_request(&r) >= 0) {
 		sh->exiting = true;
-		sh->status = !r.error_value || !*r.error_value || r.error_value[0] == 'N' ? 0
-			     : end && !*end					    ? (int)(status & 255)
-											    : 1;
+		sh->status = exit_request(&r);
 	}
 	run_result_release(&r);
 }
@@ -182,10 +205,16 @@ static bool blank(const char *line)
 	return line[strspn(line, " \t\r")] == '\0';
 }
 
+/* The prompts of python3, node and bash. */
 static void prompt(const struct shell *sh, bool more)
 {
+	enum engine_lang l = sh->o->req.lang;
+
 	if (sh->tty) {
-		fputs(more ? "... " : ">>> ", stdout);
+		fputs(l == LANG_BASH ? (more ? "> " : "$ ")
+		      : l == LANG_JAVASCRIPT ? (more ? "... " : "> ")
+					     : (more ? "... " : ">>> "),
+		      stdout);
 		fflush(stdout);
 	}
 }
@@ -197,9 +226,10 @@ static void feed(struct shell *sh, struct buf *stmt, const char *line)
 
 	if (!stmt->len && blank(line))
 		return;
-	/* a new top-level statement closes a compound one (piped scripts
-	 * have no blank line after a def) */
-	if (stmt->len && starts_statement(line)) {
+	/* Python: a new top-level statement closes a compound one (piped
+	 * scripts have no blank line after a def).  JavaScript and bash
+	 * statements are complete as soon as the kernel says so. */
+	if (stmt->len && sh->o->req.lang == LANG_PYTHON && starts_statement(line)) {
 		(void)buf_puts(stmt, "\n");
 		if (session_complete(sh->s, buf_str(stmt)) == 1) {
 			run_statement(sh, stmt->data, stmt->len);

@@ -621,7 +621,9 @@ static bool is_zombie(pid_t pid)
 
 /* Is every process in the sandbox but the init and the worker dead?
  * The worker is the init's first child: /proc lists children in the
- * order they joined, and the worker is never reparented. */
+ * order they joined, and the worker is never reparented.  The others are
+ * the worker's children and the orphans the init adopted; their own
+ * children are killed with them by the init's sweep. */
 static bool strays_dead(const struct sandbox *sb)
 {
 	pid_t q[4096];
@@ -629,7 +631,7 @@ static bool strays_dead(const struct sandbox *sb)
 
 	if (children_of(sb->pid, q, &n, ARRAY_SIZE(q)) < 0 || n == 0)
 		return true;
-	/* q[0] is the worker: look at its children instead */
+	/* after the init's children, the worker's (q[0] is the worker) */
 	if (children_of(q[0], q, &n, ARRAY_SIZE(q)) < 0)
 		return true;
 	for (size_t i = 1; i < n; i++) {

@@ -61,6 +61,8 @@ struct exchange {
 	json_t *error;	 /* the error event, if any */
 	json_t *answer;	 /* done / complete / ready event */
 	int stop_fd;
+	void (*on_result)(void *userdata, const json_t *bundle);
+	void *userdata;
 };
 
 /* Does "KEY=..." have the key of "KEY=..."? */
@@ -133,6 +135,8 @@ static void add_result(struct exchange *x, json_t *ev, bool main)
 		return;
 	bundle = json_deep_copy(data);
 	json_object_set_new(bundle, "is_main_result", json_boolean(main));
+	if (x->on_result)
+		x->on_result(x->userdata, bundle);
 	if (!x->results)
 		x->results = json_array();
 	json_array_append_new(x->results, bundle);
@@ -877,6 +881,8 @@ int session_exec(struct session *s, const char *code, size_t len,
 	if (k < 0)
 		return k;
 	x.stop_fd = eo ? eo->stop_fd : -1;
+	x.on_result = eo ? eo->on_result : NULL;
+	x.userdata = eo ? eo->userdata : NULL;
 	req = json_pack("{s:s, s:i, s:s%}", "op", "execute", "id", id, "code", code, len);
 	k = req ? send_request(s, req) : -ENOMEM;
 	json_decref(req);

@@ -92,6 +92,12 @@ struct session_exec_opts {
 	 * and the result says "killed" with stopped set.  The workspace is
 	 * kept: the next execution starts a fresh kernel with it. */
 	int stop_fd;
+	/* Called in the calling thread for each result as the kernel sends
+	 * it (a figure shown mid-cell, the main result), before
+	 * session_exec() returns them all in results[]; bundle is borrowed.
+	 * NULL: none. */
+	void (*on_result)(void *userdata, const json_t *bundle);
+	void *userdata;
 };
 
 /* Run code (eo may be NULL for the defaults).  The result is filled as

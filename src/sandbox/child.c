@@ -94,22 +94,20 @@ static int pivot(void)
 	return 0;
 }
 
-static int send_workspace(int sock)
+/* A message with one fd (SCM_RIGHTS); the fd is ours and is closed. */
+static int send_fd(int sock, int kind, int fd)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct msg m = { MSG_READY, 0, 0, 0 };
+	struct msg m = { kind, 0, 0, 0 };
 	struct iovec iov = { &m, sizeof(m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	int fd = open(SANDBOX_HOME, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int r = 0;
 
-	if (fd < 0)
-		return -errno;
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
@@ -118,6 +116,13 @@ static int send_workspace(int sock)
 		r = -errno;
 	close(fd);
 	return r;
+}
+
+static int send_workspace(int sock)
+{
+	int fd = open(SANDBOX_HOME, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : send_fd(sock, MSG_READY, fd);
 }
 
 /* ---- the worker: becomes the program ---- */
@@ -621,28 +626,9 @@ __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
  * supervisor is not our parent and sees other pids than we do). */
 static int send_hello(int sock)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msg m = { MSG_HELLO, 0, 0, 0 };
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	int r = 0;
 
-	if (fd < 0)
-		return -errno;
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
-		r = -errno;
-	close(fd);
-	return r;
+	return fd < 0 ? -errno : send_fd(sock, MSG_HELLO, fd);
 }
 
 int sandbox_cell_main(struct child_ctx *c)

@@ -388,6 +388,35 @@ static int make_sandbox(struct session *s, struct sandbox_config *cfg, const cha
 	return r;
 }
 
+/* The new kernel's workspace: from_ws's files (a restart: the previous
+ * sandbox's workspace), or else the caller's inputs, once. */
+static int fill_workspace(struct session *s, int from_ws, char **ret_error)
+{
+	struct ws_owner o = { .chown = geteuid() == 0 };
+	char *msg = NULL;
+	int r;
+
+	sandbox_workspace_owner(s->sb, &o.uid, &o.gid);
+	if (from_ws >= 0) {
+		/* a restart goes on with what could be carried over */
+		(void)ws_copy_between(from_ws, sandbox_workspace_fd(s->sb), &o);
+		return 0;
+	}
+	if (s->filled)
+		return 0;
+	r = ws_fill(sandbox_workspace_fd(s->sb), &o, s->workspace_dir,
+		    (const char *const *)s->files, NULL, &msg);
+	if (r < 0) {
+		if (ret_error)
+			*ret_error = msg;
+		else
+			free(msg);
+		return r;
+	}
+	s->filled = true;
+	return 0;
+}
+
 /* Make the sandbox with the kernel, copy from_ws (a previous sandbox's
  * workspace) in if given, start it.  The sandbox is s->sb after. */
 static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
@@ -437,28 +466,9 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 			*ret_error = NULL;
 		goto out;
 	}
-	{
-		struct ws_owner o = { .chown = geteuid() == 0 };
-		char *msg = NULL;
-
-		sandbox_workspace_owner(s->sb, &o.uid, &o.gid);
-		if (from_ws >= 0) {
-			(void)ws_copy_between(from_ws, sandbox_workspace_fd(s->sb), &o);
-		} else if (!s->filled) {
-			/* the caller's inputs, once: a restart carries the
-			 * workspace over instead */
-			r = ws_fill(sandbox_workspace_fd(s->sb), &o, s->workspace_dir,
-				    (const char *const *)s->files, NULL, &msg);
-			if (r < 0) {
-				if (ret_error)
-					*ret_error = msg;
-				else
-					free(msg);
-				goto out;
-			}
-			s->filled = true;
-		}
-	}
+	r = fill_workspace(s, from_ws, ret_error);
+	if (r < 0)
+		goto out;
 	r = sandbox_start(s->sb);
 	if (r < 0)
 		goto out;
@@ -572,7 +582,6 @@ static int start_from_pool(struct session *s, char **ret_error)
 {
 	struct sandbox *old;
 	struct session *k;
-	struct ws_owner o;
 	int r = pool_take(s->pool, &k);
 
 	if (r < 0)
@@ -582,23 +591,7 @@ static int start_from_pool(struct session *s, char **ret_error)
 	if (old)
 		sandbox_stop(old);
 	kernel_move(s, k);
-	o = (struct ws_owner){ .chown = geteuid() == 0 };
-	sandbox_workspace_owner(s->sb, &o.uid, &o.gid);
-	if (old) {
-		(void)ws_copy_between(sandbox_workspace_fd(old), sandbox_workspace_fd(s->sb), &o);
-	} else if (!s->filled) {
-		char *msg = NULL;
-
-		r = ws_fill(sandbox_workspace_fd(s->sb), &o, s->workspace_dir,
-			    (const char *const *)s->files, NULL, &msg);
-		if (r < 0) {
-			if (ret_error)
-				*ret_error = msg;
-			else
-				free(msg);
-		}
-		s->filled = r == 0;
-	}
+	r = fill_workspace(s, old ? sandbox_workspace_fd(old) : -1, ret_error);
 	sandbox_free(old);
 	if (r == 0)
 		r = send_env(s);

@@ -5,7 +5,9 @@ CC ?= cc
 BUILD ?= build
 PKGS := libseccomp jansson libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs jansson libmicrohttpd 2>/dev/null) -lpthread
+# libmicrohttpd is loaded by `codecell serve` when it starts (src/api/mhd.c),
+# not linked: its dependencies would slow every other command down.
+PKG_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -lpthread
 # libseccomp compiles the filters at build time (tools/gen-seccomp) and is
 # linked into the tests; the codecell binary does not load it.
 SECCOMP_LIBS := $(shell pkg-config --libs libseccomp 2>/dev/null)

@@ -194,4 +194,8 @@ void api_exec_stop_all(struct api_server *srv);
 /* The reaper (handlers.c). */
 void *api_reaper_main(void *arg);
 
+/* Load libmicrohttpd (mhd.c), once, before any MHD call.  0, or -errno
+ * and a message in *ret_error (free()). */
+int api_mhd_load(char **ret_error);
+
 #endif

@@ -471,6 +471,9 @@ int api_server_new(const struct api_config *c, struct api_server **ret, char **r
 	int r;
 
 	*ret_error = NULL;
+	r = api_mhd_load(ret_error);
+	if (r < 0)
+		return r;
 	if (!c->listen.loopback && !c->token) {
 		*ret_error = strdup("refusing to listen beyond loopback without a token: give --token-file FILE (clients send 'Authorization: Bearer TOKEN')");
 		return -EPERM;

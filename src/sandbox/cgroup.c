@@ -297,17 +297,6 @@ static int write_knob(const char *dir, const char *knob, const char *value)
 	return write_string_file(p, value);
 }
 
-static int read_knob(const char *dir, const char *knob, char *out, size_t n)
-{
-	_cleanup_free_ char *p = NULL;
-
-	if (!dir)
-		return -ENOENT;
-	if (asprintf(&p, "%s/%s", dir, knob) < 0)
-		return -ENOMEM;
-	return read_small_fileat(AT_FDCWD, p, out, n);
-}
-
 /* "key value" lines: the value of key, or 0. */
 static uint64_t keyed_value(const char *text, const char *key)
 {
@@ -449,35 +438,61 @@ int cgroup_kill(const struct cgroup *cg)
 	return write_knob(cgroup_first_path(cg), "cgroup.kill", "1");
 }
 
-void cgroup_read_stats(const struct cgroup *cg, struct cgroup_stats *ret)
+/* Read stat file `slot` (dir/knob), opened once and re-read from offset
+ * 0 after: a session reads its cgroup's counters twice per statement. */
+static int read_stat(struct cgroup *cg, int slot, const char *dir, const char *knob, char *out,
+		     size_t n)
+{
+	ssize_t got;
+
+	if (!cg->stat_fd1[slot]) {
+		_cleanup_free_ char *p = NULL;
+		int fd;
+
+		if (!dir)
+			return -ENOENT;
+		if (asprintf(&p, "%s/%s", dir, knob) < 0)
+			return -ENOMEM;
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		cg->stat_fd1[slot] = fd + 1;
+	}
+	got = pread(cg->stat_fd1[slot] - 1, out, n - 1, 0);
+	if (got < 0)
+		return -errno;
+	out[got] = '\0';
+	return 0;
+}
+
+void cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *ret)
 {
 	const char *mem = cg->path[CGROUP_CTRL_MEMORY];
 	const char *pids = cg->path[CGROUP_CTRL_PIDS];
 	const char *cpu = cg->path[CGROUP_CTRL_CPUACCT];
+	bool v2 = cg->version == CGROUP_V2;
 	char text[2048];
 
 	memset(ret, 0, sizeof(*ret));
-	if (cg->version == CGROUP_V2) {
-		if (read_knob(mem, "memory.peak", text, sizeof(text)) == 0)
-			ret->peak_memory = strtoull(text, NULL, 10);
-		if (read_knob(mem, "memory.events", text, sizeof(text)) == 0)
-			ret->oom_kills = keyed_value(text, "oom_kill");
-		if (read_knob(cpu, "cpu.stat", text, sizeof(text)) == 0)
-			ret->cpu_ns = keyed_value(text, "usage_usec") * 1000;
-	} else {
-		if (read_knob(mem, "memory.max_usage_in_bytes", text, sizeof(text)) == 0)
-			ret->peak_memory = strtoull(text, NULL, 10);
-		if (read_knob(mem, "memory.oom_control", text, sizeof(text)) == 0)
-			ret->oom_kills = keyed_value(text, "oom_kill");
-		if (read_knob(cpu, "cpuacct.usage", text, sizeof(text)) == 0)
-			ret->cpu_ns = strtoull(text, NULL, 10);
-	}
-	if (read_knob(pids, "pids.events", text, sizeof(text)) == 0)
+	if (read_stat(cg, 0, mem, v2 ? "memory.peak" : "memory.max_usage_in_bytes", text,
+		      sizeof(text)) == 0)
+		ret->peak_memory = strtoull(text, NULL, 10);
+	if (read_stat(cg, 1, mem, v2 ? "memory.events" : "memory.oom_control", text, sizeof(text)) ==
+	    0)
+		ret->oom_kills = keyed_value(text, "oom_kill");
+	if (read_stat(cg, 2, cpu, v2 ? "cpu.stat" : "cpuacct.usage", text, sizeof(text)) == 0)
+		ret->cpu_ns = v2 ? keyed_value(text, "usage_usec") * 1000 : strtoull(text, NULL, 10);
+	if (read_stat(cg, 3, pids, "pids.events", text, sizeof(text)) == 0)
 		ret->pids_max_hits = keyed_value(text, "max");
 }
 
 void cgroup_destroy(struct cgroup *cg)
 {
+	for (int i = 0; i < CGROUP_STAT_FILES; i++)
+		if (cg->stat_fd1[i]) {
+			close(cg->stat_fd1[i] - 1);
+			cg->stat_fd1[i] = 0;
+		}
 	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
 		if (!cg->path[c])
 			continue;

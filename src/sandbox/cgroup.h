@@ -24,10 +24,15 @@ struct cgroup_host {
 	const char *why;		/* static: why a controller is missing */
 };
 
+#define CGROUP_STAT_FILES 4
+
 struct cgroup {
 	enum cgroup_version version;
 	char *path[_CGROUP_CTRL_MAX]; /* owned; NULL where not created */
 	int oom_efd;		      /* v1 OOM notification, or -1 */
+	/* the files cgroup_read_stats() reads, kept open once opened: the
+	 * fd + 1, so that a zeroed struct has none (0) */
+	int stat_fd1[CGROUP_STAT_FILES];
 };
 
 struct cgroup_stats {
@@ -63,7 +68,7 @@ int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory
 int cgroup_attach(const struct cgroup *cg, pid_t pid);
 /* v2 only: cgroup.kill.  0, -EOPNOTSUPP on v1, -errno. */
 int cgroup_kill(const struct cgroup *cg);
-void cgroup_read_stats(const struct cgroup *cg, struct cgroup_stats *ret);
+void cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *ret);
 /* Remove the cgroup directories, waiting briefly for dying tasks. */
 void cgroup_destroy(struct cgroup *cg);
 

@@ -660,26 +660,15 @@ int sandbox_kill_strays(struct sandbox *sb)
 	return -ETIMEDOUT;
 }
 
-unsigned sandbox_limits_hit_so_far(const struct sandbox *sb)
-{
-	struct cgroup_stats cs;
-	unsigned bits = 0;
-
-	cgroup_read_stats(&sb->cg, &cs);
-	if (cs.pids_max_hits)
-		bits |= SANDBOX_LIMIT_PIDS;
-	if (cs.oom_kills)
-		bits |= SANDBOX_LIMIT_MEMORY;
-	return bits;
-}
-
-void sandbox_usage_so_far(const struct sandbox *sb, uint64_t *ret_cpu_ns, uint64_t *ret_peak)
+void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret)
 {
 	struct cgroup_stats cs;
 
 	cgroup_read_stats(&sb->cg, &cs);
-	*ret_cpu_ns = cs.cpu_ns;
-	*ret_peak = cs.peak_memory;
+	ret->cpu_ns = cs.cpu_ns;
+	ret->peak_memory = cs.peak_memory;
+	ret->limits_hit = (cs.pids_max_hits ? SANDBOX_LIMIT_PIDS : 0) |
+			  (cs.oom_kills ? SANDBOX_LIMIT_MEMORY : 0);
 }
 
 bool sandbox_ended(const struct sandbox *sb)

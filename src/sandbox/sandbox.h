@@ -198,12 +198,16 @@ void sandbox_stop(struct sandbox *sb);
  * children, daemons, a fork bomb's copies), through the init.  0 or
  * -errno. */
 int sandbox_kill_strays(struct sandbox *sb);
-/* Limits hit so far (pids.max hits, OOM kills), as enum sandbox_limit
- * bits, for callers that stay attached (sessions). */
-unsigned sandbox_limits_hit_so_far(const struct sandbox *sb);
-/* CPU used by the whole tree so far and its peak memory, from the
- * cgroup (0 where unknown). */
-void sandbox_usage_so_far(const struct sandbox *sb, uint64_t *ret_cpu_ns, uint64_t *ret_peak);
+/* For callers that stay attached (sessions): the whole tree's CPU so
+ * far, its peak memory, and the limits hit so far (pids.max hits, OOM
+ * kills, as enum sandbox_limit bits), from the cgroup (0 where unknown).
+ * The cgroup's files stay open for the next call. */
+struct sandbox_usage {
+	uint64_t cpu_ns;
+	uint64_t peak_memory;
+	unsigned limits_hit;
+};
+void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret);
 /* Send SIGINT to the program (the init forwards it).  0 or -errno. */
 int sandbox_interrupt(struct sandbox *sb);
 /* Whether the program's tree is gone (the init was reaped). */

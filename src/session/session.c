@@ -857,8 +857,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 	struct sandbox_exit e;
 	json_t *req;
 	uint64_t t0 = now_ns();
-	uint64_t cpu_before, cpu_after, peak;
-	unsigned hit_before;
+	struct sandbox_usage before, after;
 	int id, k;
 
 	memset(r, 0, sizeof(*r));
@@ -868,8 +867,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 			return k;
 	}
 	id = ++s->next_id;
-	hit_before = sandbox_limits_hit_so_far(s->sb);
-	sandbox_usage_so_far(s->sb, &cpu_before, &peak);
+	sandbox_usage_so_far(s->sb, &before);
 	k = exchange_init(&x, s, id, eo ? eo->live_stdout : -1, eo ? eo->live_stderr : -1);
 	if (k < 0)
 		return k;
@@ -888,11 +886,13 @@ int session_exec(struct session *s, const char *code, size_t len,
 	if (k == 0) {
 		r->from_session = true;
 		if (e.end == SANDBOX_END_RUNNING) {
-			/* counters only grow: what grew during this cell */
-			unsigned hit = sandbox_limits_hit_so_far(s->sb);
-
+			/* counters only grow: what grew during this cell; CPU
+			 * and memory: the cell's, the session's peak so far */
+			sandbox_usage_so_far(s->sb, &after);
+			r->cpu_ms = (double)(after.cpu_ns - before.cpu_ns) / 1e6;
+			r->max_rss_kb = after.peak_memory / 1024;
 			fill_done(&x, r);
-			if (hit & ~hit_before & SANDBOX_LIMIT_PIDS) {
+			if (after.limits_hit & ~before.limits_hit & SANDBOX_LIMIT_PIDS) {
 				r->limits_hit |= SANDBOX_LIMIT_PIDS;
 				/* a fork bomb's copies outlive the interrupt: kill
 				 * them, and have the kernel reap its dead children
@@ -911,12 +911,6 @@ int session_exec(struct session *s, const char *code, size_t len,
 		r->err_truncated = capture_truncated(&x.err);
 		r->results = TAKE_PTR(x.results);
 		r->duration_ms = (double)(now_ns() - t0) / 1e6;
-		if (e.end == SANDBOX_END_RUNNING) {
-			/* the statement's CPU; memory: the session's peak so far */
-			sandbox_usage_so_far(s->sb, &cpu_after, &peak);
-			r->cpu_ms = (double)(cpu_after - cpu_before) / 1e6;
-			r->max_rss_kb = peak / 1024;
-		}
 		r->limits_unenforced = sandbox_limits_unenforced(s->sb);
 	}
 	exchange_release(&x);

@@ -762,15 +762,17 @@ static void fill_exit(struct sandbox *sb, struct sandbox_exit *e)
 {
 	struct cgroup_stats cs = { 0 };
 	struct statfs sf;
+	uint64_t ru_ns = (uint64_t)(sb->ru.ru_utime.tv_sec + sb->ru.ru_stime.tv_sec) * 1000000000ull +
+			 (uint64_t)(sb->ru.ru_utime.tv_usec + sb->ru.ru_stime.tv_usec) * 1000ull;
 
 	memset(e, 0, sizeof(*e));
 	e->duration_ns = now_ns() - sb->start_ns;
 	cgroup_read_stats(&sb->cg, &cs);
-	e->cpu_ns = cs.cpu_ns ? cs.cpu_ns
-			      : (uint64_t)(sb->ru.ru_utime.tv_sec + sb->ru.ru_stime.tv_sec) *
-					1000000000ull +
-					(uint64_t)(sb->ru.ru_utime.tv_usec + sb->ru.ru_stime.tv_usec) *
-						1000ull;
+	/* the larger: the cgroup also counts processes nobody waited for,
+	 * and the init's rusage (its reaped children included) can be ahead
+	 * of the cgroup's counter by the last slices of a killed program
+	 * (a run stopped by --cpu-time 1 read 0.89 s from cpuacct) */
+	e->cpu_ns = cs.cpu_ns > ru_ns ? cs.cpu_ns : ru_ns;
 	e->peak_memory = cs.peak_memory ? cs.peak_memory : (uint64_t)sb->ru.ru_maxrss * 1024;
 	if (cs.oom_kills)
 		e->limits_hit |= SANDBOX_LIMIT_MEMORY;

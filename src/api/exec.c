@@ -363,19 +363,23 @@ static enum MHD_Result answer(struct api_call *c, struct exec_job *j)
 
 /* ---- the NDJSON stream ---- */
 
-static void emit(struct exec_job *j, json_t *ev)
+/* false: the event was dropped (too large, or no memory) */
+static bool emit(struct exec_job *j, json_t *ev)
 {
 	char *line = ev ? json_dumps(ev, JSON_FLAGS) : NULL;
+	bool ok = line != NULL;
 
 	json_decref(ev);
 	if (!line)
-		return;
+		return false;
 	if (buf_puts(&j->pending, line) < 0 || buf_puts(&j->pending, "\n") < 0) {
 		/* a client this far behind gets the end of the stream only */
 		buf_reset(&j->pending);
 		j->pending_off = 0;
+		ok = false;
 	}
 	free(line);
+	return ok;
 }
 
 /* Output bytes of stream i as an event; a character split across reads
@@ -432,8 +436,15 @@ static void emit_end(struct exec_job *j)
 				  j->res.error_name ? j->res.error_name : "", "value",
 				  j->res.error_value ? j->res.error_value : "", "traceback",
 				  j->res.error_traceback ? j->res.error_traceback : ""));
-	emit(j, json_pack("{s:s, s:s, s:o}", "type", "end", "status",
-			  result_status_name(j->res.status), "result", run_result_to_json(&j->res)));
+	/* The result object of a cell that printed up to twice the output
+	 * limit of control bytes (each 6 in JSON) can outgrow STREAM_MAX: the
+	 * stream still ends with its status, never without an end event. */
+	if (!emit(j, json_pack("{s:s, s:s, s:o}", "type", "end", "status",
+			       result_status_name(j->res.status), "result", run_result_to_json(&j->res))))
+		emit(j, json_pack("{s:s, s:s, s:n, s:{s:s, s:s}}", "type", "end", "status",
+				  result_status_name(j->res.status), "result", "error", "code",
+				  "result_too_large", "message",
+				  "the result object is too large to stream: ask for a smaller limits.output_limit, or run without streaming"));
 }
 
 /* Make more NDJSON: wait for output or the end. */

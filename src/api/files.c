@@ -22,6 +22,7 @@
 #include "util/banned.h"
 
 #define LIST_MAX 10000 /* entries of one directory listing */
+#define TREE_DEPTH_MAX 128 /* directory levels a DELETE descends */
 
 struct ws_ctx {
 	int ws; /* the workspace root (O_PATH), the session's */
@@ -250,9 +251,26 @@ static json_t *list_dir(int fd, bool *ret_truncated, unsigned *ret_skipped)
 	return arr;
 }
 
+/* The file is read here rather than by libmicrohttpd's sendfile(): the
+ * sandboxed code may truncate it while it is sent, and a short sendfile()
+ * made libmicrohttpd retry forever at full CPU on an open connection.  A
+ * short read now ends the response (the connection is closed). */
+static ssize_t file_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	ssize_t n = pread((int)(intptr_t)cls, out, max, (off_t)pos);
+
+	return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void file_close(void *cls)
+{
+	close((int)(intptr_t)cls);
+}
+
 static enum MHD_Result send_file(struct api_call *c, int fd, const struct stat *st)
 {
-	struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st->st_size, fd);
+	struct MHD_Response *r = MHD_create_response_from_callback(
+		(uint64_t)st->st_size, 64 * 1024, file_read, (void *)(intptr_t)fd, file_close);
 	enum MHD_Result ret;
 
 	if (!r) {
@@ -274,6 +292,9 @@ static enum MHD_Result files_get(struct api_call *c, const struct ws_ctx *w)
 	unsigned skipped;
 	json_t *entries;
 
+	if (fd == -ENXIO) /* a socket the sandboxed code bound */
+		return api_respond_errorf(c, 400, "not_a_file", "'%s' is neither a file nor a directory",
+					  c->route.path);
 	if (fd < 0)
 		return fs_error(c, fd, "open");
 	if (fstat(fd, &st) < 0) {
@@ -296,6 +317,52 @@ static enum MHD_Result files_get(struct api_call *c, const struct ws_ctx *w)
 
 /* ---- DELETE ---- */
 
+/* rm_rf_at() with a bound on its depth.  The sandboxed code can nest
+ * directories tens of thousands deep (renaming a directory into a new
+ * one costs nothing), and each level of an unbounded recursion holds a
+ * stack frame and an fd: a DELETE of such a tree overflowed the
+ * connection thread's stack and took the whole server down.  Past the
+ * bound: -EMLINK, once what lies above it is removed.  Never follows a
+ * symlink (O_NOFOLLOW, one component at a time) nor crosses a mount. */
+static int remove_tree(int parent, const char *name, unsigned depth)
+{
+	struct stat st, pst;
+	struct dirent *de;
+	DIR *d;
+	int fd, r = 0;
+
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(parent, name, 0) < 0 ? -errno : 0;
+	if (depth >= TREE_DEPTH_MAX)
+		return -EMLINK;
+	if (fstat(parent, &pst) == 0 && pst.st_dev != st.st_dev)
+		return -EXDEV;
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		int k;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		k = remove_tree(dirfd(d), de->d_name, depth + 1);
+		if (k < 0 && r == 0)
+			r = k;
+	}
+	closedir(d);
+	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
 static enum MHD_Result files_delete(struct api_call *c, const struct ws_ctx *w)
 {
 	char parent[API_PATH_MAX + 1];
@@ -313,13 +380,16 @@ static enum MHD_Result files_delete(struct api_call *c, const struct ws_ctx *w)
 		return fs_error(c, dir, "delete");
 	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return fs_error(c, -errno, "delete");
-	/* rm_rf_at never follows a symlink nor crosses a mount */
 	prev = become_owner(w);
 	if (S_ISDIR(st.st_mode))
-		r = rm_rf_at(dir, name);
+		r = remove_tree(dir, name, 0);
 	else
 		r = unlinkat(dir, name, 0) < 0 ? -errno : 0;
 	restore_ids(prev);
+	if (r == -EMLINK)
+		return api_respond_errorf(c, 409, "too_deep",
+					  "'%s' holds directories nested over %d levels deep and was removed only in part: remove the rest from code in the session ('rm -rf')",
+					  c->route.path, TREE_DEPTH_MAX);
 	if (r < 0)
 		return fs_error(c, r, "delete");
 	return api_respond_json(c, 200, json_pack("{s:s, s:b}", "path", c->route.path, "deleted", 1));

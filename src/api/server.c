@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "api/internal.h"
@@ -21,6 +22,12 @@
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
 #define SERVER_DRAIN_S 5 /* at shutdown, for answers to go out */
+/* fds held: by the process itself, by a session, by a connection that
+ * runs code (socket, job, pipes, and a one-shot sandbox's channels) */
+#define BASE_FDS 64
+#define SESSION_FDS 16
+#define CONNECTION_FDS 24
+#define CONNECTIONS_MIN 32
 
 void api_log(struct api_server *srv, const char *level, const char *fmt, ...)
 {
@@ -438,6 +445,22 @@ static int start_pool(struct api_server *srv)
 	return 0;
 }
 
+/* As many connections as the fds left beside the sessions allow, up to
+ * API_MAX_CONNECTIONS.  A flood of idle connections that used up the
+ * fds made libmicrohttpd's listener spin at full CPU, logging two lines
+ * per failed accept() (0.9.75), while sessions could no longer start. */
+static unsigned connection_limit(unsigned max_sessions)
+{
+	struct rlimit rl;
+	rlim_t reserved = BASE_FDS + (rlim_t)max_sessions * SESSION_FDS, n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return API_MAX_CONNECTIONS;
+	n = rl.rlim_cur > reserved ? (rl.rlim_cur - reserved) / CONNECTION_FDS : 0;
+	return n < CONNECTIONS_MIN ? CONNECTIONS_MIN : n > API_MAX_CONNECTIONS ? API_MAX_CONNECTIONS
+									  : (unsigned)n;
+}
+
 static int start_mhd(struct api_server *srv, char **ret_error)
 {
 	const union MHD_DaemonInfo *info;
@@ -450,7 +473,7 @@ static int start_mhd(struct api_server *srv, char **ret_error)
 		flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&srv->cfg.listen.addr,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_UNESCAPE_CALLBACK,
-		keep_escapes, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)API_MAX_CONNECTIONS,
+		keep_escapes, NULL, MHD_OPTION_CONNECTION_LIMIT, connection_limit(srv->cfg.max_sessions),
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 		(size_t)(128u << 10), MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
 	if (!srv->mhd) {

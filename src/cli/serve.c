@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -205,6 +206,19 @@ static void listen_host(const struct api_listen *l, char *out, size_t n)
 	}
 }
 
+/* Every connection and session holds fds, and the server uses poll(),
+ * never select(): take all the hard limit allows.  The API caps its
+ * connections by what there is (a flood must not use up the fds). */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int serve(const struct serve_opts *o, struct api_config *cfg)
 {
 	struct signalfd_siginfo si;
@@ -215,6 +229,7 @@ static int serve(const struct serve_opts *o, struct api_config *cfg)
 	if (sfd < 0)
 		return log_error("cannot set up signals: %s", strerror(-sfd)), EXIT_CODECELL_ERROR;
 	cfg->log = log_cb;
+	raise_nofile();
 	r = api_server_new(cfg, &srv, &msg);
 	if (r < 0) {
 		log_error("cannot serve on '%s': %s", o->listen, msg ? msg : strerror(-r));

@@ -81,7 +81,7 @@ __attribute__((visibility("default"))) int codecell_cell_enter(const void *spec,
 		report(g_c.sock, STEP_CLONE, errno);
 		_exit(127);
 	}
-	init = fork();
+	init = fork(); /* the template's child has one thread: atfork handlers may run */
 	if (init < 0) {
 		report(g_c.sock, STEP_FORK, errno);
 		_exit(127);

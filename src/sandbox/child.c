@@ -178,11 +178,15 @@ static int setup_fds(struct child_ctx *c)
 
 static int set_ids(const struct child_ctx *c)
 {
-	if (c->set_groups && setgroups(0, NULL) < 0)
+	/* Raw calls, not glibc's: those apply the change to every thread
+	 * glibc knows of and wait for each, and the init is a clone() of a
+	 * supervisor that may have many threads (a server): glibc's list
+	 * still names them, and the wait never ends. */
+	if (c->set_groups && syscall(SYS_setgroups, 0, NULL) < 0)
 		return -errno;
-	if (setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID) < 0)
+	if (syscall(SYS_setresgid, SANDBOX_GID, SANDBOX_GID, SANDBOX_GID) < 0)
 		return -errno;
-	if (setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0)
+	if (syscall(SYS_setresuid, SANDBOX_UID, SANDBOX_UID, SANDBOX_UID) < 0)
 		return -errno;
 	return 0;
 }
@@ -612,7 +616,7 @@ __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
 		fail(c, STEP_SETSID, -errno);
 	scrub_cmdline();
 	init_build(c);
-	worker = fork();
+	worker = _Fork(); /* no atfork handlers: their locks may be held (see set_ids) */
 	if (worker < 0)
 		fail(c, STEP_FORK, -errno);
 	if (worker == 0)
@@ -644,7 +648,7 @@ int sandbox_cell_main(struct child_ctx *c)
 	if ((r = send_hello(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);
 	init_build(c);
-	worker = fork();
+	worker = _Fork();
 	if (worker < 0)
 		fail(c, STEP_FORK, -errno);
 	if (worker == 0) {

@@ -364,6 +364,12 @@ static int spawn(struct sandbox *sb, struct child_ctx *c, bool privileged, int *
 	sb->sock = sv[0];
 	c->sock = sv[1];
 	c->parent_sock = sv[0];
+	{
+		/* a child that hangs in its set-up must not hang us */
+		struct timeval tv = { SANDBOX_SETUP_TIMEOUT_S, 0 };
+
+		(void)setsockopt(sb->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
 	sb->pid = clone_child(&sb->pidfd);
 	if (sb->pid == 0)
 		sandbox_child_main(c);

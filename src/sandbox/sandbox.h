@@ -31,8 +31,10 @@
 #define SANDBOX_GID 1000
 #define SANDBOX_HOME "/home/user"
 #define SANDBOX_HOSTNAME "codecell"
-/* How long a template may take to answer for a cell. */
+/* How long a template may take to answer for a cell, and a new sandbox's
+ * init to build the root and report. */
 #define SANDBOX_CELL_TIMEOUT_S 10
+#define SANDBOX_SETUP_TIMEOUT_S 30
 
 enum sandbox_net {
 	SANDBOX_NET_LOOPBACK, /* own network namespace, lo up (default) */

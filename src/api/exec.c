@@ -30,6 +30,7 @@
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
 #define STREAM_MAX (512u << 20) /* NDJSON bytes waiting for a slow client */
 #define LIVE_PIPE_SIZE (1 << 20)
+#define LIVE_RESULTS_MAX (64u << 20) /* results waiting for the connection's thread */
 
 struct exec_job {
 	struct api_server *srv;
@@ -58,6 +59,14 @@ struct exec_job {
 	char carry[2][4];
 	size_t carry_len[2];
 	bool eof[2], ended;
+	/* results as the kernel sends them: lines queued by the job's thread
+	 * (on_result) under lock, taken by the connection's; res_fd says
+	 * there are some.  Past LIVE_RESULTS_MAX, live results stop and the
+	 * end event brings the rest. */
+	int res_fd;
+	struct buf live_res;
+	bool live_res_off;
+	size_t n_streamed; /* results already sent as events */
 	struct exec_job *prev, *next; /* srv->jobs */
 };
 
@@ -139,6 +148,22 @@ static bool job_claim(struct exec_job *j)
 	return ok;
 }
 
+/* The job's thread: a result (a figure shown, the main result) came
+ * while the cell runs; queue it for the stream. */
+static void on_result(void *userdata, const json_t *bundle)
+{
+	struct exec_job *j = userdata;
+	char *line = json_dumps(bundle, JSON_FLAGS);
+
+	pthread_mutex_lock(&j->lock);
+	if (!line || j->live_res_off || buf_puts(&j->live_res, line) < 0 ||
+	    buf_puts(&j->live_res, "\n") < 0)
+		j->live_res_off = true;
+	pthread_mutex_unlock(&j->lock);
+	free(line);
+	(void)eventfd_write(j->res_fd, 1);
+}
+
 static void run_in_session(struct exec_job *j)
 {
 	struct api_session *e = j->entry;
@@ -147,6 +172,8 @@ static void run_in_session(struct exec_job *j)
 		.live_stdout = j->stream ? j->live[0][1] : -1,
 		.live_stderr = j->stream ? j->live[1][1] : -1,
 		.stop_fd = e->stop_r,
+		.on_result = j->stream ? on_result : NULL,
+		.userdata = j,
 	};
 	int k;
 
@@ -240,6 +267,8 @@ static void job_free(struct exec_job *j)
 		close_fd(&j->stop[i]);
 	}
 	close_fd(&j->done_fd);
+	close_fd(&j->res_fd);
+	buf_release(&j->live_res);
 	if (j->has_res)
 		run_result_release(&j->res);
 	api_request_release(&j->req);
@@ -282,11 +311,15 @@ static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
 	j->client_fd = -1;
 	pthread_mutex_init(&j->lock, NULL);
 	buf_init(&j->pending, STREAM_MAX);
+	buf_init(&j->live_res, LIVE_RESULTS_MAX);
+	j->res_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (j->res_fd < 0)
+		r = -errno;
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)
 		j->client_fd = ci->connect_fd;
 	j->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (j->done_fd < 0)
+	if (j->done_fd < 0 && r == 0)
 		r = -errno;
 	if (r == 0 && j->stream)
 		r = live_pipes(j);
@@ -331,7 +364,7 @@ static void job_client_gone(struct exec_job *j)
  * one batch of events. */
 static void job_poll(struct exec_job *j, bool pipes)
 {
-	struct pollfd pf[4];
+	struct pollfd pf[5];
 	int n = 0;
 	eventfd_t v;
 
@@ -340,9 +373,12 @@ static void job_poll(struct exec_job *j, bool pipes)
 	if (pipes) {
 		pf[n++] = (struct pollfd){ .fd = j->eof[0] ? -1 : j->live[0][0], .events = POLLIN };
 		pf[n++] = (struct pollfd){ .fd = j->eof[1] ? -1 : j->live[1][0], .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = j->res_fd, .events = POLLIN };
 	}
 	if (poll(pf, (nfds_t)n, -1) < 0)
 		return;
+	if (pipes && pf[4].revents)
+		(void)eventfd_read(j->res_fd, &v);
 	if (pf[0].revents && eventfd_read(j->done_fd, &v) == 0)
 		j->done = true;
 	if (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR))
@@ -419,6 +455,34 @@ static void read_live(struct exec_job *j, int i)
 	}
 }
 
+/* The results queued so far, as result events. */
+static void emit_live_results(struct exec_job *j)
+{
+	struct buf q;
+	char *line, *nl;
+
+	buf_init(&q, LIVE_RESULTS_MAX);
+	pthread_mutex_lock(&j->lock);
+	/* take the queue whole: swap it for the empty one */
+	{
+		struct buf t = j->live_res;
+
+		j->live_res = q;
+		q = t;
+	}
+	pthread_mutex_unlock(&j->lock);
+	for (line = q.data; line && (nl = memchr(line, '\n', q.len - (size_t)(line - q.data)));
+	     line = nl + 1) {
+		json_t *b = json_loadb(line, (size_t)(nl - line), 0, NULL);
+
+		if (b && emit(j, json_pack("{s:s, s:o}", "type", "result", "data", b)))
+			j->n_streamed++;
+		else
+			break; /* the end event sends what was not sent */
+	}
+	buf_release(&q);
+}
+
 static void emit_end(struct exec_job *j)
 {
 	size_t i;
@@ -430,7 +494,8 @@ static void emit_end(struct exec_job *j)
 		return;
 	}
 	json_array_foreach(j->res.results, i, b)
-		emit(j, json_pack("{s:s, s:O}", "type", "result", "data", b));
+		if (i >= j->n_streamed) /* not sent while the cell ran */
+			emit(j, json_pack("{s:s, s:O}", "type", "result", "data", b));
 	if (j->res.has_error)
 		emit(j, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name",
 				  j->res.error_name ? j->res.error_name : "", "value",
@@ -461,6 +526,7 @@ static void stream_pump(struct exec_job *j)
 	for (int i = 0; i < 2; i++)
 		if (!j->eof[i])
 			read_live(j, i);
+	emit_live_results(j);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)

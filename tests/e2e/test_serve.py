@@ -470,6 +470,28 @@ def stream_shows_output_while_the_code_runs():
 
 
 @test
+def stream_sends_a_figure_as_soon_as_it_is_shown():
+    s = srv()
+    sid = s.session()
+    c, r = s.stream("/v1/sessions/%s/execute" % sid,
+                    {"code": "import time\nimport matplotlib.pyplot as plt\n"
+                             "plt.plot([1, 2]); plt.show()\ntime.sleep(1.5)\n'done'"})
+    evs = list(events(r))
+    types = [e["type"] for e, _ in evs]
+    eq(types, ["result", "result", "end"], evs)
+    fig, fig_t = evs[0]
+    main, main_t = evs[1]
+    check("image/png" in fig["data"] and not fig["data"]["is_main_result"], fig)
+    eq(main["data"]["text/plain"], "'done'")
+    # the figure came while the cell slept, the main result at its end
+    check(main_t - fig_t > 1.0, "figure at %.2f s, main result at %.2f s" % (fig_t, main_t))
+    # and the end's result object holds both, once
+    eq(len(evs[2][0]["result"]["results"]), 2)
+    c.close()
+    s.delete("/v1/sessions/" + sid)
+
+
+@test
 def stream_reports_errors_and_figures():
     s = srv()
     sid = s.session()

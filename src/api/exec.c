@@ -312,8 +312,8 @@ static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
 	pthread_mutex_init(&j->lock, NULL);
 	buf_init(&j->pending, STREAM_MAX);
 	buf_init(&j->live_res, LIVE_RESULTS_MAX);
-	j->res_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (j->res_fd < 0)
+	j->res_fd = j->stream ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+	if (j->stream && j->res_fd < 0)
 		r = -errno;
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)

@@ -606,8 +606,13 @@ __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
 	pid_t worker;
 	int r;
 
-	/* A supervisor that dies shows as EOF on the socket: at the next
-	 * sync, or in the reap loop. */
+	/* A supervisor that dies shows as EOF on the socket, at the next
+	 * sync or in the reap loop.  Until the uid change in init_build()
+	 * clears it, the parent-death signal also covers the first steps, so
+	 * an init stuck there cannot outlive the thread waiting for it (it
+	 * is not re-armed after: a session must outlive the thread that made
+	 * it). */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	close(c->parent_sock);
 	if ((r = keep_only_needed_fds(c)) < 0)
 		fail(c, STEP_FDS, r);

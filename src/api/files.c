@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/internal.h"
+#include "session/workspace.h"
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/banned.h"
@@ -71,49 +72,30 @@ static void split_path(const char *path, char *parent, size_t n, const char **re
 	}
 }
 
-/* The workspace tmpfs belongs to the sandbox's user namespace: whoever
- * creates, renames or removes an entry there must have a fsuid/fsgid
- * mapped in it (else EOVERFLOW), and host root is not mapped.  So root
- * changes the workspace as its owner, as session/workspace.c does;
+/* Changes to the workspace are made as its owner (session/workspace.h);
  * setfsuid() is per thread, which is what a threaded server needs. */
-struct fsid {
-	int uid, gid;
-};
-
-static struct fsid become_owner(const struct ws_ctx *w)
+static struct ws_fsid become_owner(const struct ws_ctx *w)
 {
-	struct fsid prev = { -1, -1 };
+	struct ws_owner o = { .uid = w->uid, .gid = w->gid, .chown = w->chown };
 
-	if (w->chown) {
-		prev.gid = setfsgid(w->gid);
-		prev.uid = setfsuid(w->uid);
-	}
-	return prev;
-}
-
-static void restore_ids(struct fsid prev)
-{
-	if (prev.uid >= 0) {
-		(void)setfsuid((uid_t)prev.uid);
-		(void)setfsgid((gid_t)prev.gid);
-	}
+	return ws_become_owner(&o);
 }
 
 static int mkdir_as_owner(const struct ws_ctx *w, int dir, const char *name)
 {
-	struct fsid prev = become_owner(w);
+	struct ws_fsid prev = become_owner(w);
 	int r = mkdirat(dir, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
 
-	restore_ids(prev);
+	ws_restore_ids(prev);
 	return r;
 }
 
 static int create_as_owner(const struct ws_ctx *w, int dir, const char *name)
 {
-	struct fsid prev = become_owner(w);
+	struct ws_fsid prev = become_owner(w);
 	int fd = openat_beneath(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
 
-	restore_ids(prev);
+	ws_restore_ids(prev);
 	return fd;
 }
 
@@ -160,7 +142,7 @@ static int put_file(const struct ws_ctx *w, const char *path, const char *data, 
 	unsigned char rnd[8];
 	const char *name;
 	struct stat st;
-	struct fsid prev;
+	struct ws_fsid prev;
 	_cleanup_close_ int dir = -1, fd = -1;
 	int r;
 
@@ -184,7 +166,7 @@ static int put_file(const struct ws_ctx *w, const char *path, const char *data, 
 		r = -errno;
 	if (r < 0)
 		(void)unlinkat(dir, tmp, 0);
-	restore_ids(prev);
+	ws_restore_ids(prev);
 	return r;
 }
 
@@ -368,7 +350,7 @@ static enum MHD_Result files_delete(struct api_call *c, const struct ws_ctx *w)
 	char parent[API_PATH_MAX + 1];
 	const char *name;
 	struct stat st;
-	struct fsid prev;
+	struct ws_fsid prev;
 	_cleanup_close_ int dir = -1;
 	int r;
 
@@ -385,7 +367,7 @@ static enum MHD_Result files_delete(struct api_call *c, const struct ws_ctx *w)
 		r = remove_tree(dir, name, 0);
 	else
 		r = unlinkat(dir, name, 0) < 0 ? -errno : 0;
-	restore_ids(prev);
+	ws_restore_ids(prev);
 	if (r == -EMLINK)
 		return api_respond_errorf(c, 409, "too_deep",
 					  "'%s' holds directories nested over %d levels deep and was removed only in part: remove the rest from code in the session ('rm -rf')",

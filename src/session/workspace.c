@@ -43,13 +43,9 @@ static int copy_fd(int in, int out)
  * EOVERFLOW.  Host root is not mapped, so root creates entries with the
  * workspace owner's fsuid/fsgid (host files are opened before, as
  * ourselves).  setfsuid() returns the previous value. */
-struct fsid {
-	int uid, gid;
-};
-
-static struct fsid become_owner(const struct ws_owner *o)
+struct ws_fsid ws_become_owner(const struct ws_owner *o)
 {
-	struct fsid prev = { -1, -1 };
+	struct ws_fsid prev = { -1, -1 };
 
 	if (o->chown) {
 		prev.gid = setfsgid(o->gid);
@@ -58,7 +54,7 @@ static struct fsid become_owner(const struct ws_owner *o)
 	return prev;
 }
 
-static void restore_ids(struct fsid prev)
+void ws_restore_ids(struct ws_fsid prev)
 {
 	if (prev.uid >= 0) {
 		(void)setfsuid((uid_t)prev.uid);
@@ -68,19 +64,19 @@ static void restore_ids(struct fsid prev)
 
 static int create_beneath(int wsfd, const char *name, mode_t mode, const struct ws_owner *o)
 {
-	struct fsid prev = become_owner(o);
+	struct ws_fsid prev = ws_become_owner(o);
 	int fd = openat_beneath(wsfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
 
-	restore_ids(prev);
+	ws_restore_ids(prev);
 	return fd;
 }
 
 static int mkdir_beneath(int wsfd, const char *name, const struct ws_owner *o)
 {
-	struct fsid prev = become_owner(o);
+	struct ws_fsid prev = ws_become_owner(o);
 	int r = mkdirat(wsfd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
 
-	restore_ids(prev);
+	ws_restore_ids(prev);
 	return r;
 }
 

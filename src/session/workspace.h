@@ -16,6 +16,16 @@ struct ws_owner {
 	int chown; /* 1 when entries must be created as uid/gid (root) */
 };
 
+/* Create, rename and remove in a workspace as its owner: the tmpfs
+ * belongs to the sandbox's user namespace, where host root is not
+ * mapped (EOVERFLOW).  Sets this thread's fsuid/fsgid when o->chown;
+ * ws_restore_ids() puts the previous ones back. */
+struct ws_fsid {
+	int uid, gid; /* -1: nothing was changed */
+};
+struct ws_fsid ws_become_owner(const struct ws_owner *o);
+void ws_restore_ids(struct ws_fsid prev);
+
 /* Copy the host file at path into the workspace as name.  0 or -errno
  * (-EEXIST: name taken; -ENOSPC: workspace full; -EISDIR: a directory). */
 int ws_copy_in_file(int wsfd, const char *path, const char *name,

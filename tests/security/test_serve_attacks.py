@@ -1174,19 +1174,27 @@ def an_interrupt_flood_does_not_delay_a_delete():
     sid = s.session()
     out = {}
 
+    ignoring = threading.Event()
+
     def run():
         try:
-            out["r"] = s.post("/v1/sessions/%s/execute" % sid,
-                              {"code": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                       "while True: pass", "timeout": 60}, timeout=120)
+            c, r = s.stream("/v1/sessions/%s/execute" % sid,
+                            {"code": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                     "print('ignoring', flush=True)\n"
+                                     "while True: pass", "timeout": 60}, timeout=120)
+            for ev, _ in events(r):
+                if ev["type"] == "stdout" and "ignoring" in ev["text"]:
+                    ignoring.set()
+                if ev["type"] == "end":
+                    out["r"] = (None, None, ev["result"])
+            c.close()
         except OSError as e:
             out["r"] = e
     th = threading.Thread(target=run)
     th.start()
-    deadline = time.monotonic() + 20
-    while not s.get("/v1/sessions/" + sid)[2]["busy"]:
-        check(time.monotonic() < deadline, "the cell never started")
-        time.sleep(0.1)
+    # wait until the cell ignores SIGINT: an interrupt before that would
+    # end it with a KeyboardInterrupt instead
+    check(ignoring.wait(20), "the cell never started")
     c = s.conn(30)
     try:
         for _ in range(2000):

@@ -431,6 +431,47 @@ int cgroup_attach(const struct cgroup *cg, pid_t pid)
 	return 0;
 }
 
+int cgroup_open_join_fds(const struct cgroup *cg, int fds[_CGROUP_CTRL_MAX])
+{
+	int n = 0, r;
+
+	if (cg->version != CGROUP_V1)
+		return 0;
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		_cleanup_free_ char *p = NULL;
+
+		if (!cg->path[c])
+			continue;
+		if (asprintf(&p, "%s/tasks", cg->path[c]) < 0) {
+			p = NULL;
+			r = -ENOMEM;
+			goto fail;
+		}
+		fds[n] = open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fds[n] < 0) {
+			r = -errno;
+			goto fail;
+		}
+		n++;
+	}
+	return n;
+fail:
+	while (n > 0)
+		close(fds[--n]);
+	return r;
+}
+
+int cgroup_open_dir(const struct cgroup *cg)
+{
+	const char *dir = cgroup_first_path(cg);
+	int fd;
+
+	if (cg->version != CGROUP_V2 || !dir)
+		return -EOPNOTSUPP;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int cgroup_kill(const struct cgroup *cg)
 {
 	if (cg->version != CGROUP_V2 || !cgroup_first_path(cg))

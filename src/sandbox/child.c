@@ -56,6 +56,52 @@ static int wait_byte(int sock)
 	return n == 1 ? 0 : (n == 0 ? -EPIPE : -errno);
 }
 
+/* The supervisor's "go", with the v1 cgroup "tasks" files it opened
+ * for us: writing "0" moves this thread (all of us: the init has one)
+ * into each, without the global lock a move by pid takes (cgroup.h).
+ * The fds were opened by the supervisor, whose credentials the kernel
+ * checks, and are closed before anything else runs here. */
+static int wait_go(int sock)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * _CGROUP_CTRL_MAX)];
+		struct cmsghdr align;
+	} u;
+	char b;
+	struct iovec iov = { &b, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int r = 0;
+
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (r == 0 && write(fd, "0", 1) != 1)
+				r = -errno;
+			close(fd);
+		}
+	}
+	if (r < 0)
+		return r;
+	if (mh.msg_flags & MSG_CTRUNC)
+		return -EBADMSG;
+	return n == 1 ? 0 : -EPIPE;
+}
+
 static int loopback_up(void)
 {
 	struct ifreq ifr = { 0 };
@@ -566,10 +612,9 @@ static void init_build(struct child_ctx *c)
 {
 	int r;
 
-	if ((r = wait_byte(c->sock)) < 0)
-		fail(c, STEP_SYNC, r);
-	/* After the supervisor moved us into our cgroup: that cgroup
-	 * becomes the root of the namespace's view. */
+	if ((r = wait_go(c->sock)) < 0)
+		fail(c, r == -EPIPE || r == -EBADMSG ? STEP_SYNC : STEP_CGROUP, r);
+	/* Now in our cgroup: it becomes the root of the namespace's view. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		fail(c, STEP_CGROUP_NS, -errno);
 	/* Become the sandbox user now: files we create in the new root must

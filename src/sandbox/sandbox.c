@@ -50,6 +50,7 @@ struct sandbox {
 	bool started;
 	bool reaped;
 	bool cell; /* not our child: watched through the pidfd */
+	bool born_in_cgroup; /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
 	enum sandbox_end kill_cause; /* valid when killed */
 	bool killed;
 	int kill_reason;
@@ -178,6 +179,32 @@ static int recv_msg(int sock, struct msg *m, int *ret_fd)
 	return 1;
 }
 
+/* One message of len bytes with n fds (SCM_RIGHTS; none if n is 0). */
+static int send_with_fds(int sock, const void *data, size_t len, const int *fds, size_t n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (3 + SANDBOX_MAX_PASS_FDS))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)data, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (n > 3 + SANDBOX_MAX_PASS_FDS)
+		return -EINVAL;
+	if (n) {
+		memset(u.buf, 0, sizeof(u.buf));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
 /* One heap block holding a copy of a NULL-terminated string vector:
  * pointers first, then the strings.  free() once. */
 static char **copy_strv(const char *const *v)
@@ -214,17 +241,28 @@ static int validate(const struct sandbox_config *cfg)
 	return 0;
 }
 
-static pid_t clone_child(int *ret_pidfd)
+#define SANDBOX_CLONE_FLAGS                                                                    \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | \
+	 CLONE_PIDFD)
+
+/* fork semantics (no new stack); the cgroup namespace comes later, once
+ * the child is in its cgroup.  With cgroup_fd (v2), clone3 starts the
+ * child inside that cgroup: no migration, none of its cost (cgroup.h). */
+static pid_t clone_child(int cgroup_fd, int *ret_pidfd)
 {
 	int pidfd = -1;
 	long pid;
 
-	/* fork semantics (no new stack); the cgroup namespace comes later,
-	 * once the supervisor has placed the child in its cgroup */
-	pid = syscall(SYS_clone,
-		      CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
-			      CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD | SIGCHLD,
-		      NULL, &pidfd, NULL, NULL);
+	if (cgroup_fd >= 0) {
+		struct clone_args args = { .flags = SANDBOX_CLONE_FLAGS | CLONE_INTO_CGROUP,
+					   .pidfd = (uintptr_t)&pidfd,
+					   .exit_signal = SIGCHLD,
+					   .cgroup = (uint64_t)cgroup_fd };
+
+		pid = syscall(SYS_clone3, &args, sizeof(args));
+	} else {
+		pid = syscall(SYS_clone, SANDBOX_CLONE_FLAGS | SIGCHLD, NULL, &pidfd, NULL, NULL);
+	}
 	if (pid > 0)
 		*ret_pidfd = pidfd;
 	return (pid_t)pid;
@@ -236,12 +274,25 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 	struct msg m;
 	int fd = -1, r;
 
+	int join[_CGROUP_CTRL_MAX], n_join = 0;
+
 	*ret_step = STEP_CGROUP;
-	if (sb->cg.version != CGROUP_NONE && (r = cgroup_attach(&sb->cg, sb->pid)) < 0)
-		return r;
+	if (sb->cg.version == CGROUP_V1) {
+		/* the child joins itself, with these (cgroup.h) */
+		n_join = cgroup_open_join_fds(&sb->cg, join);
+		if (n_join < 0)
+			return n_join;
+	} else if (sb->cg.version == CGROUP_V2 && !sb->born_in_cgroup) {
+		r = cgroup_attach(&sb->cg, sb->pid);
+		if (r < 0)
+			return r;
+	}
 	*ret_step = STEP_SYNC;
-	if (send(sb->sock, "g", 1, MSG_NOSIGNAL) != 1)
-		return -errno;
+	r = send_with_fds(sb->sock, "g", 1, join, (size_t)n_join);
+	for (int i = 0; i < n_join; i++)
+		close(join[i]);
+	if (r < 0)
+		return r;
 	r = recv_msg(sb->sock, &m, &fd);
 	if (r <= 0)
 		return r == 0 ? -EPIPE : r;
@@ -370,9 +421,22 @@ static int spawn(struct sandbox *sb, struct child_ctx *c, bool privileged, int *
 
 		(void)setsockopt(sb->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	}
-	sb->pid = clone_child(&sb->pidfd);
-	if (sb->pid == 0)
-		sandbox_child_main(c);
+	{
+		int cgfd = cgroup_open_dir(&sb->cg);
+
+		sb->pid = cgfd >= 0 ? clone_child(cgfd, &sb->pidfd) : -1;
+		if (sb->pid == 0)
+			sandbox_child_main(c);
+		sb->born_in_cgroup = sb->pid > 0;
+		if (cgfd >= 0)
+			close(cgfd);
+		/* no v2 cgroup, or a kernel without clone3 (5.7): clone, and
+		 * the child is moved in the hand-shake */
+		if (sb->pid < 0)
+			sb->pid = clone_child(-1, &sb->pidfd);
+		if (sb->pid == 0)
+			sandbox_child_main(c);
+	}
 	close(sv[1]);
 	/* ENOSPC: user.max_user_namespaces (or another namespace count) is
 	 * exhausted or 0; EPERM/EACCES: this user may not create them
@@ -438,21 +502,7 @@ static pid_t pidfd_pid(int pidfd)
 /* Ask the template for a cell: the spec and fds in one message. */
 static int send_spawn(int template_fd, const struct cell_spec *spec, const int *fds, size_t n)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (3 + SANDBOX_MAX_PASS_FDS))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)spec, sizeof(*spec) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-
-	memset(u.buf, 0, sizeof(u.buf));
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
-	return sendmsg(template_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	return send_with_fds(template_fd, spec, sizeof(*spec), fds, n);
 }
 
 /* The cell's first word: HELLO with its pidfd (or a setup error). */

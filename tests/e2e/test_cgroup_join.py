@@ -1,0 +1,114 @@
+"""Every process of a sandbox is in the sandbox's own cgroup, seen from the
+host, in every hierarchy codecell uses.
+
+The init joins by itself: on v1 it writes "0" into "tasks" files the
+supervisor opened for it, on v2 it is cloned straight into its cgroup
+(CLONE_INTO_CGROUP); see src/sandbox/cgroup.h.  This checks the outcome
+from outside, for the init, the program and what the program starts, on
+whatever this host has (v1 controllers here, v2 on most machines)."""
+import os
+import secrets
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cctest import CODECELL, check, eq, main, test  # noqa: E402
+
+V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+
+
+def hierarchies():
+    """The v1 controllers this host mounts, or [] on a v2-only host."""
+    with open("/proc/self/mounts") as f:
+        opts = [line.split()[3].split(",") for line in f if line.split()[2] == "cgroup"]
+    return [c for c in V1_CONTROLLERS if any(c in o for o in opts)]
+
+
+def cgroup_lines(pid):
+    """{controller or '' (v2): path} of /proc/pid/cgroup."""
+    out = {}
+    with open("/proc/%d/cgroup" % pid) as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            for c in ctrls.split(",") if ctrls else [""]:
+                out[c] = path
+    return out
+
+
+def ppid(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def procs_with(token):
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                if token.encode() in f.read():
+                    found.append(int(p))
+        except OSError:
+            pass
+    return found
+
+
+@test
+def the_init_the_program_and_its_children_are_in_the_sandbox_cgroup():
+    token = "cc-join-" + secrets.token_hex(4)
+    p = subprocess.Popen([CODECELL, "run", "--timeout", "20", "--lang", "bash", "-"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        p.stdin.write("(exec -a %s-a sleep 100) & (exec -a %s-b sleep 100) &\n"
+                      "echo started; wait\n" % (token, token))
+        p.stdin.close()
+        eq(p.stdout.readline().strip(), "started", "program did not start")
+        # the subshells exec sleep after the echo: give them a moment
+        deadline = time.monotonic() + 10
+        while len(procs_with(token)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sleeps = procs_with(token)
+        eq(len(sleeps), 2, "the two sleeps, found by their token")
+        shell = ppid(sleeps[0])
+        init = ppid(shell)
+        eq(ppid(init), p.pid, "the init is codecell's child")
+        want = "/sb-%d-" % p.pid
+        ctrls = hierarchies() or [""]
+        for pid in sleeps + [shell, init]:
+            lines = cgroup_lines(pid)
+            for c in ctrls:
+                check(want in lines.get(c, ""),
+                      "pid %d (%s) is not in the sandbox's %s cgroup: %r"
+                      % (pid, "init" if pid == init else "program",
+                         c or "v2", lines.get(c)))
+    finally:
+        p.kill()
+        p.wait()
+
+
+@test
+def the_supervisor_stays_where_it_was():
+    # the join moves only the child's own thread: codecell itself and its
+    # caller keep their cgroups
+    mine = cgroup_lines(os.getpid())
+    p = subprocess.Popen([CODECELL, "run", "--timeout", "20", "--lang", "bash", "-"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        p.stdin.write("echo started; sleep 100\n")
+        p.stdin.close()
+        eq(p.stdout.readline().strip(), "started", "program did not start")
+        sup = cgroup_lines(p.pid)
+        for c in hierarchies() or [""]:
+            eq(sup.get(c), mine.get(c), "codecell's own %s cgroup" % (c or "v2"))
+        eq(cgroup_lines(os.getpid()), mine, "the caller's cgroups")
+    finally:
+        p.kill()
+        p.wait()
+
+
+if __name__ == "__main__":
+    main()

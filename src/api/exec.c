@@ -1,10 +1,12 @@
 /* Running code for a request: one-shot or in a session, answered with the
  * result object or streamed as NDJSON events.
  *
- * Every execution runs on a thread of its own (a job) while the
- * connection's thread waits for it and watches the client's socket: a
- * client that goes away interrupts its execution, whether it asked for a
- * stream or not.
+ * A session's execution answered with one JSON object runs on the
+ * connection's own thread, and the session watches the client's socket
+ * while the cell runs (session_exec_opts.hangup_fd).  A stream, and a
+ * one-shot run, go on a thread of their own (a job) while the
+ * connection's thread feeds the stream and watches the socket.  Either
+ * way a client that goes away interrupts its execution.
  *
  * Stopping an execution from another thread goes through the stop fd
  * session_exec() polls (a pipe carrying struct signalfd_siginfo records),
@@ -43,6 +45,7 @@ struct exec_job {
 	int client_fd;	/* watched for a hang-up; not owned */
 	pthread_t thread;
 	bool started;
+	bool inline_run; /* on the connection's thread: no thread, no done_fd */
 	/* claim/cancel handshake, under lock */
 	pthread_mutex_t lock;
 	bool running, cancelled;
@@ -164,6 +167,15 @@ static void on_result(void *userdata, const json_t *bundle)
 	(void)eventfd_write(j->res_fd, 1);
 }
 
+/* Inline: the session saw the client hang up and interrupted the cell. */
+static void on_hangup(void *userdata)
+{
+	struct exec_job *j = userdata;
+
+	j->client_gone = true;
+	api_metrics_add(&j->srv->metrics, &j->srv->metrics.disconnects);
+}
+
 static void run_in_session(struct exec_job *j)
 {
 	struct api_session *e = j->entry;
@@ -173,6 +185,8 @@ static void run_in_session(struct exec_job *j)
 		.live_stderr = j->stream ? j->live[1][1] : -1,
 		.stop_fd = e->stop_r,
 		.on_result = j->stream ? on_result : NULL,
+		.hangup_fd = j->inline_run ? j->client_fd : -1,
+		.on_hangup = on_hangup,
 		.userdata = j,
 	};
 	int k;
@@ -234,9 +248,8 @@ static void run_oneshot(struct exec_job *j)
 	}
 }
 
-static void *job_main(void *arg)
+static void job_run(struct exec_job *j)
 {
-	struct exec_job *j = arg;
 	uint64_t t0 = now_ns();
 
 	if (j->entry)
@@ -248,6 +261,13 @@ static void *job_main(void *arg)
 	close_fd(&j->live[1][1]);
 	if (j->has_res)
 		api_metrics_execution(&j->srv->metrics, &j->res, (double)(now_ns() - t0) / 1e9);
+}
+
+static void *job_main(void *arg)
+{
+	struct exec_job *j = arg;
+
+	job_run(j);
 	(void)eventfd_write(j->done_fd, 1);
 	return NULL;
 }
@@ -291,8 +311,11 @@ static int live_pipes(struct exec_job *j)
 	return 0;
 }
 
+/* A job for the request; with inline_run, for job_run() on the calling
+ * thread (a session's execution answered with one JSON object), else
+ * running on its own thread. */
 static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
-				struct api_request *req, int *ret_err)
+				struct api_request *req, bool inline_run, int *ret_err)
 {
 	struct exec_job *j = calloc(1, sizeof(*j));
 	const union MHD_ConnectionInfo *ci;
@@ -304,6 +327,7 @@ static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
 	}
 	j->srv = c->srv;
 	j->stream = c->wants_ndjson;
+	j->inline_run = inline_run;
 	j->req = *req;
 	memset(req, 0, sizeof(*req));
 	j->live[0][0] = j->live[0][1] = j->live[1][0] = j->live[1][1] = -1;
@@ -318,8 +342,8 @@ static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)
 		j->client_fd = ci->connect_fd;
-	j->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (j->done_fd < 0 && r == 0)
+	j->done_fd = inline_run ? -1 : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!inline_run && j->done_fd < 0 && r == 0)
 		r = -errno;
 	if (r == 0 && j->stream)
 		r = live_pipes(j);
@@ -331,8 +355,10 @@ static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
 		if (entry)
 			api_session_ref(entry);
 		j->entry = entry;
-		r = -pthread_create(&j->thread, NULL, job_main, j);
-		j->started = r == 0;
+		if (!inline_run) {
+			r = -pthread_create(&j->thread, NULL, job_main, j);
+			j->started = r == 0;
+		}
 	}
 	if (r < 0) {
 		job_free(j);
@@ -594,7 +620,11 @@ enum MHD_Result api_exec(struct api_call *c, struct api_session *entry, struct a
 	enum MHD_Result ret;
 	int err = 0;
 
-	j = job_new(c, entry, req, &err);
+	/* a session's plain answer: on this thread (no thread to make and
+	 * join per execution, one hand-off less each way) */
+	bool inline_run = entry && !c->wants_ndjson;
+
+	j = job_new(c, entry, req, inline_run, &err);
 	if (!j)
 		return err == -ESHUTDOWN
 			       ? api_respond_errorf(c, 503, "shutting_down", "the server is shutting down")
@@ -602,7 +632,9 @@ enum MHD_Result api_exec(struct api_call *c, struct api_session *entry, struct a
 						    strerror(-err));
 	if (j->stream)
 		return start_stream(c, j);
-	while (!j->done)
+	if (inline_run)
+		job_run(j);
+	while (!inline_run && !j->done)
 		job_poll(j, false);
 	ret = answer(c, j);
 	job_free(j);

@@ -767,7 +767,7 @@ static void drain_reports(struct sandbox *sb)
 	}
 }
 
-enum { EV_SOCK = 100, EV_PIDFD, EV_TIMER, EV_OOM, EV_STOP };
+enum { EV_SOCK = 100, EV_PIDFD, EV_TIMER, EV_OOM, EV_STOP, EV_HANGUP };
 
 static int ep_add(int ep, int fd, uint64_t tag)
 {
@@ -954,6 +954,10 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 					continue;
 				kill_tree(sb, SANDBOX_END_KILLED, SANDBOX_KILL_STOP);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->stop_fd, NULL);
+			} else if (tag == EV_HANGUP) {
+				(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->hangup_fd, NULL);
+				if (o->on_hangup)
+					o->on_hangup(o->userdata);
 			} else if (tag == EV_OOM) {
 				if (read(sb->cg.oom_efd, &v, sizeof(v)) == sizeof(v))
 					kill_tree(sb, SANDBOX_END_MEMORY, 0);
@@ -994,6 +998,12 @@ int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o,
 		return r;
 	if (o->stop_fd > 0 && (r = ep_add(ep, o->stop_fd, EV_STOP)) < 0)
 		return r;
+	if (o->hangup_fd > 0) {
+		struct epoll_event ev = { .events = EPOLLRDHUP, .data.u64 = EV_HANGUP };
+
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, o->hangup_fd, &ev) < 0)
+			return -errno;
+	}
 	r = wait_loop(sb, o, ep);
 	close_fd(&sb->timer_fd);
 	sb->in_grace = false;

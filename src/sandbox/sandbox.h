@@ -144,6 +144,11 @@ struct sandbox_wait_opts {
 	 * Return true to kill the tree (as without it), false to go on (the
 	 * caller interrupted the program instead, say). */
 	bool (*on_stop)(void *userdata);
+	/* A socket whose peer may hang up (an HTTP client), or 0/-1: when it
+	 * does (POLLRDHUP, POLLHUP or POLLERR), on_hangup is called once and
+	 * the fd is no longer watched.  Not read by the sandbox. */
+	int hangup_fd;
+	void (*on_hangup)(void *userdata);
 	/* Sessions: return as soon as until(userdata) is true, checked after
 	 * each batch of events; the sandbox keeps running and the end is
 	 * SANDBOX_END_RUNNING.  NULL: wait for the end. */

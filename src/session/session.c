@@ -61,7 +61,9 @@ struct exchange {
 	json_t *error;	 /* the error event, if any */
 	json_t *answer;	 /* done / complete / ready event */
 	int stop_fd;
+	int hangup_fd;
 	void (*on_result)(void *userdata, const json_t *bundle);
+	void (*on_hangup)(void *userdata);
 	void *userdata;
 };
 
@@ -228,6 +230,16 @@ static bool on_stop(void *ud)
 	return true; /* kill: the result says stopped */
 }
 
+/* The client went away: interrupt the cell, as SIGINT on stop_fd does. */
+static void on_hangup(void *ud)
+{
+	struct exchange *x = ud;
+
+	(void)sandbox_interrupt(x->s->sb);
+	if (x->on_hangup)
+		x->on_hangup(x->userdata);
+}
+
 static bool finished(void *ud)
 {
 	return ((struct exchange *)ud)->finished;
@@ -279,6 +291,8 @@ static int pump(struct session *s, struct exchange *x, double deadline,
 		.on_deadline = on_deadline,
 		.stop_fd = x->stop_fd,
 		.on_stop = x->stop_fd > 0 ? on_stop : NULL,
+		.hangup_fd = x->hangup_fd,
+		.on_hangup = on_hangup,
 	};
 	int r = sandbox_wait(s->sb, &o, ret);
 
@@ -873,6 +887,8 @@ int session_exec(struct session *s, const char *code, size_t len,
 		return k;
 	x.stop_fd = eo ? eo->stop_fd : -1;
 	x.on_result = eo ? eo->on_result : NULL;
+	x.hangup_fd = eo ? eo->hangup_fd : -1;
+	x.on_hangup = eo ? eo->on_hangup : NULL;
 	x.userdata = eo ? eo->userdata : NULL;
 	req = json_pack("{s:s, s:i, s:s%}", "op", "execute", "id", id, "code", code, len);
 	k = req ? send_request(s, req) : -ENOMEM;

@@ -97,6 +97,11 @@ struct session_exec_opts {
 	 * session_exec() returns them all in results[]; bundle is borrowed.
 	 * NULL: none. */
 	void (*on_result)(void *userdata, const json_t *bundle);
+	/* A socket whose peer may go away (an HTTP client's), or 0/-1: when
+	 * it hangs up, the cell is interrupted as by SIGINT on stop_fd, and
+	 * on_hangup (if set) is called in the calling thread. */
+	int hangup_fd;
+	void (*on_hangup)(void *userdata);
 	void *userdata;
 };
 

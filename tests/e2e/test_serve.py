@@ -554,13 +554,21 @@ def plain_client_that_disconnects_interrupts_its_execution():
                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                  % (sid.encode(), len(body), body))
     time.sleep(1)
+    before = disconnects(s)
     t0 = time.monotonic()
     sock.close()
     eq(s.execute(sid, "flag")["results"][0]["text/plain"], "'interrupted'")
     check(time.monotonic() - t0 < 10, "took %.1f s" % (time.monotonic() - t0))
-    st, _, text = s.get("/metrics")
-    check(b"codecell_client_disconnects_total" in text, text)
+    eq(disconnects(s), before + 1, "codecell_client_disconnects_total")
     s.delete("/v1/sessions/" + sid)
+
+
+def disconnects(s):
+    _, _, text = s.get("/metrics")
+    n = [line.split()[-1] for line in text.decode().splitlines()
+         if line.startswith("codecell_client_disconnects_total")]
+    check(n, "no codecell_client_disconnects_total in /metrics")
+    return float(n[0])
 
 
 # ---- files -------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -42,7 +43,17 @@ struct sandbox {
 	unsigned unenforced;
 	double timeout_s;
 	uint64_t cpu_limit_s;
-	int timer_fd;
+	int timer_fd; /* the deadline of sandbox_wait(), kept from call to call */
+	/* sandbox_wait()'s epoll set, kept while it holds the same fds: a
+	 * session waits thousands of times on the same sandbox, and building
+	 * the set each time cost a dozen system calls per execution */
+	int ep;
+	bool ep_ok;
+	bool stop_watched, hangup_watched; /* this call's, in ep */
+	size_t ep_nch;
+	int ep_ch[SANDBOX_MAX_CHANNELS];
+	dev_t ep_dev[SANDBOX_MAX_CHANNELS];
+	ino_t ep_ino[SANDBOX_MAX_CHANNELS];
 	bool in_grace; /* the deadline passed; the caller asked for grace */
 	uid_t ws_uid;
 	gid_t ws_gid;
@@ -355,7 +366,7 @@ static int sandbox_alloc(const struct sandbox_config *cfg, bool privileged,
 	if (!sb)
 		return -ENOMEM;
 	*sb = (struct sandbox){ .pid = -1, .pidfd = -1, .sock = -1, .ws_fd = -1,
-				.timer_fd = -1, .timeout_s = cfg->limits.timeout_s,
+				.timer_fd = -1, .ep = -1, .timeout_s = cfg->limits.timeout_s,
 				.cpu_limit_s = cfg->limits.cpu_seconds,
 				.cg = { .oom_efd = -1 } };
 	sb->ws_uid = privileged ? cfg->host_uid : geteuid();
@@ -776,25 +787,32 @@ static int ep_add(int ep, int fd, uint64_t tag)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-static int arm_timer(double t)
+/* Arm the sandbox's timer to fire in t seconds (made on first use). */
+static int arm_timer(struct sandbox *sb, double t)
 {
 	struct itimerspec its = { 0 };
-	int fd;
 
-	if (t <= 0)
-		return -1;
-	fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (fd < 0)
-		return -errno;
+	if (sb->timer_fd < 0) {
+		sb->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (sb->timer_fd < 0)
+			return -errno;
+	}
 	its.it_value.tv_sec = (time_t)t;
 	its.it_value.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
 	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 		its.it_value.tv_nsec = 1;
-	if (timerfd_settime(fd, 0, &its, NULL) < 0) {
-		close(fd);
-		return -errno;
-	}
-	return fd;
+	return timerfd_settime(sb->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+static void disarm_timer(struct sandbox *sb)
+{
+	struct itimerspec its = { 0 };
+	uint64_t v;
+
+	if (sb->timer_fd < 0)
+		return;
+	(void)timerfd_settime(sb->timer_fd, 0, &its, NULL);
+	(void)!read(sb->timer_fd, &v, sizeof(v)); /* an expiry nobody read */
 }
 
 /* Read one chunk from a channel.  Returns bytes read, 0 at EOF. */
@@ -887,15 +905,16 @@ static void fill_exit(struct sandbox *sb, struct sandbox_exit *e)
 static void on_timer(struct sandbox *sb, const struct sandbox_wait_opts *o, int ep)
 {
 	double grace = 0;
+	uint64_t v;
 
+	(void)ep;
+	if (read(sb->timer_fd, &v, sizeof(v)) != sizeof(v))
+		return; /* not expired after all (re-armed meanwhile) */
 	if (o->on_deadline && !sb->in_grace)
 		grace = o->on_deadline(o->userdata);
-	(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->timer_fd, NULL);
-	close_fd(&sb->timer_fd);
 	if (grace > 0) {
 		sb->in_grace = true;
-		sb->timer_fd = arm_timer(grace);
-		if (sb->timer_fd >= 0 && ep_add(ep, sb->timer_fd, EV_TIMER) == 0)
+		if (arm_timer(sb, grace) == 0)
 			return;
 	}
 	kill_tree(sb, SANDBOX_END_TIMEOUT, 0);
@@ -940,6 +959,7 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 					open_ch[tag] = false;
 					n_open--;
 					(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->channel_fds[tag], NULL);
+					sb->ep_ok = false;
 				}
 			} else if (tag == EV_SOCK) {
 				drain_reports(sb);
@@ -947,6 +967,7 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 				drain_reports(sb);
 				reap(sb);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->pidfd, NULL);
+				sb->ep_ok = false;
 			} else if (tag == EV_TIMER) {
 				on_timer(sb, o, ep);
 			} else if (tag == EV_STOP) {
@@ -954,8 +975,10 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 					continue;
 				kill_tree(sb, SANDBOX_END_KILLED, SANDBOX_KILL_STOP);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->stop_fd, NULL);
+				sb->stop_watched = false;
 			} else if (tag == EV_HANGUP) {
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->hangup_fd, NULL);
+				sb->hangup_watched = false;
 				if (o->on_hangup)
 					o->on_hangup(o->userdata);
 			} else if (tag == EV_OOM) {
@@ -967,48 +990,99 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 	return 0;
 }
 
+/* Is ep still watching these channels?  The same numbers must also be
+ * the same files: a number closed and reused would have left the set. */
+static bool ep_current(struct sandbox *sb, const struct sandbox_wait_opts *o)
+{
+	struct stat st;
+
+	if (!sb->ep_ok || sb->ep < 0 || sb->ep_nch != o->n_channels)
+		return false;
+	for (size_t i = 0; i < o->n_channels; i++)
+		if (sb->ep_ch[i] != o->channel_fds[i] || fstat(o->channel_fds[i], &st) < 0 ||
+		    st.st_dev != sb->ep_dev[i] || st.st_ino != sb->ep_ino[i])
+			return false;
+	return true;
+}
+
+/* (Re)build the epoll set: the channels (made non-blocking), the report
+ * socket, the pidfd, the timer and the OOM notification. */
+static int ep_build(struct sandbox *sb, const struct sandbox_wait_opts *o)
+{
+	struct stat st;
+	int r;
+
+	close_fd(&sb->ep);
+	sb->ep_ok = false;
+	sb->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (sb->ep < 0)
+		return -errno;
+	for (size_t i = 0; i < o->n_channels; i++) {
+		int fd = o->channel_fds[i], fl = fcntl(fd, F_GETFL);
+
+		if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fstat(fd, &st) < 0)
+			return -errno;
+		if ((r = ep_add(sb->ep, fd, i)) < 0)
+			return r;
+		sb->ep_ch[i] = fd;
+		sb->ep_dev[i] = st.st_dev;
+		sb->ep_ino[i] = st.st_ino;
+	}
+	sb->ep_nch = o->n_channels;
+	if (fcntl(sb->sock, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	if ((r = ep_add(sb->ep, sb->sock, EV_SOCK)) < 0)
+		return r;
+	if (!sb->reaped && (r = ep_add(sb->ep, sb->pidfd, EV_PIDFD)) < 0)
+		return r;
+	if ((r = arm_timer(sb, 3600)) < 0 || (r = ep_add(sb->ep, sb->timer_fd, EV_TIMER)) < 0)
+		return r;
+	if (sb->cg.oom_efd >= 0 && (r = ep_add(sb->ep, sb->cg.oom_efd, EV_OOM)) < 0)
+		return r;
+	sb->ep_ok = true;
+	return 0;
+}
+
 int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o,
 		 struct sandbox_exit *ret)
 {
-	_cleanup_close_ int ep = -1;
 	int r;
 
 	if (!sb->started)
 		return -EINVAL;
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (ep < 0)
-		return -errno;
-	for (size_t i = 0; i < o->n_channels; i++) {
-		int fl = fcntl(o->channel_fds[i], F_GETFL);
-
-		if (fl < 0 || fcntl(o->channel_fds[i], F_SETFL, fl | O_NONBLOCK) < 0)
-			return -errno;
-		if ((r = ep_add(ep, o->channel_fds[i], i)) < 0)
-			return r;
-	}
-	if ((r = fcntl(sb->sock, F_SETFL, O_NONBLOCK)) < 0)
-		return -errno;
-	if ((r = ep_add(ep, sb->sock, EV_SOCK)) < 0 || (r = ep_add(ep, sb->pidfd, EV_PIDFD)) < 0)
+	if (!ep_current(sb, o) && (r = ep_build(sb, o)) < 0)
 		return r;
-	close_fd(&sb->timer_fd);
-	sb->timer_fd = arm_timer(o->deadline_s > 0 ? o->deadline_s : sb->timeout_s);
-	if (sb->timer_fd >= 0 && (r = ep_add(ep, sb->timer_fd, EV_TIMER)) < 0)
-		return r;
-	if (sb->cg.oom_efd >= 0 && (r = ep_add(ep, sb->cg.oom_efd, EV_OOM)) < 0)
-		return r;
-	if (o->stop_fd > 0 && (r = ep_add(ep, o->stop_fd, EV_STOP)) < 0)
-		return r;
-	if (o->hangup_fd > 0) {
-		struct epoll_event ev = { .events = EPOLLRDHUP, .data.u64 = EV_HANGUP };
-
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, o->hangup_fd, &ev) < 0)
-			return -errno;
-	}
-	r = wait_loop(sb, o, ep);
-	close_fd(&sb->timer_fd);
-	sb->in_grace = false;
+	r = arm_timer(sb, o->deadline_s > 0 ? o->deadline_s : sb->timeout_s > 0 ? sb->timeout_s
+										 : 1e9);
 	if (r < 0)
 		return r;
+	sb->stop_watched = o->stop_fd > 0;
+	if (sb->stop_watched && (r = ep_add(sb->ep, o->stop_fd, EV_STOP)) < 0) {
+		sb->stop_watched = false;
+		goto out;
+	}
+	sb->hangup_watched = o->hangup_fd > 0;
+	if (sb->hangup_watched) {
+		struct epoll_event ev = { .events = EPOLLRDHUP, .data.u64 = EV_HANGUP };
+
+		if (epoll_ctl(sb->ep, EPOLL_CTL_ADD, o->hangup_fd, &ev) < 0) {
+			r = -errno;
+			sb->hangup_watched = false;
+			goto out;
+		}
+	}
+	r = wait_loop(sb, o, sb->ep);
+out:
+	if (sb->stop_watched)
+		(void)epoll_ctl(sb->ep, EPOLL_CTL_DEL, o->stop_fd, NULL);
+	if (sb->hangup_watched)
+		(void)epoll_ctl(sb->ep, EPOLL_CTL_DEL, o->hangup_fd, NULL);
+	disarm_timer(sb);
+	sb->in_grace = false;
+	if (r < 0) {
+		sb->ep_ok = false;
+		return r;
+	}
 	if (r == 1) {
 		memset(ret, 0, sizeof(*ret));
 		ret->end = SANDBOX_END_RUNNING;
@@ -1029,6 +1103,7 @@ void sandbox_free(struct sandbox *sb)
 	}
 	close_fd(&sb->ws_fd);
 	close_fd(&sb->timer_fd);
+	close_fd(&sb->ep);
 	close_fd(&sb->sock);
 	close_fd(&sb->pidfd);
 	cgroup_destroy(&sb->cg);

@@ -8,6 +8,12 @@
 #include <string.h>
 #include "util/banned.h"
 
+/* Buffers grow as output comes: most cells print a line or nothing, and
+ * allocating the whole cap up front (two 512 KiB blocks per stream at the
+ * default limit) cost every execution page faults and returns to the
+ * kernel. */
+#define HEAD_FIRST_ALLOC 4096
+
 int capture_init(struct capture *c, size_t cap)
 {
 	memset(c, 0, sizeof(*c));
@@ -15,12 +21,6 @@ int capture_init(struct capture *c, size_t cap)
 		cap = 2;
 	c->head_cap = cap / 2;
 	c->tail_cap = cap - c->head_cap;
-	c->head = malloc(c->head_cap);
-	c->tail = malloc(c->tail_cap);
-	if (!c->head || !c->tail) {
-		capture_release(c);
-		return -ENOMEM;
-	}
 	return 0;
 }
 
@@ -31,15 +31,40 @@ void capture_release(struct capture *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Room for need bytes in the head; false without memory. */
+static bool head_room(struct capture *c, size_t need)
+{
+	size_t want = c->head_alloc ? c->head_alloc : HEAD_FIRST_ALLOC;
+	char *p;
+
+	if (need <= c->head_alloc)
+		return true;
+	while (want < need)
+		want *= 2;
+	if (want > c->head_cap)
+		want = c->head_cap;
+	p = realloc(c->head, want);
+	if (!p)
+		return false;
+	c->head = p;
+	c->head_alloc = want;
+	return true;
+}
+
 void capture_add(struct capture *c, const char *data, size_t n, size_t *ret_live)
 {
 	size_t to_head = c->head_cap - c->head_len;
 
 	if (to_head > n)
 		to_head = n;
+	c->total += n;
+	if (ret_live)
+		*ret_live = 0;
+	/* without memory, bytes are dropped, counted (the text says "cut") */
+	if (to_head && !head_room(c, c->head_len + to_head))
+		return;
 	memcpy(c->head + c->head_len, data, to_head);
 	c->head_len += to_head;
-	c->total += n;
 	if (ret_live)
 		*ret_live = to_head;
 	data += to_head;
@@ -49,6 +74,8 @@ void capture_add(struct capture *c, const char *data, size_t n, size_t *ret_live
 		data += n - c->tail_cap;
 		n = c->tail_cap;
 	}
+	if (n > 0 && !c->tail && !(c->tail = malloc(c->tail_cap)))
+		return;
 	while (n > 0) {
 		size_t chunk = c->tail_cap - c->tail_pos;
 

@@ -10,14 +10,14 @@
 #include <stdint.h>
 
 struct capture {
-	char *head; /* owned */
-	size_t head_len, head_cap;
-	char *tail; /* owned ring */
+	char *head; /* owned; grows up to head_cap */
+	size_t head_len, head_cap, head_alloc;
+	char *tail; /* owned ring of tail_cap bytes, made when first needed */
 	size_t tail_len, tail_pos, tail_cap;
 	uint64_t total; /* every byte seen */
 };
 
-/* 0 or -ENOMEM.  cap >= 2. */
+/* Always 0 (memory comes as output does).  cap >= 2. */
 int capture_init(struct capture *c, size_t cap);
 void capture_release(struct capture *c);
 /* Add bytes.  *ret_live is set to how many leading bytes of data went to

@@ -76,6 +76,47 @@ static void capture_ring_wraps_in_order(void **state)
 	capture_release(&c);
 }
 
+/* The head grows as output comes (many reallocations), the tail ring is
+ * made when the head is full; what comes out is what went in. */
+static void capture_grows_and_keeps_every_byte(void **state)
+{
+	enum { CAP = 1 << 20, PIECE = 1000 };
+	struct capture c;
+	char piece[PIECE], *t, *want;
+	size_t len, live, n = 0, total = 3 * CAP / 4;
+
+	(void)state;
+	assert_int_equal(capture_init(&c, CAP), 0);
+	t = capture_text(&c, &len); /* nothing yet: an empty text */
+	assert_int_equal(len, 0);
+	assert_string_equal(t, "");
+	free(t);
+	want = malloc(total);
+	assert_non_null(want);
+	while (n < total) {
+		size_t k = total - n < PIECE ? total - n : PIECE;
+
+		for (size_t i = 0; i < k; i++)
+			piece[i] = (char)('a' + (n + i) % 23);
+		memcpy(want + n, piece, k);
+		capture_add(&c, piece, k, &live);
+		/* the head is CAP/2: live until it is full */
+		assert_int_equal(live, n + k <= CAP / 2 ? k : n >= CAP / 2 ? 0 : CAP / 2 - n);
+		n += k;
+	}
+	assert_false(capture_truncated(&c));
+	t = capture_text(&c, &len);
+	assert_int_equal(len, total);
+	assert_memory_equal(t, want, total);
+	free(t);
+	t = capture_rest(&c, &len);
+	assert_int_equal(len, total - CAP / 2);
+	assert_memory_equal(t, want + CAP / 2, len);
+	free(t);
+	free(want);
+	capture_release(&c);
+}
+
 static struct run_result sample_result(void)
 {
 	struct run_result r = { 0 };
@@ -265,6 +306,7 @@ int main(void)
 		cmocka_unit_test(capture_keeps_everything_under_cap),
 		cmocka_unit_test(capture_cuts_the_middle),
 		cmocka_unit_test(capture_ring_wraps_in_order),
+		cmocka_unit_test(capture_grows_and_keeps_every_byte),
 		cmocka_unit_test(result_json_shape),
 		cmocka_unit_test(result_exit_statuses),
 		cmocka_unit_test(languages),

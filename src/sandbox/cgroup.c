@@ -506,11 +506,21 @@ static int read_stat(struct cgroup *cg, int slot, const char *dir, const char *k
 	return 0;
 }
 
+uint64_t cgroup_read_cpu(struct cgroup *cg)
+{
+	bool v2 = cg->version == CGROUP_V2;
+	char text[2048];
+
+	if (read_stat(cg, 2, cg->path[CGROUP_CTRL_CPUACCT], v2 ? "cpu.stat" : "cpuacct.usage", text,
+		      sizeof(text)) < 0)
+		return 0;
+	return v2 ? keyed_value(text, "usage_usec") * 1000 : strtoull(text, NULL, 10);
+}
+
 void cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *ret)
 {
 	const char *mem = cg->path[CGROUP_CTRL_MEMORY];
 	const char *pids = cg->path[CGROUP_CTRL_PIDS];
-	const char *cpu = cg->path[CGROUP_CTRL_CPUACCT];
 	bool v2 = cg->version == CGROUP_V2;
 	char text[2048];
 
@@ -521,8 +531,7 @@ void cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *ret)
 	if (read_stat(cg, 1, mem, v2 ? "memory.events" : "memory.oom_control", text, sizeof(text)) ==
 	    0)
 		ret->oom_kills = keyed_value(text, "oom_kill");
-	if (read_stat(cg, 2, cpu, v2 ? "cpu.stat" : "cpuacct.usage", text, sizeof(text)) == 0)
-		ret->cpu_ns = v2 ? keyed_value(text, "usage_usec") * 1000 : strtoull(text, NULL, 10);
+	ret->cpu_ns = cgroup_read_cpu(cg);
 	if (read_stat(cg, 3, pids, "pids.events", text, sizeof(text)) == 0)
 		ret->pids_max_hits = keyed_value(text, "max");
 }

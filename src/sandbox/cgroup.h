@@ -82,6 +82,8 @@ int cgroup_open_dir(const struct cgroup *cg);
 /* v2 only: cgroup.kill.  0, -EOPNOTSUPP on v1, -errno. */
 int cgroup_kill(const struct cgroup *cg);
 void cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *ret);
+/* Only the CPU time (ns, 0 if unknown): one read. */
+uint64_t cgroup_read_cpu(struct cgroup *cg);
 /* Remove the cgroup directories, waiting briefly for dying tasks. */
 void cgroup_destroy(struct cgroup *cg);
 

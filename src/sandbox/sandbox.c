@@ -50,6 +50,7 @@ struct sandbox {
 	int ep;
 	bool ep_ok;
 	bool stop_watched, hangup_watched; /* this call's, in ep */
+	struct sandbox_usage last_usage; /* sandbox_usage_cheap() */
 	size_t ep_nch;
 	int ep_ch[SANDBOX_MAX_CHANNELS];
 	dev_t ep_dev[SANDBOX_MAX_CHANNELS];
@@ -736,6 +737,15 @@ void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret)
 	ret->peak_memory = cs.peak_memory;
 	ret->limits_hit = (cs.pids_max_hits ? SANDBOX_LIMIT_PIDS : 0) |
 			  (cs.oom_kills ? SANDBOX_LIMIT_MEMORY : 0);
+	ret->pids_max_hits = cs.pids_max_hits;
+	ret->oom_kills = cs.oom_kills;
+	sb->last_usage = *ret;
+}
+
+void sandbox_usage_cheap(struct sandbox *sb, struct sandbox_usage *ret)
+{
+	*ret = sb->last_usage;
+	ret->cpu_ns = cgroup_read_cpu(&sb->cg);
 }
 
 bool sandbox_ended(const struct sandbox *sb)

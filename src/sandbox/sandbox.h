@@ -213,8 +213,14 @@ struct sandbox_usage {
 	uint64_t cpu_ns;
 	uint64_t peak_memory;
 	unsigned limits_hit;
+	/* how often so far: compare two readings to see a limit hit again */
+	uint64_t pids_max_hits, oom_kills;
 };
 void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret);
+/* The same with one read instead of four: CPU time now, peak memory and
+ * limits as the last sandbox_usage_so_far() saw them (0 before any).
+ * For the start of an interval whose end gets the full read. */
+void sandbox_usage_cheap(struct sandbox *sb, struct sandbox_usage *ret);
 /* Send SIGINT to the program (the init forwards it).  0 or -errno. */
 int sandbox_interrupt(struct sandbox *sb);
 /* Whether the program's tree is gone (the init was reaped). */

@@ -881,7 +881,8 @@ int session_exec(struct session *s, const char *code, size_t len,
 			return k;
 	}
 	id = ++s->next_id;
-	sandbox_usage_so_far(s->sb, &before);
+	/* limits hit before: as the last cell's end saw them */
+	sandbox_usage_cheap(s->sb, &before);
 	k = exchange_init(&x, s, id, eo ? eo->live_stdout : -1, eo ? eo->live_stderr : -1);
 	if (k < 0)
 		return k;
@@ -908,7 +909,8 @@ int session_exec(struct session *s, const char *code, size_t len,
 			r->cpu_ms = (double)(after.cpu_ns - before.cpu_ns) / 1e6;
 			r->max_rss_kb = after.peak_memory / 1024;
 			fill_done(&x, r);
-			if (after.limits_hit & ~before.limits_hit & SANDBOX_LIMIT_PIDS) {
+			/* the count, not the bit: a session can hit it twice */
+			if (after.pids_max_hits > before.pids_max_hits) {
 				r->limits_hit |= SANDBOX_LIMIT_PIDS;
 				/* a fork bomb's copies outlive the interrupt: kill
 				 * them, and have the kernel reap its dead children

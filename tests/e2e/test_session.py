@@ -163,6 +163,33 @@ def memory_limit_restarts_and_leaves_a_sibling_session_alone():
 
 
 @test
+def the_pids_limit_is_reported_each_time_a_session_hits_it():
+    # pids.events counts: the second hit must be seen, not only the first
+    sh = Shell("--pids", "32", "--timeout", "5")
+    sh.run("import os, time")
+    sh.run("def bomb():\n"
+           "    n = 0\n"
+           "    for _ in range(100):\n"
+           "        try:\n"
+           "            pid = os.fork()\n"
+           "        except OSError:\n"
+           "            break\n"
+           "        if pid == 0:\n"
+           "            time.sleep(3)\n"
+           "            os._exit(0)\n"
+           "        n += 1\n"
+           "    return n")
+    for attempt in (1, 2):
+        r = sh.run("bomb()")
+        eq(r["status"], "ok", r)
+        check(int(r["results"][0]["text/plain"]) < 100, "forks were not limited: %r" % r)
+        check("pids" in r["limits_hit"], "hit %d not reported: %r" % (attempt, r))
+    r = sh.run("1 + 1")
+    eq(r["limits_hit"], [], "a calm cell after the bombs")
+    sh.close()
+
+
+@test
 def fork_bomb_in_a_session_is_contained():
     sh = Shell("--pids", "32", "--timeout", "2")
     sh.run("import os")

@@ -773,11 +773,15 @@ static void reap(struct sandbox *sb)
 	sb->reaped = true;
 }
 
-static void drain_reports(struct sandbox *sb)
+/* Take the init's reports.  True once the socket is at EOF: the init
+ * closed its files on the way out (its namespaces go next, then the
+ * pidfd fires). */
+static bool drain_reports(struct sandbox *sb)
 {
 	struct msg m;
+	int r;
 
-	while (recv_msg(sb->sock, &m, NULL) > 0) {
+	while ((r = recv_msg(sb->sock, &m, NULL)) > 0) {
 		if (m.kind == MSG_EXITED) {
 			sb->got_exit = true;
 			sb->wstatus = m.wstatus;
@@ -786,6 +790,7 @@ static void drain_reports(struct sandbox *sb)
 			sb->failed_err = m.err;
 		}
 	}
+	return r == 0;
 }
 
 enum { EV_SOCK = 100, EV_PIDFD, EV_TIMER, EV_OOM, EV_STOP, EV_HANGUP };
@@ -972,7 +977,13 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 					sb->ep_ok = false;
 				}
 			} else if (tag == EV_SOCK) {
-				drain_reports(sb);
+				/* at EOF the socket stays readable: stop watching
+				 * it, or this loop spins while the init's namespaces
+				 * are torn down */
+				if (drain_reports(sb)) {
+					(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->sock, NULL);
+					sb->ep_ok = false;
+				}
 			} else if (tag == EV_PIDFD) {
 				drain_reports(sb);
 				reap(sb);

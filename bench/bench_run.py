@@ -75,6 +75,23 @@ def main():
     r2 = hyperfine(["/bin/bash " + os.path.join(work, "t.sh"), true_cmds[1]])
     print("  %-22s median %6.2f ms;  codecell run of the same: %6.2f ms (sandbox cost %+.2f ms)"
           % ("bare bash exit 0", r2[0][0], r2[1][0], r2[1][0] - r2[0][0]))
+    # The floor: what the kernel charges for the namespaces alone (no new
+    # root, no cgroup, no seccomp, no Landlock), and bwrap's minimum.
+    unshare = shutil.which("unshare")
+    floor = ["/bin/true"]
+    if unshare:
+        floor.append("%s -Urmnpif --mount-proc /bin/true" % unshare)
+    if bwrap:
+        floor.append("%s --unshare-all --die-with-parent --new-session --ro-bind /usr /usr "
+                     "--symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin "
+                     "--proc /proc --dev /dev --tmpfs /tmp /bin/true" % bwrap)
+    if len(floor) > 1:
+        r3 = hyperfine(floor)
+        print("the floor on this machine (a program that does nothing):")
+        print("  %-44s median %6.2f ms" % ("/bin/true", r3[0][0]))
+        names = ["unshare: user+mount+net+pid+ipc+uts, /proc", "bwrap --unshare-all (no cgroup, no seccomp)"]
+        for name, (med, _) in zip(names, r3[1:]):
+            print("  %-44s median %6.2f ms  (%+.2f ms)" % (name, med, med - r3[0][0]))
     # Memory: the supervisor and the init are what codecell adds.
     bare_rss = peak_rss_kb(["/bin/bash", os.path.join(work, "t.sh")])
     cc_rss = peak_rss_kb([CODECELL, "run", "--lang", "bash", os.path.join(work, "t.sh")])

@@ -395,7 +395,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	free(x);
 	*con_cls = NULL;
 	pthread_mutex_lock(&srv->lock);
-	if (--srv->in_flight == 0)
+	/* only shutdown waits for this (wait_in_flight); the reaper waits
+	 * on the same condition and must not be woken by every request */
+	if (--srv->in_flight == 0 && __atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST))
 		pthread_cond_broadcast(&srv->wake);
 	pthread_mutex_unlock(&srv->lock);
 }

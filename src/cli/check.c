@@ -107,11 +107,6 @@ int cli_check(int argc, char **argv)
 		     hi.cgroup_parent ? hi.cgroup_parent : "?");
 	else
 		line("cgroups:", "none usable: %s", hi.cgroup_why ? hi.cgroup_why : "unknown");
-	if (hi.cgroup_version == 1 &&
-	    read_small_fileat(AT_FDCWD, "/sys/kernel/rcu_expedited", buf, sizeof(buf)) == 0 &&
-	    buf[0] == '0')
-		line("", "note: on cgroup v1 a run can wait 10-30 ms for an RCU grace period when it "
-			 "joins its cgroup; 'echo 1 > /sys/kernel/rcu_expedited' removes the wait");
 	print_limits("enforced limits:", hi.enforceable);
 	print_limits("not enforced:   ", (SANDBOX_LIMIT_MEMORY | SANDBOX_LIMIT_PIDS) & ~hi.enforceable);
 	r = try_sandbox(&ms, &step);

@@ -802,7 +802,9 @@ static int ep_add(int ep, int fd, uint64_t tag)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-/* Arm the sandbox's timer to fire in t seconds (made on first use). */
+/* Arm the sandbox's timer to fire in t seconds (made on first use).  It
+ * stays armed between calls: an expiry nobody waited for is harmless, and
+ * re-arming drops it (timerfd_settime zeroes the expiry count). */
 static int arm_timer(struct sandbox *sb, double t)
 {
 	struct itimerspec its = { 0 };
@@ -817,17 +819,6 @@ static int arm_timer(struct sandbox *sb, double t)
 	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 		its.it_value.tv_nsec = 1;
 	return timerfd_settime(sb->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
-}
-
-static void disarm_timer(struct sandbox *sb)
-{
-	struct itimerspec its = { 0 };
-	uint64_t v;
-
-	if (sb->timer_fd < 0)
-		return;
-	(void)timerfd_settime(sb->timer_fd, 0, &its, NULL);
-	(void)!read(sb->timer_fd, &v, sizeof(v)); /* an expiry nobody read */
 }
 
 /* Read one chunk from a channel.  Returns bytes read, 0 at EOF. */
@@ -1098,7 +1089,6 @@ out:
 		(void)epoll_ctl(sb->ep, EPOLL_CTL_DEL, o->stop_fd, NULL);
 	if (sb->hangup_watched)
 		(void)epoll_ctl(sb->ep, EPOLL_CTL_DEL, o->hangup_fd, NULL);
-	disarm_timer(sb);
 	sb->in_grace = false;
 	if (r < 0) {
 		sb->ep_ok = false;

@@ -163,6 +163,24 @@ def memory_limit_restarts_and_leaves_a_sibling_session_alone():
 
 
 @test
+def a_deadline_that_passes_between_cells_does_not_touch_the_next():
+    # each cell's deadline stays armed after it ends; here it expires while
+    # the session is idle, and the next cell must start with its own
+    sh = Shell("--timeout", "0.4")
+    sh.run("import time")
+    for i in range(5):
+        r = sh.run("time.sleep(0.3); %d" % i)
+        eq((r["status"], r["results"][0]["text/plain"]), ("ok", str(i)), r)
+        time.sleep(0.3)  # the old deadline passes now
+        r = sh.run("time.sleep(0.2); 'next'")
+        eq((r["status"], r["results"][0]["text/plain"]), ("ok", "'next'"), r)
+    r = sh.run("time.sleep(2)")
+    eq(r["status"], "timeout", "the deadline still works: %r" % r)
+    eq(sh.run("1 + 1")["results"][0]["text/plain"], "2")
+    sh.close()
+
+
+@test
 def the_pids_limit_is_reported_each_time_a_session_hits_it():
     # pids.events counts: the second hit must be seen, not only the first
     sh = Shell("--pids", "32", "--timeout", "5")

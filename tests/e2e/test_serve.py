@@ -4,10 +4,12 @@ auth, expiry, metrics, and a shutdown that leaves nothing behind."""
 import http.client
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -18,12 +20,21 @@ from cctest import CODECELL, check, children, codecell, eq, main, scratch, test,
 class Server:
     """A `codecell serve` on a free loopback port, stopped with SIGTERM."""
 
-    def __init__(self, *args, listen="127.0.0.1:0"):
+    def __init__(self, *args, listen="127.0.0.1:0", rlimits=()):
+        # stderr goes to a file: a pipe nobody reads fills up under a flood
+        # of log lines and then blocks the thread that logs, which looks
+        # like a hang of the server itself
+        self.errf = tempfile.TemporaryFile(mode="w+")
+
+        def limits():
+            for res, val in rlimits:
+                resource.setrlimit(res, (val, val))
         self.p = subprocess.Popen([CODECELL, "serve", "--listen", listen] + list(args),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=self.errf, text=True,
+                                  preexec_fn=limits if rlimits else None)
         line = self.p.stdout.readline()
         check(line.startswith("codecell serve: listening on http://"),
-              "no listening line: %r %r" % (line, "" if line else self.p.stderr.read()))
+              "no listening line: %r %r" % (line, "" if line else self.log()))
         self.port = int(line.split()[4].rstrip("/").rsplit(":", 1)[1])
         self.token = None
 
@@ -84,8 +95,13 @@ class Server:
         if self.p.poll() is None:
             self.p.send_signal(sig)
         rc = self.p.wait(timeout=timeout)
-        self.stderr = self.p.stderr.read()
+        self.stderr = self.log()
         return rc
+
+    def log(self):
+        """What the server wrote to stderr so far."""
+        self.errf.seek(0)
+        return self.errf.read()
 
 
 def events(resp):

@@ -21,8 +21,10 @@ OUT = os.path.join(ROOT, "tests", "out", BUILD)
 
 class Server:
     def __init__(self):
+        # stderr to a file: a pipe nobody reads could fill and stop it
+        self.errf = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen([CODECELL, "serve", "--listen", "127.0.0.1:0"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=self.errf, text=True)
         line = self.p.stdout.readline()
         check(line.startswith("codecell serve: listening on "), line)
         self.url = line.split()[4]

@@ -25,7 +25,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -41,36 +40,8 @@ del cctest._tests[_theirs:]  # test_serve's own tests run in their own file
 
 
 class Server(test_serve.Server):
-    """test_serve's Server, but its stderr goes to a file: a pipe nobody
-    reads fills up under a flood of log lines and then blocks the thread
-    that logs (libmicrohttpd's listener), which looks like a hang of the
-    server itself.  kill() cleans up even after a deadlock."""
-
-    def __init__(self, *args, listen="127.0.0.1:0", rlimits=()):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-
-        def limits():
-            for res, val in rlimits:
-                resource.setrlimit(res, (val, val))
-        self.p = subprocess.Popen([CODECELL, "serve", "--listen", listen] + list(args),
-                                  stdout=subprocess.PIPE, stderr=self.errf, text=True,
-                                  preexec_fn=limits if rlimits else None)
-        line = self.p.stdout.readline()
-        check(line.startswith("codecell serve: listening on http://"),
-              "no listening line: %r %r" % (line, self.log()))
-        self.port = int(line.split()[4].rstrip("/").rsplit(":", 1)[1])
-        self.token = None
-
-    def log(self):
-        self.errf.seek(0)
-        return self.errf.read()
-
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        rc = self.p.wait(timeout=timeout)
-        self.stderr = self.log()
-        return rc
+    """test_serve's Server (stderr to a file, optional rlimits), plus
+    kill(), which cleans up even after a deadlock."""
 
     def kill(self):
         """SIGKILL the server and every process below it; remove the

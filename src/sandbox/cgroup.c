@@ -524,12 +524,16 @@ void cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *ret)
 	bool v2 = cg->version == CGROUP_V2;
 	char text[2048];
 
+	bool skip_oom = ret->skip_oom;
+
 	memset(ret, 0, sizeof(*ret));
+	ret->skip_oom = skip_oom;
 	if (read_stat(cg, 0, mem, v2 ? "memory.peak" : "memory.max_usage_in_bytes", text,
 		      sizeof(text)) == 0)
 		ret->peak_memory = strtoull(text, NULL, 10);
-	if (read_stat(cg, 1, mem, v2 ? "memory.events" : "memory.oom_control", text, sizeof(text)) ==
-	    0)
+	if (!ret->skip_oom &&
+	    read_stat(cg, 1, mem, v2 ? "memory.events" : "memory.oom_control", text, sizeof(text)) ==
+		    0)
 		ret->oom_kills = keyed_value(text, "oom_kill");
 	ret->cpu_ns = cgroup_read_cpu(cg);
 	if (read_stat(cg, 3, pids, "pids.events", text, sizeof(text)) == 0)

@@ -40,6 +40,9 @@ struct cgroup_stats {
 	uint64_t cpu_ns;      /* 0 if unknown */
 	uint64_t oom_kills;
 	uint64_t pids_max_hits;
+	/* in: leave oom_kills at 0 and save a read (a caller that learns of
+	 * OOM kills from the OOM notification) */
+	bool skip_oom;
 };
 
 /* Pure path logic (unit-tested): the cgroup path of controller ctrl in

@@ -730,15 +730,15 @@ int sandbox_kill_strays(struct sandbox *sb)
 
 void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret)
 {
-	struct cgroup_stats cs;
+	/* an OOM kill ends a sandbox through the notification (v1) or shows
+	 * in fill_exit(): a running sandbox has none to report */
+	struct cgroup_stats cs = { .skip_oom = true };
 
 	cgroup_read_stats(&sb->cg, &cs);
 	ret->cpu_ns = cs.cpu_ns;
 	ret->peak_memory = cs.peak_memory;
-	ret->limits_hit = (cs.pids_max_hits ? SANDBOX_LIMIT_PIDS : 0) |
-			  (cs.oom_kills ? SANDBOX_LIMIT_MEMORY : 0);
+	ret->limits_hit = cs.pids_max_hits ? SANDBOX_LIMIT_PIDS : 0;
 	ret->pids_max_hits = cs.pids_max_hits;
-	ret->oom_kills = cs.oom_kills;
 	sb->last_usage = *ret;
 }
 

@@ -206,18 +206,19 @@ void sandbox_stop(struct sandbox *sb);
  * -errno. */
 int sandbox_kill_strays(struct sandbox *sb);
 /* For callers that stay attached (sessions): the whole tree's CPU so
- * far, its peak memory, and the limits hit so far (pids.max hits, OOM
- * kills, as enum sandbox_limit bits), from the cgroup (0 where unknown).
- * The cgroup's files stay open for the next call. */
+ * far, its peak memory, and the pids limit's hits so far (as a count and
+ * as the SANDBOX_LIMIT_PIDS bit), from the cgroup (0 where unknown).  An
+ * OOM kill is not here: it ends the sandbox, and sandbox_wait() says so.
+ * The cgroup's files stay open for the next call (three reads). */
 struct sandbox_usage {
 	uint64_t cpu_ns;
 	uint64_t peak_memory;
 	unsigned limits_hit;
 	/* how often so far: compare two readings to see a limit hit again */
-	uint64_t pids_max_hits, oom_kills;
+	uint64_t pids_max_hits;
 };
 void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret);
-/* The same with one read instead of four: CPU time now, peak memory and
+/* The same with one read instead of three: CPU time now, peak memory and
  * limits as the last sandbox_usage_so_far() saw them (0 before any).
  * For the start of an interval whose end gets the full read. */
 void sandbox_usage_cheap(struct sandbox *sb, struct sandbox_usage *ret);

@@ -824,7 +824,7 @@ static int arm_timer(struct sandbox *sb, double t)
 /* Read one chunk from a channel.  Returns bytes read, 0 at EOF. */
 static ssize_t pump(struct sandbox *sb, const struct sandbox_wait_opts *o, size_t i)
 {
-	char chunk[65536];
+	char chunk[SANDBOX_READ_CHUNK];
 	ssize_t n = read(o->channel_fds[i], chunk, sizeof(chunk));
 
 	if (n < 0)

@@ -122,6 +122,10 @@ struct sandbox_exit {
 
 struct sandbox;
 
+/* The most one read of a channel gives on_output: a callback with fewer
+ * bytes found the channel empty at that moment. */
+#define SANDBOX_READ_CHUNK 65536
+
 /* Called with output read from a channel.  Return 0 to go on, or a
  * positive number to have the tree killed; sandbox_wait() then reports
  * SANDBOX_END_KILLED with that number as kill_reason. */

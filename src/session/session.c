@@ -55,6 +55,8 @@ struct exchange {
 	bool finished;	/* its answer came */
 	bool interrupted; /* we sent SIGINT at the deadline */
 	struct capture out, err;
+	/* stdout, stderr: the last read filled the buffer, so more may wait */
+	bool more[2];
 	int live_out, live_err;
 	uint64_t total, flood;
 	json_t *results;
@@ -203,6 +205,7 @@ static int on_output(void *ud, int ch, const char *data, size_t n)
 
 	if (ch == 2)
 		return take_events(x, data, n);
+	x->more[ch] = n == SANDBOX_READ_CHUNK;
 	capture_add(ch == 0 ? &x->out : &x->err, data, n, &live);
 	if (live) {
 		int fd = ch == 0 ? x->live_out : x->live_err;
@@ -297,15 +300,18 @@ static int pump(struct session *s, struct exchange *x, double deadline,
 	int r = sandbox_wait(s->sb, &o, ret);
 
 	if (r == 0 && ret->end == SANDBOX_END_RUNNING) {
-		/* the kernel flushed its stdout and stderr before "done":
-		 * what it printed is in the pipes; take it */
-		char chunk[65536];
+		/* The kernel flushed its stdout and stderr before "done": what
+		 * it printed is in the pipes.  Each write made its pipe ready
+		 * before "done" was written, so the last batch of events read
+		 * every pipe that had anything, one buffer each; only a pipe
+		 * whose last read filled the buffer can hold more. */
+		char chunk[SANDBOX_READ_CHUNK];
 		int fds[2] = { s->out_fd, s->err_fd };
 
 		for (int i = 0; i < 2; i++) {
 			ssize_t n;
 
-			while ((n = read(fds[i], chunk, sizeof(chunk))) > 0)
+			while (x->more[i] && (n = read(fds[i], chunk, sizeof(chunk))) > 0)
 				(void)on_output(x, i, chunk, (size_t)n);
 		}
 	}

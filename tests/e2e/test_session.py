@@ -163,6 +163,22 @@ def memory_limit_restarts_and_leaves_a_sibling_session_alone():
 
 
 @test
+def output_of_every_size_arrives_whole():
+    # around the supervisor's 64 KiB read: a pipe is read again after
+    # "done" only when its last read filled the buffer
+    sh = Shell()
+    sh.run("import sys")
+    for n in (1, 4095, 65535, 65536, 65537, 131072, 200001):
+        r = sh.run("sys.stdout.write('o' * %d); sys.stderr.write('e' * %d); "
+                   "sys.stdout.write('!'); None" % (n, n // 2 + 1))
+        eq(r["status"], "ok", r)
+        out, err = r["logs"]["stdout"], r["logs"]["stderr"]
+        eq((len(out), out[-2:]), (n + 1, "o!"), "stdout of %d bytes" % n)
+        eq(len(err), n // 2 + 1, "stderr of %d bytes" % (n // 2 + 1))
+    sh.close()
+
+
+@test
 def a_deadline_that_passes_between_cells_does_not_touch_the_next():
     # each cell's deadline stays armed after it ends; here it expires while
     # the session is idle, and the next cell must start with its own

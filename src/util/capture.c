@@ -61,10 +61,12 @@ void capture_add(struct capture *c, const char *data, size_t n, size_t *ret_live
 	if (ret_live)
 		*ret_live = 0;
 	/* without memory, bytes are dropped, counted (the text says "cut") */
-	if (to_head && !head_room(c, c->head_len + to_head))
-		return;
-	memcpy(c->head + c->head_len, data, to_head);
-	c->head_len += to_head;
+	if (to_head) {
+		if (!head_room(c, c->head_len + to_head))
+			return;
+		memcpy(c->head + c->head_len, data, to_head);
+		c->head_len += to_head;
+	}
 	if (ret_live)
 		*ret_live = to_head;
 	data += to_head;
@@ -111,7 +113,7 @@ static char *build(const struct capture *c, bool with_head, size_t *ret_len)
 	out = malloc(len + 1);
 	if (!out)
 		return NULL;
-	if (with_head) {
+	if (with_head && c->head_len) { /* no head yet: head is NULL */
 		memcpy(out, c->head, c->head_len);
 		off = c->head_len;
 	}

@@ -634,8 +634,9 @@ enum MHD_Result api_exec(struct api_call *c, struct api_session *entry, struct a
 		return start_stream(c, j);
 	if (inline_run)
 		job_run(j);
-	while (!inline_run && !j->done)
-		job_poll(j, false);
+	else
+		while (!j->done)
+			job_poll(j, false);
 	ret = answer(c, j);
 	job_free(j);
 	return ret;

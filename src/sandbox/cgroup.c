@@ -517,21 +517,18 @@ uint64_t cgroup_read_cpu(struct cgroup *cg)
 	return v2 ? keyed_value(text, "usage_usec") * 1000 : strtoull(text, NULL, 10);
 }
 
-void cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *ret)
+void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *ret)
 {
 	const char *mem = cg->path[CGROUP_CTRL_MEMORY];
 	const char *pids = cg->path[CGROUP_CTRL_PIDS];
 	bool v2 = cg->version == CGROUP_V2;
 	char text[2048];
 
-	bool skip_oom = ret->skip_oom;
-
 	memset(ret, 0, sizeof(*ret));
-	ret->skip_oom = skip_oom;
 	if (read_stat(cg, 0, mem, v2 ? "memory.peak" : "memory.max_usage_in_bytes", text,
 		      sizeof(text)) == 0)
 		ret->peak_memory = strtoull(text, NULL, 10);
-	if (!ret->skip_oom &&
+	if (with_oom &&
 	    read_stat(cg, 1, mem, v2 ? "memory.events" : "memory.oom_control", text, sizeof(text)) ==
 		    0)
 		ret->oom_kills = keyed_value(text, "oom_kill");

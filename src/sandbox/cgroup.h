@@ -40,9 +40,6 @@ struct cgroup_stats {
 	uint64_t cpu_ns;      /* 0 if unknown */
 	uint64_t oom_kills;
 	uint64_t pids_max_hits;
-	/* in: leave oom_kills at 0 and save a read (a caller that learns of
-	 * OOM kills from the OOM notification) */
-	bool skip_oom;
 };
 
 /* Pure path logic (unit-tested): the cgroup path of controller ctrl in
@@ -84,7 +81,9 @@ int cgroup_open_join_fds(const struct cgroup *cg, int fds[_CGROUP_CTRL_MAX]);
 int cgroup_open_dir(const struct cgroup *cg);
 /* v2 only: cgroup.kill.  0, -EOPNOTSUPP on v1, -errno. */
 int cgroup_kill(const struct cgroup *cg);
-void cgroup_read_stats(struct cgroup *cg, struct cgroup_stats *ret);
+/* with_oom false: oom_kills stays 0 and one read is saved (for a caller
+ * that learns of OOM kills otherwise, from the notification). */
+void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *ret);
 /* Only the CPU time (ns, 0 if unknown): one read. */
 uint64_t cgroup_read_cpu(struct cgroup *cg);
 /* Remove the cgroup directories, waiting briefly for dying tasks. */

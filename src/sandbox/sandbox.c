@@ -732,9 +732,9 @@ void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret)
 {
 	/* an OOM kill ends a sandbox through the notification (v1) or shows
 	 * in fill_exit(): a running sandbox has none to report */
-	struct cgroup_stats cs = { .skip_oom = true };
+	struct cgroup_stats cs;
 
-	cgroup_read_stats(&sb->cg, &cs);
+	cgroup_read_stats(&sb->cg, false, &cs);
 	ret->cpu_ns = cs.cpu_ns;
 	ret->peak_memory = cs.peak_memory;
 	ret->limits_hit = cs.pids_max_hits ? SANDBOX_LIMIT_PIDS : 0;
@@ -847,7 +847,7 @@ static void fill_exit(struct sandbox *sb, struct sandbox_exit *e)
 
 	memset(e, 0, sizeof(*e));
 	e->duration_ns = now_ns() - sb->start_ns;
-	cgroup_read_stats(&sb->cg, &cs);
+	cgroup_read_stats(&sb->cg, true, &cs);
 	/* the larger: the cgroup also counts processes nobody waited for,
 	 * and the init's rusage (its reaped children included) can be ahead
 	 * of the cgroup's counter by the last slices of a killed program

@@ -197,7 +197,7 @@ static void cgroup_lifecycle_on_host(void **state)
 	close(sync[1]);
 	waitpid(pid, &s, 0);
 	assert_true(WIFEXITED(s) && WEXITSTATUS(s) == 1);
-	cgroup_read_stats(&cg, &st);
+	cgroup_read_stats(&cg, true, &st);
 	if (st.peak_memory < (8u << 20))
 		fail_msg("peak memory %llu, expected >= 8 MiB", (unsigned long long)st.peak_memory);
 	snprintf(path, sizeof(path), "%s", cg.path[CGROUP_CTRL_MEMORY]);

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
@@ -365,20 +366,26 @@ static int pump(struct session *s, struct exchange *x, double deadline,
 
 	if (r == 0 && ret->end == SANDBOX_END_RUNNING) {
 		/* The kernel flushed its stdout and stderr before "done": what
-		 * it printed is in the pipes.  Each write made its pipe ready
-		 * before "done" was written, so the last batch of events read
-		 * every pipe that had anything, one buffer each; only a pipe
-		 * whose last read filled the buffer can hold more. */
+		 * it printed is in the pipes.  Read what they hold now (FIONREAD),
+		 * not more: without relying on which channels the last batch of
+		 * events happened to read, and leaving what a background process
+		 * writes later to the next cell. */
 		char chunk[SANDBOX_READ_CHUNK];
 		int fds[2] = { s->out_fd, s->err_fd };
 
 		int kill = 0;
 
 		for (int i = 0; i < 2 && !kill; i++) {
+			int avail = 0;
 			ssize_t n;
 
-			while (!kill && x->more[i] && (n = read(fds[i], chunk, sizeof(chunk))) > 0)
+			if (ioctl(fds[i], FIONREAD, &avail) < 0)
+				avail = x->more[i] ? (int)sizeof(chunk) : 0;
+			while (!kill && avail > 0 &&
+			       (n = read(fds[i], chunk, (size_t)avail < sizeof(chunk) ? (size_t)avail : sizeof(chunk))) > 0) {
+				avail -= (int)n;
 				kill = on_output(x, i, chunk, (size_t)n);
+			}
 		}
 		/* a flood that ended with the cell is this cell's: it ends in
 		 * the kill (wait for it), not the next one */

@@ -50,7 +50,8 @@ try {
   r = await client.callTool({ name: 'run_code', arguments: { session_id: sid, code: 'print("half"); x * 2 + 2' } });
   assert.equal(r.isError, false);
   assert.equal(r.structuredContent.status, 'ok');
-  assert.equal(r.structuredContent.logs.stdout, 'half\n');
+  // the whole result on failure: this once came back empty under ASan
+  assert.equal(r.structuredContent.logs.stdout, 'half\n', JSON.stringify(r.structuredContent));
   assert.equal(r.structuredContent.results.find((b) => b.is_main_result)['text/plain'], '42');
   assert.equal(r.structuredContent.execution_count, 2);
   assert.equal(r.structuredContent.session_id, sid);

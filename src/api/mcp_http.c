@@ -17,9 +17,13 @@
  * - The server's token, Host and Origin rules apply as for /v1 (admit()
  *   in server.c), before anything here runs.
  *
- * One mcp_server per HTTP server, made at the first request; it is not
- * thread-safe, so requests are served one at a time (a long run_code
- * holds up the others). */
+ * One mcp_server per client of the server (the policy file's client
+ * whose key the request carries, or the default client), made at that
+ * client's first request: its calls run under that client's policy, and
+ * its sessions and Mcp-Session-Ids are its own (another client's id is a
+ * 404).  An mcp_server is not thread-safe, so one client's requests are
+ * served one at a time (a long run_code holds up that client's others,
+ * not other clients'). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -52,6 +56,8 @@ struct api_mcp {
 	struct mcp_server *srv;
 	struct mcp_http_conn conns[MCP_HTTP_CONNS_MAX];
 	unsigned n;
+	const struct engine_client *client; /* whose core this is */
+	struct api_mcp *next;		    /* the server's list */
 };
 
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,18 +67,21 @@ static void mcp_log(const char *level, const char *msg)
 	(void)level, (void)msg; /* the tools' own warnings (a pool that failed) */
 }
 
-/* The server's MCP core, made on first use. */
-static struct api_mcp *get_mcp(struct api_server *srv, char **ret_error)
+/* client's MCP core, made on first use. */
+static struct api_mcp *get_mcp(struct api_server *srv, struct engine_client *client,
+			       char **ret_error)
 {
 	struct api_mcp *m;
 	struct mcp_config cfg = { 0 };
 	struct run_request defaults;
 	int r;
 
+	if (!client)
+		client = &srv->policies->clients[0];
 	pthread_mutex_lock(&make_lock);
-	m = srv->mcp;
-	if (m)
-		goto out;
+	for (m = srv->mcp; m; m = m->next)
+		if (m->client == client)
+			goto out;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		goto out;
@@ -92,10 +101,8 @@ static struct api_mcp *get_mcp(struct api_server *srv, char **ret_error)
 	cfg.preload = srv->preload;
 	cfg.stop_fd = m->stop[0];
 	cfg.server_version = CODECELL_VERSION;
-	/* one MCP core for every /mcp client: the policy file's [default]
-	 * policy and the server's audit log (a client's own policy does not
-	 * follow it here yet) */
-	cfg.client = &srv->policies->clients[0];
+	/* this client's policy and name, the server's audit log */
+	cfg.client = client;
 	cfg.audit = srv->cfg.audit;
 	cfg.log = mcp_log;
 	r = mcp_server_new(&cfg, &m->srv, ret_error);
@@ -107,6 +114,8 @@ static struct api_mcp *get_mcp(struct api_server *srv, char **ret_error)
 		goto out;
 	}
 	pthread_mutex_init(&m->lock, NULL);
+	m->client = client;
+	m->next = srv->mcp;
 	srv->mcp = m;
 out:
 	pthread_mutex_unlock(&make_lock);
@@ -118,9 +127,10 @@ void api_mcp_stop(struct api_server *srv)
 	struct signalfd_siginfo si = { .ssi_signo = SIGTERM };
 
 	pthread_mutex_lock(&make_lock);
-	if (srv->mcp && write(srv->mcp->stop[1], &si, sizeof(si)) < 0) {
-		/* full: readable all the same */
-	}
+	for (struct api_mcp *m = srv->mcp; m; m = m->next)
+		if (write(m->stop[1], &si, sizeof(si)) < 0) {
+			/* full: readable all the same */
+		}
 	pthread_mutex_unlock(&make_lock);
 }
 
@@ -128,6 +138,7 @@ void api_mcp_free(struct api_mcp *m)
 {
 	if (!m)
 		return;
+	api_mcp_free(m->next);
 	close(m->stop[0]);
 	close(m->stop[1]);
 	for (unsigned i = 0; i < m->n; i++)
@@ -343,7 +354,7 @@ enum MHD_Result api_handle_mcp(struct api_call *c)
 {
 	const char *sid = header(c, "Mcp-Session-Id");
 	char *err = NULL;
-	struct api_mcp *m = get_mcp(c->srv, &err);
+	struct api_mcp *m = get_mcp(c->srv, c->client, &err);
 
 	if (!m) {
 		enum MHD_Result r = rpc_error(c, 500, NULL, -32603, "cannot start the MCP server: %s",

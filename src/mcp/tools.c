@@ -142,6 +142,13 @@ void mcp_tools_begin(struct mcp_tools *t)
 	t->verdict.allowed = true;
 }
 
+/* The client an audit record names: the policy's client this core
+ * serves (on the server, the key's), or "mcp" without a policy. */
+static const char *audit_client(const struct mcp_tools *t)
+{
+	return t->cfg.client ? t->cfg.client->name : "mcp";
+}
+
 void mcp_tools_audit(struct mcp_tools *t, const char *tool, const char *session, bool ok)
 {
 	static const struct {
@@ -152,7 +159,7 @@ void mcp_tools_audit(struct mcp_tools *t, const char *tool, const char *session,
 		{ "list_files", ACTION_READ_FILE },	     { "read_file", ACTION_READ_FILE },
 		{ "write_file", ACTION_WRITE_FILE },
 	};
-	struct engine_audit_record rec = { .client = "mcp", .door = DOOR_MCP, .session = session,
+	struct engine_audit_record rec = { .client = audit_client(t), .door = DOOR_MCP, .session = session,
 					   .verdict = &t->verdict, .status = ok ? "ok" : "error" };
 	size_t i;
 
@@ -307,7 +314,7 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 		return r;
 	if (t->cfg.audit) {
 		struct engine_audit_record rec = {
-			.client = "mcp", .session = e ? e->id : NULL, .door = DOOR_MCP,
+			.client = audit_client(t), .session = e ? e->id : NULL, .door = DOOR_MCP,
 			.action = e ? ACTION_SESSION_EXEC : ACTION_RUN, .has_lang = true,
 			.code = a->code, .code_len = a->code_len, .verdict = &t->verdict,
 			.duration_ms = (double)(now_ns() - t0) / 1e6, .res = &res,

@@ -3,6 +3,7 @@ fixtures: the Mcp-Session-Id lifecycle (2025-03-26 and later), the
 stateless 2026-07-28 revision and its headers, GET and DELETE, the
 server's token and Origin rules, malformed input.  The official SDK
 client over HTTP is in test_mcp_sdk.py."""
+import hashlib
 import http.client
 import json
 import os
@@ -248,6 +249,45 @@ def a_long_call_does_not_hold_up_the_servers_shutdown():
     # the run's own timeout is 900 s: the server must stop it itself
     eq(srv.p.wait(timeout=60), 0)
     t.join(30)
+
+
+@test
+def each_client_key_gets_its_own_policy_and_sessions():
+    """/mcp calls run under the policy of the client whose key they carry
+    (they all ran under [default] before), and one client's MCP sessions
+    and Mcp-Session-Ids are not another's."""
+    keys = {"alice": "alice-mcp-key-0123456789", "bob": "bob-mcp-key-0123456789"}
+    digest = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in keys.items()}
+    with scratch() as d:
+        pol = write(os.path.join(d, "policy.ini"),
+                    "[default]\nlanguages = python\n[policy shell]\nlanguages = bash\n"
+                    "[client alice]\nkey_sha256 = %s\n"
+                    "[client bob]\nkey_sha256 = %s\npolicy = shell\n" % (digest["alice"], digest["bob"]))
+        audit = os.path.join(d, "audit.log")
+        srv = Serve("--pool", "0", "--policy", pol, "--audit", audit)
+        try:
+            a = initialize(srv, {"Authorization": "Bearer " + keys["alice"]})
+            b = initialize(srv, {"Authorization": "Bearer " + keys["bob"]})
+            j = call(srv, a, "run_code", {"code": "print(6 * 7)"})
+            eq(j["result"]["structuredContent"]["status"], "ok", j)
+            j = call(srv, b, "run_code", {"code": "print(6 * 7)"})
+            eq(j["result"]["structuredContent"].get("rule"), "languages", j)
+            j = call(srv, b, "run_code", {"code": "echo $((6 * 7))", "language": "bash"})
+            eq(j["result"]["structuredContent"]["logs"]["stdout"], "42\n", j)
+            sid = call(srv, a, "create_session", {})["result"]["structuredContent"]["session_id"]
+            j = call(srv, b, "list_sessions", {})
+            eq(j["result"]["structuredContent"]["sessions"], [], "bob sees none of alice's")
+            j = call(srv, b, "run_code", {"session_id": sid, "code": "1"})
+            check(j["result"]["isError"], j)
+            # alice's Mcp-Session-Id with bob's key
+            st, _, j = post(srv, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
+                            dict(a, Authorization="Bearer " + keys["bob"]))
+            eq(st, 404, j)
+        finally:
+            srv.stop()
+        runs = [json.loads(x) for x in open(audit) if '"run"' in x]
+        eq(sorted((x["client"], x["decision"]) for x in runs if x["door"] == "mcp"),
+           [("alice", "allowed"), ("bob", "allowed"), ("bob", "rejected")])
 
 
 main()

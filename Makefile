@@ -106,7 +106,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJ) $(POLICY_OBJ) $(BUILD)/libcodece
 
 # Attack helpers run inside the sandbox: built static, so they need
 # nothing from the sandbox's /usr.
-$(BUILD)/helpers/%: tests/helpers/%.c
+$(BUILD)/helpers/%: tests/helpers/%.c $(wildcard tests/helpers/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -Wall -static -o $@ $<
 

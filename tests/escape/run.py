@@ -69,6 +69,11 @@ class Attack:
             m = re.match(r"^(?:#|//)\s*([a-z-]+):\s*(.*)$", line)
             if m:
                 self.meta.setdefault(m.group(1), []).append(m.group(2).strip())
+        for inc in self.meta.get("include", []):
+            # a part several attacks share (a name starting with '_',
+            # which load_corpus skips), appended to the attack's code
+            with open(os.path.join(os.path.dirname(path), inc)) as f:
+                self.source += "\n" + f.read()
         for key in ("class", "tries", "oracle"):
             if key not in self.meta:
                 raise SystemExit("%s: the header has no '%s:' line" % (path, key))
@@ -92,7 +97,7 @@ def load_corpus(only=None):
         if not os.path.isdir(d) or klass.startswith(("_", ".")):
             continue
         for name in sorted(os.listdir(d)):
-            if os.path.splitext(name)[1] in LANGS:
+            if os.path.splitext(name)[1] in LANGS and not name.startswith("_"):
                 a = Attack(os.path.join(d, name))
                 if not only or only in a.name:
                     attacks.append(a)

@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errname.h"
+
 #ifndef __x86_64__
 #error "probe: x86_64 only (syscall numbers and int 0x80 below)"
 #endif
@@ -87,46 +89,9 @@ static void json_str(const char *s)
 
 static const char *errname(int e)
 {
-	switch (e) {
-	case 0: return "OK";
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case ESRCH: return "ESRCH";
-	case EINTR: return "EINTR";
-	case EIO: return "EIO";
-	case E2BIG: return "E2BIG";
-	case EBADF: return "EBADF";
-	case ECHILD: return "ECHILD";
-	case EAGAIN: return "EAGAIN";
-	case ENOMEM: return "ENOMEM";
-	case EACCES: return "EACCES";
-	case EFAULT: return "EFAULT";
-	case EBUSY: return "EBUSY";
-	case EEXIST: return "EEXIST";
-	case EXDEV: return "EXDEV";
-	case ENODEV: return "ENODEV";
-	case ENOTDIR: return "ENOTDIR";
-	case EISDIR: return "EISDIR";
-	case EINVAL: return "EINVAL";
-	case ENFILE: return "ENFILE";
-	case EMFILE: return "EMFILE";
-	case ENOTTY: return "ENOTTY";
-	case EROFS: return "EROFS";
-	case ESPIPE: return "ESPIPE";
-	case ENOSYS: return "ENOSYS";
-	case ELOOP: return "ELOOP";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EAFNOSUPPORT: return "EAFNOSUPPORT";
-	case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
-	case ESOCKTNOSUPPORT: return "ESOCKTNOSUPPORT";
-	case EPROTOTYPE: return "EPROTOTYPE";
-	case ENOPROTOOPT: return "ENOPROTOOPT";
-	case ENOTSOCK: return "ENOTSOCK";
-	case ENXIO: return "ENXIO";
-	case ENOEXEC: return "ENOEXEC";
-	case ETXTBSY: return "ETXTBSY";
-	}
-	return "E?";
+	const char *s = e ? errno_name(e) : "OK";
+
+	return s ? s : "E?";
 }
 
 /* {"check": NAME, "ret": RET, "errno": E, "err": "ENAME"[, EXTRA]} */

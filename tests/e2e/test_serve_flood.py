@@ -19,9 +19,10 @@ OUTPUT_LIMIT = 1 * MIB   # the defaults (README, "Limits")
 RESULT_LIMIT = 8 * MIB
 LINE_MAX = RESULT_LIMIT + 2 * OUTPUT_LIMIT + 64 * 1024
 # The README's per-execution bound for the server (4 x the line cap +
-# 7 x result_limit + 38 x output_limit = 11 x result_limit + 46 x
-# output_limit + 256 KiB), with the defaults: 134.25 MiB.
-BOUND = 4 * LINE_MAX + 7 * RESULT_LIMIT + 38 * OUTPUT_LIMIT
+# 7 x result_limit + 50 x output_limit = 11 x result_limit + 58 x
+# output_limit + 256 KiB, outputs[] included), with the defaults:
+# 146.25 MiB.
+BOUND = 4 * LINE_MAX + 7 * RESULT_LIMIT + 50 * OUTPUT_LIMIT
 SANITIZED = BUILD == "build-san"
 
 

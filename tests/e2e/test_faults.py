@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,7 +24,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (CODECELL, cgroup_parents, check, children, descendants,  # noqa: E402
+from cctest import (Serve, cgroup_parents, check, children, descendants,  # noqa: E402
                     eq, main, sandbox_cgroups, template_of, test)
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -130,41 +129,13 @@ def eventually(cond, what, limit=60):
 
 # ---- the server -------------------------------------------------------------
 
-class Server:
+class Server(Serve):
     """A `codecell serve` on a free loopback port with its own TMPDIR."""
 
     def __init__(self, *args, tmpdir=None):
         self.tmp = tmpdir or tempfile.mkdtemp(prefix="cctest-faults-")
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        env = dict(os.environ, TMPDIR=self.tmp)
-        self.p = subprocess.Popen([CODECELL, "serve", "--listen", "127.0.0.1:0"] + list(args),
-                                  stdout=subprocess.PIPE, stderr=self.errf, text=True, env=env)
-        line = self.p.stdout.readline()
-        check(line.startswith("codecell serve: listening on http://"),
-              "no listening line: %r %r" % (line, "" if line else self.log()))
-        self.port = int(line.split()[4].rstrip("/").rsplit(":", 1)[1])
-        self.pid = self.p.pid
+        Serve.__init__(self, *args, env=dict(os.environ, TMPDIR=self.tmp))
         self.cg_parents = cgroup_parents(self.pid)
-
-    def log(self):
-        self.errf.seek(0)
-        return self.errf.read()
-
-    def request(self, method, path, body=None, headers=None, timeout=120):
-        """(status, JSON or bytes)."""
-        h = dict(headers or {})
-        if isinstance(body, dict):
-            body = json.dumps(body)
-            h["Content-Type"] = "application/json"
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            c.request(method, path, body=body, headers=h)
-            r = c.getresponse()
-            data = r.read()
-            ctype = r.getheader("Content-Type", "")
-        finally:
-            c.close()
-        return r.status, (json.loads(data) if ctype.startswith("application/json") else data)
 
     def session(self, **body):
         st, j = self.request("POST", "/v1/sessions", body)
@@ -188,11 +159,6 @@ class Server:
         eq((r["status"], r["results"][0]["text/plain"]), ("ok", "42"), "a fresh session runs")
         st, _ = self.request("DELETE", "/v1/sessions/" + j["id"])
         eq(st, 200, "delete")
-
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        return self.p.wait(timeout=timeout)
 
     def cleanup(self):
         if self.p.poll() is None:

@@ -2,41 +2,17 @@
 (found in the server's own process tree) is started again, /healthz says
 "degraded" meanwhile and "ok" after, /metrics counts the restart, the
 server logs it, and sessions work all along."""
-import http.client
-import json
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, check, children, eq, main, test  # noqa: E402
+from cctest import Serve, check, children, eq, main, test  # noqa: E402
 
 
-class Server:
+class Server(Serve):
     """A `codecell serve` on a free loopback port, stopped with SIGTERM."""
-
-    def __init__(self, *args):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.p = subprocess.Popen([CODECELL, "serve", "--listen", "127.0.0.1:0"] + list(args),
-                                  stdout=subprocess.PIPE, stderr=self.errf, text=True)
-        line = self.p.stdout.readline()
-        check(line.startswith("codecell serve: listening on http://"), line)
-        self.port = int(line.split()[4].rstrip("/").rsplit(":", 1)[1])
-
-    def request(self, method, path, body=None):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            c.request(method, path, body=json.dumps(body) if body is not None else None,
-                      headers={"Content-Type": "application/json"} if body is not None else {})
-            r = c.getresponse()
-            data = r.read()
-            ctype = r.getheader("Content-Type", "")
-        finally:
-            c.close()
-        return r.status, json.loads(data) if ctype.startswith("application/json") else data
 
     def health(self):
         st, j = self.request("GET", "/healthz")
@@ -60,13 +36,6 @@ class Server:
         eq(r["logs"]["stdout"], "42\n", r)
         return j
 
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-        rc = self.p.wait(timeout=30)
-        self.errf.seek(0)
-        self.stderr = self.errf.read()
-        return rc
 
 
 def descendants(pid):

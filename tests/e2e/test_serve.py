@@ -7,35 +7,22 @@ import os
 import resource
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, check, codecell, descendants, eq, main, scratch, test, write  # noqa: E402
+from cctest import Serve, check, codecell, descendants, eq, main, scratch, test, write  # noqa: E402
 
 
-class Server:
+class Server(Serve):
     """A `codecell serve` on a free loopback port, stopped with SIGTERM."""
 
     def __init__(self, *args, listen="127.0.0.1:0", rlimits=()):
-        # stderr goes to a file: a pipe nobody reads fills up under a flood
-        # of log lines and then blocks the thread that logs, which looks
-        # like a hang of the server itself
-        self.errf = tempfile.TemporaryFile(mode="w+")
-
         def limits():
             for res, val in rlimits:
                 resource.setrlimit(res, (val, val))
-        self.p = subprocess.Popen([CODECELL, "serve", "--listen", listen] + list(args),
-                                  stdout=subprocess.PIPE, stderr=self.errf, text=True,
-                                  preexec_fn=limits if rlimits else None)
-        line = self.p.stdout.readline()
-        check(line.startswith("codecell serve: listening on http://"),
-              "no listening line: %r %r" % (line, "" if line else self.log()))
-        self.port = int(line.split()[4].rstrip("/").rsplit(":", 1)[1])
+        Serve.__init__(self, *args, listen=listen, preexec_fn=limits if rlimits else None)
         self.token = None
 
     def conn(self, timeout=60):
@@ -91,17 +78,6 @@ class Server:
                   headers=self.headers({"Accept": "application/x-ndjson"}, True))
         return c, c.getresponse()
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        rc = self.p.wait(timeout=timeout)
-        self.stderr = self.log()
-        return rc
-
-    def log(self):
-        """What the server wrote to stderr so far."""
-        self.errf.seek(0)
-        return self.errf.read()
 
 
 def events(resp):

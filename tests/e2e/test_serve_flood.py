@@ -7,12 +7,10 @@ from the server's VmHWM, never a timing."""
 import http.client
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import BUILD, CODECELL, check, eq, main, test  # noqa: E402
+from cctest import BUILD, Serve, check, eq, main, test  # noqa: E402
 
 MIB = 1 << 20
 OUTPUT_LIMIT = 1 * MIB   # the defaults (README, "Limits")
@@ -26,26 +24,8 @@ BOUND = 4 * LINE_MAX + 7 * RESULT_LIMIT + 50 * OUTPUT_LIMIT
 SANITIZED = BUILD == "build-san"
 
 
-class Server:
+class Server(Serve):
     """A `codecell serve` on a free loopback port (port 0, read back)."""
-
-    def __init__(self):
-        self.errf = tempfile.TemporaryFile(mode="w+")
-        self.p = subprocess.Popen([CODECELL, "serve", "--listen", "127.0.0.1:0"],
-                                  stdout=subprocess.PIPE, stderr=self.errf, text=True)
-        line = self.p.stdout.readline()
-        check(line.startswith("codecell serve: listening on http://"), "no listening line: %r" % line)
-        self.port = int(line.split()[4].rstrip("/").rsplit(":", 1)[1])
-
-    def post(self, path, body, timeout=300):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            c.request("POST", path, body=json.dumps(body),
-                      headers={"Content-Type": "application/json"})
-            r = c.getresponse()
-            return r.status, json.loads(r.read())
-        finally:
-            c.close()
 
     def stream(self, path, body, timeout=300):
         """Every event of an NDJSON answer."""
@@ -59,11 +39,6 @@ class Server:
             return [json.loads(line) for line in r.read().splitlines()]
         finally:
             c.close()
-
-    def session(self, **body):
-        st, j = self.post("/v1/sessions", body)
-        eq(st, 201, "create: %r" % j)
-        return j["id"]
 
     def execute(self, sid, code):
         # a generous timeout: the figures take a while on a busy machine
@@ -81,9 +56,7 @@ class Server:
         raise AssertionError("no VmHWM for the server")
 
     def stop(self):
-        self.p.terminate()
-        self.p.wait(timeout=60)
-        self.errf.close()
+        return Serve.stop(self, timeout=60)
 
 
 # Forged events at the running cell's id (the kernel's state is reachable

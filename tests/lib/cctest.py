@@ -313,16 +313,18 @@ class Serve:
     """A `codecell serve` this test starts on a free loopback port (port 0,
     read back from its first line), stopped with SIGTERM."""
 
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, listen="127.0.0.1:0", preexec_fn=None):
         import subprocess as sp
-        # stderr to a file: a pipe nobody reads fills up and blocks the
-        # server's logging thread
+        # stderr to a file: a pipe nobody reads fills up under a flood of
+        # log lines and blocks the server's logging thread, which looks
+        # like a hang of the server itself
         self.errf = tempfile.TemporaryFile(mode="w+")
-        self.p = sp.Popen([CODECELL, "serve", "--listen", "127.0.0.1:0"] + list(args),
-                          stdout=sp.PIPE, stderr=self.errf, text=True, env=env)
+        self.p = sp.Popen([CODECELL, "serve", "--listen", listen] + list(args),
+                          stdout=sp.PIPE, stderr=self.errf, text=True, env=env,
+                          preexec_fn=preexec_fn)
         line = self.p.stdout.readline()
         check(line.startswith("codecell serve: listening on http://"),
-              "no listening line: %r %r" % (line, self.log()))
+              "no listening line: %r %r" % (line, "" if line else self.log()))
         self.port = int(line.split()[4].rstrip("/").rsplit(":", 1)[1])
         self.pid = self.p.pid
 
@@ -355,10 +357,13 @@ class Serve:
         check(st == 200 and j["status"] == "ok", "execute %r: %r %r" % (code, st, j))
         return j["results"][0]["text/plain"] if j["results"] else None
 
-    def stop(self, timeout=30):
+    def stop(self, sig=15, timeout=30):
+        """Signal it (SIGTERM), wait; its exit status.  self.stderr: its log."""
         if self.p.poll() is None:
-            self.p.terminate()
-        return self.p.wait(timeout=timeout)
+            self.p.send_signal(sig)
+        rc = self.p.wait(timeout=timeout)
+        self.stderr = self.log()
+        return rc
 
     def log(self):
         self.errf.seek(0)

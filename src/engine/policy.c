@@ -56,6 +56,7 @@ void engine_policy_default(struct engine_policy *p)
 	p->network = true;
 	p->max_file = 64u << 20;
 	p->approval_timeout_s = 300;
+	p->http_max_response = 1u << 20;
 }
 
 /* ---- the parser ---- */
@@ -64,6 +65,7 @@ struct parser {
 	struct engine_policies *ps;
 	struct engine_policy *pol; /* the section's, or NULL */
 	struct engine_client *client;
+	struct engine_host *host;  /* a [host NAME] section's */
 	unsigned seen;		   /* keys set in this section (bits) */
 	char *client_policy[POLICY_MAX_CLIENTS + 1];
 	int line;
@@ -114,6 +116,93 @@ static struct engine_policy *find_policy(struct engine_policies *ps, const char 
 	return NULL;
 }
 
+/* ---- the http tool's keys and [host NAME] sections ---- */
+
+static int host_section(struct parser *p, const char *name)
+{
+	struct sockaddr_storage ss;
+	struct engine_host *h;
+	char norm[NETGUARD_HOST_MAX + 1];
+	socklen_t len;
+	int r;
+
+	snprintf(norm, sizeof(norm), "%s", name);
+	r = netguard_parse_ip(norm, &ss, &len);
+	if (r == 0)
+		netguard_format((struct sockaddr *)&ss, norm, sizeof(norm));
+	else if (r != -EINVAL || netguard_name_normalize(norm) < 0)
+		return fail(p, "'[host %.64s]': not a host name or an IP address", name);
+	for (size_t i = 0; i < p->ps->n_hosts; i++)
+		if (!strcmp(p->ps->hosts[i].name, norm))
+			return fail(p, "host '%s' is given twice", norm);
+	if (p->ps->n_hosts >= POLICY_MAX_HOSTS)
+		return fail(p, "too many [host NAME] sections: at most %d", POLICY_MAX_HOSTS);
+	h = realloc(p->ps->hosts, (p->ps->n_hosts + 1) * sizeof(*h));
+	if (!h)
+		return fail(p, "out of memory");
+	p->ps->hosts = h;
+	p->host = &h[p->ps->n_hosts++];
+	memset(p->host, 0, sizeof(*p->host));
+	snprintf(p->host->name, sizeof(p->host->name), "%s", norm);
+	return 0;
+}
+
+/* "Name: value": a token, then a value without control characters (the
+ * value is a secret: it is not quoted back in a message). */
+static bool header_ok(const char *v)
+{
+	size_t n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~");
+
+	if (!n || v[n] != ':')
+		return false;
+	for (v += n + 1; *v == ' '; v++)
+		;
+	if (!*v)
+		return false;
+	for (; *v; v++)
+		if (((unsigned char)*v < 0x20 && *v != '\t') || *v == 0x7f)
+			return false;
+	return true;
+}
+
+static int host_key(struct parser *p, const char *key, const char *v)
+{
+	struct engine_host *h = p->host;
+
+	if (strcmp(key, "header"))
+		return fail(p, "unknown key '%.64s' in a host (known: header)", key);
+	if (!header_ok(v))
+		return fail(p, "header: expected 'Name: value' (the value is not shown here)");
+	if (h->n_headers >= POLICY_HOST_HEADERS)
+		return fail(p, "too many headers for host '%s': at most %d", h->name, POLICY_HOST_HEADERS);
+	if (!(h->headers[h->n_headers] = strdup(v)))
+		return fail(p, "out of memory");
+	h->n_headers++;
+	return 0;
+}
+
+static int http_key(struct parser *p, const char *key, const char *v)
+{
+	struct engine_policy *pol = p->pol;
+	char msg[256];
+
+	if (!strcmp(key, "http.hosts")) {
+		if (pol->http_hosts.n)
+			return fail(p, "'%s' is set twice in this section", key);
+		if (netguard_list_parse(v, &pol->http_hosts, msg, sizeof(msg)) < 0)
+			return fail(p, "http.hosts: %s", msg);
+		return 0;
+	}
+	if (!strcmp(key, "http.max_response")) {
+		if (parse_size(v, &pol->http_max_response) < 0 || pol->http_max_response < 1 ||
+		    pol->http_max_response > HTTP_RESPONSE_MAX)
+			return fail(p, "http.max_response: expected a size from 1 to %uM such as 1M, not "
+				       "'%.64s'", HTTP_RESPONSE_MAX >> 20, v);
+		return 0;
+	}
+	return fail(p, "unknown key '%.64s' (known: http.hosts, http.max_response)", key);
+}
+
 static int section(struct parser *p, char *s)
 {
 	char *end = strchr(s, ']'), *name;
@@ -125,6 +214,7 @@ static int section(struct parser *p, char *s)
 	p->seen = 0;
 	p->pol = NULL;
 	p->client = NULL;
+	p->host = NULL;
 	if (!strcmp(s, "default")) {
 		if (p->ps->def.name[0] == '!')
 			return fail(p, "[default] is given twice");
@@ -172,6 +262,8 @@ static int section(struct parser *p, char *s)
 		snprintf(p->client->name, sizeof(p->client->name), "%s", name);
 		return 0;
 	}
+	if (!strcmp(s, "host"))
+		return host_section(p, name);
 	return fail(p, "unknown section '[%.64s]': use [default], [policy NAME] or [client NAME]", s);
 }
 
@@ -272,6 +364,8 @@ static int policy_key(struct parser *p, const char *key, char *v)
 	char msg[300];
 	size_t k;
 
+	if (!strncmp(key, "http.", 5))
+		return http_key(p, key, v);
 	if (!strncmp(key, "limit.", 6)) {
 		const struct engine_limit *l = engine_limit_find(key + 6);
 
@@ -386,6 +480,8 @@ static int line(struct parser *p, char *s)
 		return policy_key(p, key, v);
 	if (p->client)
 		return client_key(p, key, v);
+	if (p->host)
+		return host_key(p, key, v);
 	return fail(p, "'%.64s' comes before any section: start with [default]", key);
 }
 
@@ -527,6 +623,13 @@ void engine_policies_free(struct engine_policies *ps)
 {
 	if (!ps)
 		return;
+	netguard_list_release(&ps->def.http_hosts);
+	for (size_t i = 0; i < ps->n_named; i++)
+		netguard_list_release(&ps->named[i].http_hosts);
+	for (size_t i = 0; i < ps->n_hosts; i++)
+		for (size_t j = 0; j < ps->hosts[i].n_headers; j++)
+			free(ps->hosts[i].headers[j]);
+	free(ps->hosts);
 	free(ps->named);
 	free(ps->clients);
 	free(ps);
@@ -544,6 +647,24 @@ struct engine_client *engine_policies_client(struct engine_policies *ps, const c
 	for (size_t i = 1; i < ps->n_clients; i++)
 		if (!memcmp(ps->clients[i].key, d, SHA256_LEN))
 			return &ps->clients[i];
+	return NULL;
+}
+
+const struct engine_host *engine_policies_host(const struct engine_policies *ps, const char *host)
+{
+	char norm[NETGUARD_HOST_MAX + 2];
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (!ps || strlen(host) >= sizeof(norm))
+		return NULL;
+	if (netguard_parse_ip(host, &ss, &len) == 0)
+		netguard_format((struct sockaddr *)&ss, norm, sizeof(norm));
+	else if (snprintf(norm, sizeof(norm), "%s", host), netguard_name_normalize(norm) < 0)
+		return NULL;
+	for (size_t i = 0; i < ps->n_hosts; i++)
+		if (!strcmp(ps->hosts[i].name, norm))
+			return &ps->hosts[i];
 	return NULL;
 }
 

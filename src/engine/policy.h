@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "util/netguard.h"
 #include "util/sha256.h"
 
 #define POLICY_FILE_MAX (1u << 20) /* bytes of a policy file */
@@ -25,6 +26,9 @@
 #define POLICY_NAME_MAX 64	   /* a policy's or a client's name */
 #define POLICY_MAX_POLICIES 64
 #define POLICY_MAX_CLIENTS 1024
+#define POLICY_MAX_HOSTS 256	   /* [host NAME] sections */
+#define POLICY_HOST_HEADERS 16	   /* headers of one [host NAME] */
+#define HTTP_RESPONSE_MAX (64u << 20) /* the most http.max_response may be */
 
 /* What a call does: the tools of DESIGN.md, and the actions a policy may
  * hold for approval. */
@@ -59,6 +63,20 @@ struct engine_policy {
 	double rate;		    /* calls per second per client; 0: no limit */
 	double burst;		    /* calls at once before rate applies */
 	double approval_timeout_s;  /* a held call not decided by then is denied */
+	/* the http tool: the hosts it may reach (empty: none; util/netguard.h
+	 * has the rule for non-public addresses) and the most bytes of a
+	 * response body it keeps */
+	struct netguard_list http_hosts;
+	uint64_t http_max_response;
+};
+
+/* A [host NAME] section: headers the http tool adds to every request to
+ * that host (an Authorization header, an API key).  Secrets: they never
+ * appear in a result, a message or the audit log. */
+struct engine_host {
+	char name[NETGUARD_HOST_MAX + 1]; /* normalized: a lower-case name or an IPv4 address */
+	char *headers[POLICY_HOST_HEADERS]; /* "Name: value", owned */
+	size_t n_headers;
 };
 
 /* A client of the server: who, its policy, its counters.  Thread-safe. */
@@ -83,6 +101,8 @@ struct engine_policies {
 	 * loopback client; then the file's clients */
 	struct engine_client *clients;
 	size_t n_clients;
+	struct engine_host *hosts;
+	size_t n_hosts;
 };
 
 /* The safe built-in default: every language, the limits table's
@@ -102,6 +122,9 @@ void engine_policies_free(struct engine_policies *ps);
 /* The client whose key this is (compared by digest), or NULL. */
 struct engine_client *engine_policies_client(struct engine_policies *ps, const char *key,
 					     size_t len);
+/* The [host NAME] section for this host (a URL's host, normalized by
+ * the lookup), or NULL. */
+const struct engine_host *engine_policies_host(const struct engine_policies *ps, const char *host);
 /* Does the file name any client?  (The server then requires a key.) */
 bool engine_policies_has_clients(const struct engine_policies *ps);
 

@@ -97,6 +97,8 @@ static struct api_mcp *get_mcp(struct api_server *srv, char **ret_error)
 	 * follow it here yet) */
 	cfg.client = &srv->policies->clients[0];
 	cfg.audit = srv->cfg.audit;
+	cfg.policies = srv->policies;
+	cfg.stop_flag = &srv->stopping;
 	cfg.log = mcp_log;
 	r = mcp_server_new(&cfg, &m->srv, ret_error);
 	if (r < 0) {

@@ -568,6 +568,7 @@ int cli_mcp(int argc, char **argv)
 		return EXIT_CODECELL_ERROR;
 	}
 	cfg.client = &policies->clients[0];
+	cfg.policies = policies;
 	cfg.audit = audit;
 	cfg.limits_asked = o.run.limits_set;
 	cfg.net_asked = o.run.net_set;

@@ -1051,6 +1051,7 @@ out:
 
 const struct engine_tool engine_tool_http = {
 	.name = "http",
+	.action = ACTION_HTTP,
 	.title = "HTTP request",
 	.description =
 		"Send one HTTP request to a host the policy allows (http.hosts) and get the "

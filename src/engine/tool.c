@@ -160,8 +160,13 @@ static void audit(const struct engine_tool_ctx *ctx, const struct engine_tool_re
 		.bytes = res ? json_dumpb(res, NULL, 0, JSON_COMPACT) : 0,
 	};
 
-	if (rq->audit)
-		(void)engine_audit_write(rq->audit, &rec);
+	if (!rq->audit)
+		return;
+	if (t->redact && rq->args && (rec.args = json_deep_copy(rq->args)))
+		t->redact(ctx, rec.args);
+	(void)engine_audit_write(rq->audit, &rec);
+	if (rec.args != rq->args)
+		json_decref(rec.args);
 }
 
 /* The policy, and a person's approval where it wants one.  0, or -EPERM

@@ -59,6 +59,9 @@ struct engine_tool {
 	/* 0 with *ret a new JSON object; -errno with msg (n bytes). */
 	int (*call)(const struct engine_tool_ctx *ctx, json_t *args, json_t **ret, char *msg,
 		    size_t n);
+	/* Optional: replace in args (a copy, before it is audited) the
+	 * secrets the policy holds for this tool, should a caller send one. */
+	void (*redact)(const struct engine_tool_ctx *ctx, json_t *args);
 };
 
 /* Every tool codecell has, NULL-terminated. */

@@ -22,6 +22,7 @@
 #include <math.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -839,9 +840,10 @@ static int redact_json(const struct secrets *s, json_t **res)
 
 	if (!text)
 		return -ENOMEM;
-	buf_init(&b, (size_t)-1);
+	buf_init(&b, SIZE_MAX >> 1);
 	b.data = text;
-	b.len = b.alloc = strlen(text);
+	b.len = strlen(text);
+	b.alloc = b.len + 1;
 	if (redact(s, &b) < 0) {
 		buf_release(&b);
 		return -ENOMEM;
@@ -1049,6 +1051,39 @@ out:
 	return r;
 }
 
+/* Secrets in the arguments' strings (a caller should not know one; if
+ * it does, the audit log does not keep it). */
+static void redact_strings(const struct secrets *s, json_t *v)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+
+	if (json_is_string(v)) {
+		struct buf b;
+
+		buf_init(&b, SIZE_MAX >> 1);
+		if (buf_append(&b, json_string_value(v), json_string_length(v)) == 0 &&
+		    redact(s, &b) == 0)
+			json_string_setn(v, b.data ? b.data : "", b.len);
+		buf_release(&b);
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, k, x)
+			redact_strings(s, x);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+			redact_strings(s, x);
+	}
+}
+
+static void http_redact(const struct engine_tool_ctx *ctx, json_t *args)
+{
+	struct secrets s;
+
+	secrets_collect(ctx ? ctx->policies : NULL, &s);
+	redact_strings(&s, args);
+}
+
 const struct engine_tool engine_tool_http = {
 	.name = "http",
 	.action = ACTION_HTTP,
@@ -1075,4 +1110,5 @@ const struct engine_tool engine_tool_http = {
 	.idempotent = false,
 	.open_world = true,
 	.call = http_call,
+	.redact = http_redact,
 };

@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -480,6 +483,24 @@ static void policy_keys(void **state)
 	engine_policies_free(ps);
 }
 
+/* A network namespace of our own with loopback up, when we may make one
+ * (root): then not even a broken guard could reach another host. */
+static void own_netns(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int fd;
+
+	if (unshare(CLONE_NEWNET) < 0)
+		return;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		abort();
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		abort();
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,5 +516,6 @@ int main(void)
 
 	/* a proxy in the environment must not matter: the tool ignores it */
 	setenv("http_proxy", "http://127.0.0.1:9/", 1);
+	own_netns();
 	return cmocka_run_group_tests(tests, start_server, NULL);
 }

@@ -1001,8 +1001,9 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 				r = 0;
 				break;
 			}
-			r = say(&s, msg, n, r == -EINVAL && !hops ? -EINVAL : -EPERM, "%s%s", hops ? "a redirect: " : "",
-				why);
+			r = say(&s, msg, n, r == -EINVAL && !hops ? -EINVAL : -EPERM, "%s%s%s",
+				hops ? "a redirect: " : "", why,
+				r == -EPERM ? " (the policy's http.hosts)" : "");
 			goto out;
 		}
 		if (hops && prev.scheme && !same_origin(&prev, &t))

@@ -1006,6 +1006,12 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 				r == -EPERM ? " (the policy's http.hosts)" : "");
 			goto out;
 		}
+		/* the [host] headers would go out in clear text */
+		if (hops && prev.scheme && !strcmp(prev.scheme, "https") && !strcmp(t.scheme, "http")) {
+			r = say(&s, msg, n, -EPERM, "a redirect from https to http ('%.200s'): refused",
+				req.url);
+			goto out;
+		}
 		if (hops && prev.scheme && !same_origin(&prev, &t))
 			req.drop_credentials = true;
 		c = attempts(&req, &t, ctx->policies ? engine_policies_host(ctx->policies, t.host) : NULL,

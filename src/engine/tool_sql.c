@@ -477,6 +477,9 @@ static int sq_open(const struct sql_query *q, struct sq_run *run, sqlite3 **ret,
 		return -EIO;
 	}
 	sq.limit(db, SQLITE_LIMIT_ATTACHED, 0);
+	/* a value over the byte cap cannot come back: none is made either
+	 * (randomblob(1e9) would take a gigabyte of the server's memory) */
+	sq.limit(db, SQLITE_LIMIT_LENGTH, (int)(q->db->max_bytes + 1024));
 	sq.db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sq.db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 	if (!q->db->writes && sq.exec(db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK) {

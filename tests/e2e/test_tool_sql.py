@@ -541,8 +541,70 @@ def sqlite_writes_where_the_policy_allows_them_and_caps_rows_and_bytes():
                                 "UNION ALL SELECT 3 UNION ALL SELECT 4)", session=sid)
         eq(j["truncated"], {"rows": False, "bytes": True})
         eq(len(j["rows"]), 1)
+        # a value over the byte cap is never made in the server's memory
+        check("too big" in sql_error(sql(srv, "data.db", "SELECT length(randomblob(200000000))",
+                                         session=sid)))
     finally:
         srv.stop()
+
+
+@test
+def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
+    import threading
+    audit = tempfile.mktemp(prefix="cc-sql-audit-")
+    host = tempfile.mkdtemp(prefix="cc-sql-host-")
+    c = sqlite3.connect(host + "/a.db")
+    c.execute("CREATE TABLE t (v TEXT)")
+    c.execute("INSERT INTO t VALUES ('approved value')")
+    c.commit()
+    c.close()
+    pol = policy_file("[default]\ntools = sql\nsql.databases = a\napproval = sql\n"
+                      "[database a]\ndriver = sqlite\nconnection = %s/a.db\n" % host)
+    srv = Serve("--policy", pol, "--audit", audit)
+    try:
+        for decision, want in (("approve", 200), ("deny", 403)):
+            out = {}
+            t = threading.Thread(target=lambda: out.update(r=srv.post("/v1/tools/sql", {
+                "arguments": {"database": "a", "query": "SELECT v FROM t"}})))
+            t.start()
+            deadline = time.monotonic() + 60
+            while True:
+                st, j = srv.request("GET", "/v1/approvals?pending")
+                pending = [a for a in j["approvals"] if a["state"] == "pending"]
+                if pending:
+                    break
+                check(time.monotonic() < deadline, "the call was never held: %r" % j)
+                time.sleep(0.1)
+            eq(pending[0]["action"], "sql", pending)
+            eq(pending[0]["arguments"]["query"], "SELECT v FROM t", pending)
+            st, j = srv.post("/v1/approvals/" + pending[0]["id"], {"decision": decision})
+            eq(st, 200, j)
+            t.join(60)
+            st, j = out["r"]
+            eq(st, want, j)
+            if want == 200:
+                eq(j["rows"], [["approved value"]])
+            else:
+                check("denied" in j["error"]["message"], j)
+    finally:
+        srv.stop()
+        shutil.rmtree(host)
+    lines = [json.loads(x) for x in open(audit)]
+    os.unlink(audit)
+    eq([(x["decision"], x["approval"]["state"]) for x in lines],
+       [("allowed", "approved"), ("rejected", "denied")])
+
+
+@test
+def mcp_cannot_hold_a_call_for_approval_so_it_is_refused():
+    pol = policy_file("[default]\ntools = sql\napproval = sql\n")
+    m = Mcp("--policy", pol)
+    try:
+        r = m.call("sql", database="x.db", query="SELECT 1")
+        eq(r["isError"], True, r)
+        check("rule 'approval'" in r["content"][0]["text"], r)
+    finally:
+        m.close()
 
 
 if __name__ == "__main__":

@@ -482,7 +482,12 @@ static int sq_open(const struct sql_query *q, struct sq_run *run, sqlite3 **ret,
 	sq.limit(db, SQLITE_LIMIT_LENGTH, (int)(q->db->max_bytes + 1024));
 	sq.db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sq.db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-	if (!q->db->writes && sq.exec(db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK) {
+	/* a file the sandboxed code made is untrusted input: SQLite's advice
+	 * for such files (cell_size_check, no mmap), then query_only */
+	if ((q->sqlite_fd_path &&
+	     sq.exec(db, "PRAGMA cell_size_check = ON; PRAGMA mmap_size = 0", NULL, NULL, NULL) !=
+		     SQLITE_OK) ||
+	    (!q->db->writes && sq.exec(db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK)) {
 		sq_fail(db, o, NULL);
 		sq.close_v2(db);
 		return -EIO;

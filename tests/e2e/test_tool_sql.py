@@ -329,8 +329,15 @@ def postgres_refuses_a_second_statement_and_writes_when_read_only():
         eq(pg().psql("SELECT name FROM people WHERE id = 3").strip(), "carol'); --")
         sql(srv, "pgw", "DELETE FROM people WHERE id = $1", [3])
         sql_error(sql(srv, "pg", "SELEC 1"), "42601")
+        # COPY would leave the connection in a state libpq never leaves
+        sql_error(sql(srv, "pg", "COPY people TO STDOUT"), "0A000")
+        sql_error(sql(srv, "pgw", "COPY people FROM STDIN"), "0A000")
+        eq(sql(srv, "pg", "SELECT count(*) FROM people")["rows"], [[2]])
+        # a notice goes nowhere (it went to the server's stderr)
+        sql(srv, "pgw", "DO $$ BEGIN RAISE NOTICE 'noticed-by-codecell'; END $$")
     finally:
         srv.stop()
+    check("noticed-by-codecell" not in srv.log(), srv.log())
 
 
 @test

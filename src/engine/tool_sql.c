@@ -10,13 +10,18 @@
  *
  * A workspace file is untrusted: the sandboxed code made it, and may
  * have planted symlinks to host files (the tool runs as the server, often
- * root).  The path is opened with openat2 RESOLVE_BENEATH under the
- * workspace, checked to be a regular file, and SQLite opens that very
- * inode through /proc/self/fd/N with a VFS whose xFullPathname does not
- * resolve the magic link back into a path (the stock unix VFS does, which
- * would reopen by name and race with a swapped directory).  ATTACH (which
- * would open any host file) is refused by the authorizer and by
- * SQLITE_LIMIT_ATTACHED 0, which also stops VACUUM INTO. */
+ * root).  The file's directory is opened with openat2 RESOLVE_BENEATH
+ * under the workspace, and SQLite opens /proc/self/fd/D/NAME: the kernel
+ * follows the magic link to that very directory, and the unix VFS opens
+ * NAME with O_NOFOLLOW, so a symlink planted there is refused (ELOOP).
+ * The VFS is the unix one with an xFullPathname that takes the path as it
+ * is: the stock one resolves every symlink in it, /proc/self/fd/D too,
+ * and would reopen by a host path whose components the sandbox can swap.
+ * Its journal and WAL files sit beside the database, as usual.  Its
+ * open(2) adds O_NONBLOCK under /proc/self/fd, so a FIFO swapped in for
+ * the file cannot block the thread.  ATTACH (which would open any host
+ * file) is refused by the authorizer and by SQLITE_LIMIT_ATTACHED 0,
+ * which also stops VACUUM INTO. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +38,7 @@
 #include "engine/tool.h"
 #include "engine/tool_sql_internal.h"
 #include "sandbox/sandbox.h"
+#include "session/workspace.h"
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
@@ -162,6 +168,14 @@ static struct {
 
 static pthread_mutex_t sq_lock = PTHREAD_MUTEX_INITIALIZER;
 static sqlite3_vfs fd_vfs;
+static int (*unix_open)(const char *, int, int);
+
+static int fd_open(const char *path, int flags, int mode)
+{
+	if (!strncmp(path, "/proc/self/fd/", 14))
+		flags |= O_NONBLOCK;
+	return unix_open(path, flags, mode);
+}
 
 /* The unix VFS, but a path is taken as it is: /proc/self/fd/N stays the
  * magic link, which open(2) follows to the checked inode. */
@@ -214,7 +228,10 @@ static int sqlite_load(char *msg, size_t n)
 	fd_vfs = *sq.vfs_find("unix");
 	fd_vfs.zName = FD_VFS_NAME;
 	fd_vfs.xFullPathname = fd_full_pathname;
-	if (sq.vfs_register(&fd_vfs, 0) != SQLITE_OK) {
+	unix_open = (int (*)(const char *, int, int))fd_vfs.xGetSystemCall(&fd_vfs, "open");
+	if (!unix_open ||
+	    fd_vfs.xSetSystemCall(&fd_vfs, "open", (sqlite3_syscall_ptr)fd_open) != SQLITE_OK ||
+	    sq.vfs_register(&fd_vfs, 0) != SQLITE_OK) {
 		snprintf(msg, n, "the sql tool is unavailable: cannot register SQLite's VFS");
 		memset(&sq, 0, sizeof(sq));
 		r = -ENOENT;
@@ -460,12 +477,17 @@ static int sq_open(const struct sql_query *q, struct sq_run *run, sqlite3 **ret,
 		return -EIO;
 	}
 	sq.limit(db, SQLITE_LIMIT_ATTACHED, 0);
+	/* a value over the byte cap cannot come back: none is made either
+	 * (randomblob(1e9) would take a gigabyte of the server's memory) */
+	sq.limit(db, SQLITE_LIMIT_LENGTH, (int)(q->db->max_bytes + 1024));
 	sq.db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sq.db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-	/* its journal cannot be made beside /proc/self/fd/N: in memory */
-	if (sq.exec(db, q->db->writes ? (q->sqlite_fd_path ? "PRAGMA journal_mode = MEMORY" : "SELECT 1")
-				      : "PRAGMA query_only = ON",
-		    NULL, NULL, NULL) != SQLITE_OK) {
+	/* a file the sandboxed code made is untrusted input: SQLite's advice
+	 * for such files (cell_size_check, no mmap), then query_only */
+	if ((q->sqlite_fd_path &&
+	     sq.exec(db, "PRAGMA cell_size_check = ON; PRAGMA mmap_size = 0", NULL, NULL, NULL) !=
+		     SQLITE_OK) ||
+	    (!q->db->writes && sq.exec(db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK)) {
 		sq_fail(db, o, NULL);
 		sq.close_v2(db);
 		return -EIO;
@@ -524,32 +546,47 @@ static const char *ws_rel(const char *path)
 	return path;
 }
 
-/* Open the workspace file beneath the workspace: a regular file, never
- * a FIFO (O_NONBLOCK) or anything outside.  An fd or -errno with msg. */
-static int ws_open(const struct engine_tool_ctx *ctx, const char *path, char *msg, size_t n)
+/* The directory of a workspace file, opened beneath the workspace (an
+ * O_PATH fd), and the file's name in it, checked to be a regular file
+ * there now (no symlink, no FIFO).  The fd or -errno with msg. */
+static int ws_open(const struct engine_tool_ctx *ctx, const char *path, const char **ret_name,
+		   char *msg, size_t n)
 {
-	int dir = ctx->workspace_fd, fd, e;
+	const char *rel = ws_rel(path), *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+	char dirpath[1100];
+	int ws = ctx->workspace_fd, dir, fd, e;
 	struct stat st;
 
-	if (dir < 0) {
-		dir = open(ctx->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dir < 0)
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return snprintf(msg, n, "'%.200s' does not name a file", path), -EINVAL;
+	snprintf(dirpath, sizeof(dirpath), "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".");
+	if (ws < 0) {
+		ws = open(ctx->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (ws < 0)
 			return e = -errno, snprintf(msg, n, "cannot open the workspace: %s", strerror(-e)), e;
 	}
-	fd = openat_beneath(dir, ws_rel(path), O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
-	if (dir != ctx->workspace_fd)
-		close(dir);
+	dir = openat_beneath(ws, *dirpath ? dirpath : "/", O_PATH | O_DIRECTORY, 0);
+	if (ws != ctx->workspace_fd)
+		close(ws);
+	fd = dir < 0 ? dir : openat(dir, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	e = fd < 0 && dir >= 0 ? -errno : fd;
 	if (fd < 0) {
-		snprintf(msg, n, "cannot open '%.200s' in the workspace: %s%s", path, strerror(-fd),
-			 fd == -EXDEV ? " (it leads outside the workspace)" : "");
-		return fd;
+		snprintf(msg, n, "cannot open '%.200s' in the workspace: %s%s", path, strerror(-e),
+			 e == -EXDEV ? " (it leads outside the workspace)"
+			 : e == -ELOOP ? " (a symlink is not followed)" : "");
+		if (dir >= 0)
+			close(dir);
+		return e;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	e = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode);
+	close(fd);
+	if (e) {
+		close(dir);
 		snprintf(msg, n, "'%.200s' in the workspace is not a regular file", path);
 		return -EINVAL;
 	}
-	return fd;
+	*ret_name = name;
+	return dir;
 }
 
 static void list_names(const struct engine_tool_ctx *ctx, char *out, size_t n)
@@ -572,7 +609,7 @@ static void list_names(const struct engine_tool_ctx *ctx, char *out, size_t n)
 /* Which database: a name the policy allows, or a workspace file. */
 static int resolve(const struct engine_tool_ctx *ctx, const char *name,
 		   const struct engine_database **ret_db, struct engine_database *ws, int *ret_fd,
-		   char *msg, size_t n)
+		   const char **ret_file, char *msg, size_t n)
 {
 	const struct engine_policy *p = ctx->client->policy;
 	const struct engine_database *db = engine_policies_database(ctx->policies, name);
@@ -596,7 +633,7 @@ static int resolve(const struct engine_tool_ctx *ctx, const char *name,
 		       -EPERM;
 	}
 	engine_database_workspace(p, ws);
-	*ret_fd = ws_open(ctx, name, msg, n);
+	*ret_fd = ws_open(ctx, name, ret_file, msg, n);
 	if (*ret_fd < 0)
 		return *ret_fd == -ENOMEM ? -ENOMEM : -EINVAL;
 	*ret_db = ws;
@@ -655,24 +692,39 @@ static int sql_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **re
 	const struct engine_database *db = NULL;
 	struct sql_out o = { .columns = json_array(), .rows = json_array(), .changed = -1 };
 	struct sql_query q = { .stop_flag = ctx->stop_flag, .params = json_object_get(args, "params") };
-	const char *name = NULL;
-	char fdpath[64];
+	const char *name = NULL, *file = NULL;
+	char fdpath[64 + 256];
 	int fd = -1, r;
 
 	r = check_text(args, msg, n, &name);
 	if (r == 0)
-		r = resolve(ctx, name, &db, &ws, &fd, msg, n);
+		r = resolve(ctx, name, &db, &ws, &fd, &file, msg, n);
 	if (r < 0)
 		goto out;
 	q.db = db;
 	q.text = json_string_value(json_object_get(args, "query"));
 	o.max_rows = db->max_rows;
 	o.max_bytes = db->max_bytes;
-	if (db->driver == DB_SQLITE) {
-		if (fd >= 0)
-			snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-		q.sqlite_path = fd >= 0 ? fdpath : db->conninfo;
-		q.sqlite_fd_path = fd >= 0;
+	if (db->driver == DB_SQLITE && fd >= 0) {
+		struct ws_owner owner = { .chown = geteuid() == 0 };
+		struct ws_fsid prev;
+		struct stat st;
+
+		/* as the workspace's owner: its journal is created in the
+		 * workspace (where root may not even be mapped), and no
+		 * file the owner could not open is opened */
+		if (fstat(fd, &st) == 0) {
+			owner.uid = st.st_uid;
+			owner.gid = st.st_gid;
+		}
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d/%.255s", fd, file);
+		q.sqlite_path = fdpath;
+		q.sqlite_fd_path = true;
+		prev = ws_become_owner(&owner);
+		r = sql_sqlite_run(&q, &o, msg, n);
+		ws_restore_ids(prev);
+	} else if (db->driver == DB_SQLITE) {
+		q.sqlite_path = db->conninfo;
 		r = sql_sqlite_run(&q, &o, msg, n);
 	} else {
 		r = sql_pg_run(&q, &o, msg, n);

@@ -64,6 +64,7 @@ static struct {
 	void (*conninfo_free)(PQconninfoOption *);
 	void (*freemem)(void *);
 	unsigned char *(*unescape_bytea)(const unsigned char *, size_t *);
+	PQnoticeProcessor (*set_notice_processor)(PGconn *, PQnoticeProcessor, void *);
 } pq;
 
 static pthread_mutex_t pq_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -77,6 +78,7 @@ static int pq_load(char *msg, size_t n)
 		"PQresultErrorMessage", "PQclear", "PQntuples", "PQnfields", "PQfname", "PQftype",
 		"PQgetvalue", "PQgetlength", "PQgetisnull", "PQcmdTuples", "PQgetCancel", "PQcancel",
 		"PQfreeCancel", "PQconninfoParse", "PQconninfoFree", "PQfreemem", "PQunescapeBytea",
+		"PQsetNoticeProcessor",
 	};
 	void **slots = (void **)&pq;
 	void *lib;
@@ -341,6 +343,14 @@ static bool pg_results(PGconn *c, const struct sql_query *q, uint64_t deadline_n
 		case PGRES_COMMAND_OK:
 			o->changed = strtoll(pq.cmd_tuples(res), NULL, 10);
 			break;
+		case PGRES_COPY_OUT:
+		case PGRES_COPY_IN:
+		case PGRES_COPY_BOTH:
+			/* libpq would hand this state back forever: the
+			 * connection goes instead */
+			pq.clear(res);
+			sql_out_error(o, "COPY is not supported: SELECT the rows instead", "0A000");
+			return false;
 		default:
 			if (!o->error) {
 				if (!strcmp(pq.result_error_field(res, PG_DIAG_SQLSTATE) ?: "", "57014"))
@@ -395,6 +405,13 @@ static int pg_params(const struct sql_query *q, char **vals, char *msg, size_t n
 	return 0;
 }
 
+/* NOTICE and WARNING messages (RAISE NOTICE in the statement) would go
+ * to the server's stderr: they are dropped. */
+static void pg_notice(void *arg, const char *message)
+{
+	(void)arg, (void)message;
+}
+
 static PGconn *pg_connect(const struct sql_query *q, struct sql_out *o)
 {
 	/* dbname with expand_dbname: the policy's string may be a URI or
@@ -412,6 +429,7 @@ static PGconn *pg_connect(const struct sql_query *q, struct sql_out *o)
 		pq.finish(c);
 		return NULL;
 	}
+	pq.set_notice_processor(c, pg_notice, NULL);
 	return c;
 }
 

@@ -3,7 +3,9 @@
  * refused before a connection: the server counts the requests it gets,
  * and no other address is ever contacted. */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -33,6 +35,36 @@ static int requests; /* atomic: requests the server got */
 static int flaky;
 static char last_head[8192]; /* the last request's head, under head_lock */
 static pthread_mutex_t head_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- names: a resolver that changes its answers ---- */
+
+static int lookups; /* atomic: of the names below */
+
+/* The tool's own getaddrinfo calls (libcodecell.a is linked into this
+ * program) come here; libcurl's would go to libc, which knows none of
+ * these names.  "rebind.test" is 127.0.0.1 the first time and the
+ * metadata address after: DNS rebinding.  "mixed.test" has a public
+ * address and a loopback one. */
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+		struct addrinfo **res)
+{
+	int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **) =
+		(int (*)(const char *, const char *, const struct addrinfo *, struct addrinfo **))
+			dlsym(RTLD_NEXT, "getaddrinfo");
+	struct addrinfo h = { .ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM }, *a, *b;
+	int n;
+
+	if (!node || (strcmp(node, "rebind.test") && strcmp(node, "mixed.test")))
+		return real(node, service, hints, res);
+	n = __atomic_add_fetch(&lookups, 1, __ATOMIC_SEQ_CST);
+	if (!strcmp(node, "rebind.test"))
+		return real(n == 1 ? "127.0.0.1" : "169.254.169.254", service, &h, res);
+	if (real("93.184.216.34", service, &h, &a) || real("127.0.0.1", service, &h, &b))
+		return EAI_FAIL;
+	a->ai_next = b;
+	*res = a;
+	return 0;
+}
 
 /* ---- the server ---- */
 
@@ -431,6 +463,28 @@ static void bad_calls(void **state)
 	done(&o);
 }
 
+/* the address checked is the address connected to: the name is looked
+ * up once, by the tool, and curl connects to that answer */
+static void no_dns_rebinding(void **state)
+{
+	struct outcome o;
+
+	(void)state;
+	__atomic_store_n(&lookups, 0, __ATOMIC_SEQ_CST);
+	call("[default]\nhttp.hosts = rebind.test:%d private\n", "{\"url\": \"http://rebind.test:%d/text\"}",
+	     &o, port);
+	if (o.r != 0 || strcmp(json_string_value(json_object_get(o.res, "text")) ?: "", "hello"))
+		fail_msg("%d %s %s", o.r, o.msg, o.text);
+	assert_string_equal(json_string_value(json_object_get(o.res, "address")), "127.0.0.1");
+	assert_int_equal(__atomic_load_n(&lookups, __ATOMIC_SEQ_CST), 1);
+	done(&o);
+	/* every address of a name is checked, not only the first */
+	call("[default]\nhttp.hosts = mixed.test\n", "{\"url\": \"http://mixed.test:%d/text\"}", &o, port);
+	assert_int_equal(o.r, -EPERM);
+	assert_non_null(strstr(o.msg, "127.0.0.1"));
+	done(&o);
+}
+
 /* the policy's keys: http.hosts, http.max_response, [host NAME] */
 static void policy_keys(void **state)
 {
@@ -512,6 +566,7 @@ int main(void)
 		cmocka_unit_test(slow_huge_and_flaky),
 		cmocka_unit_test(bad_calls),
 		cmocka_unit_test(policy_keys),
+		cmocka_unit_test(no_dns_rebinding),
 	};
 
 	/* a proxy in the environment must not matter: the tool ignores it */

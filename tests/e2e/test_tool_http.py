@@ -15,7 +15,8 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, Serve, check, eq, main, scratch, test, write  # noqa: E402
+from cctest import CODECELL, Serve, check, codecell, eq, main, scratch, test, write  # noqa: E402
+from llm_standin import StandIn, tool_call  # noqa: E402
 
 SECRET = "s3cr3t-t0ken-e2e-4242"
 API_KEY = "apikey-e2e-0123456789"
@@ -234,6 +235,30 @@ def mcp_door_and_a_name_resolving_to_loopback():
             p.stdin.close()
             p.wait(timeout=60)
             no_secret("the MCP server's stderr", p.stderr.read())
+
+
+@test
+def the_agent_is_offered_the_tool_and_never_sees_a_secret():
+    with Server() as h, scratch() as d:
+        call = tool_call(None, name="http", call_id="call_http",
+                         raw_args=json.dumps({"url": "http://127.0.0.1:%d/echo" % h.port}))
+        with StandIn([{"content": None, "tool_calls": [call], "finish_reason": "tool_calls"},
+                      "Done."]) as s:
+            e = dict(os.environ, OPENAI_BASE_URL=s.url, CODECELL_MODEL="standin")
+            e.pop("OPENAI_API_KEY", None)
+            audit = os.path.join(d, "audit.log")
+            r = codecell("agent", "--policy", policy(d, h.port), "--audit", audit, "--json",
+                         "what does the echo say?", env=e, timeout=120)
+            eq(r.status, 0, r)
+            names = [t["function"]["name"] for t in s.requests[0]["tools"]]
+            check("http" in names, names)
+            msg = s.requests[1]["messages"][-1]
+            eq((msg["role"], msg["tool_call_id"]), ("tool", "call_http"))
+            check("[REDACTED]" in msg["content"], msg)
+            check("Bearer " + SECRET in Handler.last, "the server got the header")
+            no_secret("what the model was sent", json.dumps(s.requests))
+            no_secret("the agent's output", r.stdout + r.stderr)
+            no_secret("the audit log", open(audit).read())
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@ connection: the server counts what it gets.  The test runs in a network
 namespace of its own (only loopback) when it can make one, so that not
 even a broken guard could reach another host."""
 import ctypes
+import fcntl
 import http.server
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -28,7 +31,12 @@ def own_netns():
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWNET) != 0:
         return False
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    # lo up: SIOCGIFFLAGS, IFF_UP, SIOCSIFFLAGS on struct ifreq
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sk:
+        ifr = bytearray(struct.pack("16sH22x", b"lo", 0))
+        fcntl.ioctl(sk, 0x8913, ifr)
+        flags = struct.unpack_from("H", ifr, 16)[0] | 1
+        fcntl.ioctl(sk, 0x8914, struct.pack("16sH22x", b"lo", flags))
     return True
 
 

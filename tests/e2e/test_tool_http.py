@@ -269,6 +269,31 @@ def the_agent_is_offered_the_tool_and_never_sees_a_secret():
             no_secret("the audit log", open(audit).read())
 
 
+@test
+def https_verifies_the_certificate():
+    """A server with a certificate no CA signed: the tool refuses to talk
+    to it (TLSError), so the host's headers never reach it."""
+    import ssl
+    with Server() as h, scratch() as d:
+        key, crt = os.path.join(d, "k.pem"), os.path.join(d, "c.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", crt,
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-days", "1"], check=True, capture_output=True)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(crt, key)
+        h.httpd.socket = ctx.wrap_socket(h.httpd.socket, server_side=True)
+        s = Serve("--policy", policy(d, h.port))
+        try:
+            before = Handler.count
+            st, j = s.post("/v1/tools/http", {"arguments": {"url": "https://127.0.0.1:%d/echo" % h.port}})
+            eq((st, j["error"]["name"]), (200, "TLSError"), repr(j))
+            check("certificate" in j["error"]["value"], repr(j))
+            eq(Handler.count, before, "no request was sent")
+        finally:
+            s.stop()
+
+
 if __name__ == "__main__":
     own_netns()
     main()

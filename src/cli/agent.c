@@ -272,6 +272,14 @@ static void on_event(void *userdata, json_t *ev)
 			 json_string_value(json_object_get(ev, "language")),
 			 json_string_value(json_object_get(ev, "source")));
 		show_text(title, json_string_value(json_object_get(ev, "code")));
+	} else if (!strcmp(type, "tool_call")) {
+		char *args = json_dumps(json_object_get(ev, "arguments"), JSON_COMPACT);
+
+		snprintf(title, sizeof(title), "step %lld: the %s tool",
+			 (long long)json_integer_value(json_object_get(ev, "step")),
+			 json_string_value(json_object_get(ev, "tool")));
+		show_text(title, args ? args : "");
+		free(args);
 	} else if (!strcmp(type, "observation")) {
 		snprintf(title, sizeof(title), "step %lld: observation (%s, %.0f ms model, %.1f ms "
 					       "codecell)",

@@ -442,9 +442,10 @@ def the_agent_is_offered_the_tool_and_reads_its_result():
         e = dict(os.environ, OPENAI_BASE_URL=s.url, CODECELL_MODEL="standin")
         e.pop("OPENAI_API_KEY", None)
         audit = tempfile.mktemp(prefix="cc-sql-audit-")
-        r = codecell("agent", "--policy", pg_policy(), "--audit", audit, "--json", "who is first?",
-                     env=e, timeout=120)
+        r = codecell("agent", "--policy", pg_policy(), "--audit", audit, "--json", "-v",
+                     "who is first?", env=e, timeout=120)
         eq(r.status, 0, r)
+        check("step 1: the sql tool" in r.stderr, r.stderr)
         eq(r.json["answer"], "The first person is alice.")
         names = [t["function"]["name"] for t in s.requests[0]["tools"]]
         eq(names, ["execute_python", "sql"])

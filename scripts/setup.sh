@@ -16,6 +16,10 @@ runtime_pkgs="libedit2 python3 python3-numpy python3-pandas python3-matplotlib p
 # codecell agent: libcurl4 is loaded when it starts (src/agent/llm.c), its
 # headers build it
 agent_pkgs="libcurl4-openssl-dev libcurl4"
+# the sql tool: libsqlite3 and libpq are loaded when a query comes
+# (src/engine/tool_sql*.c), their headers build it; postgresql (initdb,
+# postgres) for tests/e2e/test_tool_sql.py's own server
+sql_pkgs="libsqlite3-dev libpq-dev postgresql"
 test_pkgs="util-linux bubblewrap hyperfine iproute2 procps time clang libclang-rt-14-dev chromium fonts-dejavu-core"
 # curl: tests/e2e/test_docs.py runs the docs' curl examples as written
 first_pkgs="curl"
@@ -61,7 +65,7 @@ add_id_range
 missing=""
 # make compat: CPython's own regression tests, run inside and outside
 compat_pkgs="libpython3.11-testsuite python3-joblib"
-for p in $build_pkgs $runtime_pkgs $test_pkgs $first_pkgs $agent_pkgs $compat_pkgs $compare_pkgs; do
+for p in $build_pkgs $runtime_pkgs $test_pkgs $first_pkgs $agent_pkgs $sql_pkgs $compat_pkgs $compare_pkgs; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
 		missing="$missing $p"
 	fi

@@ -44,6 +44,10 @@ const char *agent_outcome_name(enum agent_outcome o);
 
 enum agent_tools { AGENT_TOOLS_AUTO, AGENT_TOOLS_ON, AGENT_TOOLS_OFF };
 
+struct engine_client;
+struct engine_policies;
+struct engine_audit;
+
 struct agent_config {
 	const char *base_url; /* ".../v1"; "/chat/completions" is appended */
 	const char *api_key;  /* NULL or "": no Authorization header */
@@ -65,6 +69,14 @@ struct agent_config {
 	 * execution (a SIGINT record interrupts the cell); -1 for none. */
 	const int *stop_flag;
 	int stop_fd;
+	/* A policy (codecell agent --policy; borrowed): each step passes
+	 * engine_check_exec for client, and the tools besides code its
+	 * policy enables (engine/tool.h: sql, ...) are offered as function
+	 * tools beside execute_<lang>, their calls audited to audit (NULL:
+	 * none).  client NULL: no policy, no such tools. */
+	struct engine_client *client;
+	const struct engine_policies *policies;
+	struct engine_audit *audit;
 	/* Each event as it happens (see agent_run); borrowed.  NULL: none. */
 	void (*on_event)(void *userdata, json_t *event);
 	void *userdata;

@@ -10,13 +10,15 @@
 
 #include "agent/internal.h"
 #include "engine/engine.h"
+#include "engine/policy.h"
 #include "engine/result_text.h"
+#include "engine/tool.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
 #define EMPTY_REPLIES_MAX 2 /* replies with neither code nor text, in a row */
-#define TOOL_ARGS_MAX (8u << 20)
+#define CODE_ARGS_MAX (8u << 20)
 
 static const char *const outcome_names[] = {
 	[AGENT_ANSWERED] = "answered",	       [AGENT_BUDGET_EXHAUSTED] = "budget_exhausted",
@@ -107,6 +109,10 @@ static json_t *system_prompt(const struct loop *L)
 			 L->tools ? " (or call the tool of that name)" : "");
 	if (so->preload && *so->preload)
 		(void)buf_printf(&b, " Already imported: %s.", so->preload);
+	for (const struct engine_tool *const *t = engine_tools(); L->tools && *t; t++)
+		if (L->cfg->client && engine_tool_enabled(L->cfg->client->policy, *t))
+			(void)buf_printf(&b, " You may also call the %s tool: %s", (*t)->name,
+					 (*t)->description);
 	for (size_t i = 0; so->files && so->files[i]; i++) {
 		const char *base = strrchr(so->files[i], '/');
 
@@ -129,10 +135,25 @@ static json_t *tool_def(const struct loop *L)
 		 "Run %s code in a persistent sandboxed session; returns its output, the value of "
 		 "the last expression, and any error with its traceback.",
 		 lang_title(L->cfg->session.lang));
-	return json_pack("[{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}}]", "type",
-			 "function", "function", "name", name, "description", desc, "parameters",
-			 "type", "object", "properties", "code", "type", "string", "description",
-			 "the code to run", "required", "code");
+	json_t *list = json_pack("[{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}}]", "type",
+				 "function", "function", "name", name, "description", desc,
+				 "parameters", "type", "object", "properties", "code", "type",
+				 "string", "description", "the code to run", "required", "code");
+
+	/* the tools besides code the policy enables, with their schemas (the
+	 * workspace is this session's: no session_id to give) */
+	for (const struct engine_tool *const *t = engine_tools(); L->cfg->client && *t; t++) {
+		json_t *schema;
+
+		if (!engine_tool_enabled(L->cfg->client->policy, *t))
+			continue;
+		schema = json_loads((*t)->input_schema, 0, NULL);
+		json_object_del(json_object_get(schema, "properties"), "session_id");
+		json_array_append_new(list, json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "function",
+						      "function", "name", (*t)->name, "description",
+						      (*t)->description, "parameters", schema));
+	}
+	return list;
 }
 
 static json_t *request_body(const struct loop *L)
@@ -149,7 +170,9 @@ static json_t *request_body(const struct loop *L)
 
 struct call {
 	const char *id; /* tool_call_id, or NULL for code in the text */
-	char *code;	/* owned; NULL: see problem */
+	char *code;	/* owned; NULL: see problem (or tool) */
+	const struct engine_tool *tool; /* a tool besides code, with args (owned) */
+	json_t *args;
 	const char *source;
 	char problem[256]; /* why there is no code to run */
 };
@@ -167,12 +190,24 @@ static void tool_call_code(const struct loop *L, json_t *tc, struct call *c)
 	c->id = json_string_value(json_object_get(tc, "id"));
 	c->source = "tool";
 	snprintf(want, sizeof(want), "execute_%s", L->lang);
+	if (name && L->cfg->client && engine_tool_find(name) &&
+	    engine_tool_enabled(L->cfg->client->policy, engine_tool_find(name))) {
+		c->tool = engine_tool_find(name);
+		c->args = text && strlen(text) <= TOOL_ARGS_MAX ? json_loads(text, 0, NULL) : NULL;
+		if (!json_is_object(c->args)) {
+			json_decref(c->args);
+			c->args = NULL;
+			snprintf(c->problem, sizeof(c->problem),
+				 "the arguments of %s must be a JSON object (see its parameters)", name);
+		}
+		return;
+	}
 	if (!name || strcmp(name, want)) {
 		snprintf(c->problem, sizeof(c->problem), "there is no tool '%.64s': call %s",
 			 name ? name : "", want);
 		return;
 	}
-	args = text && strlen(text) <= TOOL_ARGS_MAX ? json_loads(text, 0, NULL)
+	args = text && strlen(text) <= CODE_ARGS_MAX ? json_loads(text, 0, NULL)
 						     : json_incref(json_object_get(fn, "arguments"));
 	if (json_is_string(json_object_get(args, "code")))
 		c->code = strdup(json_string_value(json_object_get(args, "code")));
@@ -209,7 +244,22 @@ static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 	int k;
 
 	memset(&res, 0, sizeof(res));
+	if (L->cfg->client) {
+		struct engine_verdict v = { 0 };
+
+		/* the policy holds each step as it holds a cell of a session */
+		if (engine_check_exec(L->cfg->client, DOOR_CLI, L->cfg->session.lang,
+				      L->cfg->exec_timeout_s, &v) < 0) {
+			engine_verdict_result(&v, &res);
+			j = run_result_to_json(&res);
+			run_result_release(&res);
+			*ret_exec_ms = 0;
+			return j;
+		}
+	}
 	k = engine_session_exec(L->s, code, strlen(code), &eo, &res);
+	if (L->cfg->client)
+		engine_release(L->cfg->client, ACTION_SESSION_EXEC);
 	*ret_exec_ms = (double)(now_ns() - t0) / 1e6;
 	if (k < 0) {
 		run_result_release(&res);
@@ -220,6 +270,46 @@ static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 	j = run_result_to_json(&res);
 	run_result_release(&res);
 	return j;
+}
+
+/* A call of a tool besides code, through the engine's pipeline (the
+ * policy, the audit log), on this session's workspace.  A refusal is a
+ * result the model reads, like an SQLError. */
+static json_t *run_tool(struct loop *L, const struct call *c, double *ret_ms)
+{
+	struct engine_tool_request rq = { .name = c->tool->name, .args = c->args,
+					  .audit = L->cfg->audit };
+	struct engine_tool_ctx ctx;
+	char msg[TOOL_MSG_MAX];
+	uint64_t t0 = now_ns();
+	json_t *res = NULL;
+	int http, k;
+
+	engine_tool_ctx_init(&ctx, DOOR_CLI);
+	ctx.client = L->cfg->client;
+	ctx.policies = L->cfg->policies;
+	ctx.stop_flag = L->cfg->stop_flag;
+	ctx.workspace_fd = session_workspace_fd(L->s);
+	k = engine_tool_call(&ctx, &rq, &res, &http, msg, sizeof(msg));
+	*ret_ms = (double)(now_ns() - t0) / 1e6;
+	if (k < 0)
+		res = json_pack("{s:{s:s, s:s}}", "error", "name", "ToolError", "value", msg);
+	return res;
+}
+
+/* What the model is told after a tool call: its result as JSON, cut. */
+static void tool_feedback(const struct loop *L, const struct call *c, json_t *result,
+			  struct buf *obs, struct buf *b)
+{
+	char *text = json_dumps(result, JSON_COMPACT);
+
+	(void)text_head_tail(text ? text : "{}", text ? strlen(text) : 2, 2 * AGENT_SECTION_MAX, obs);
+	free(text);
+	(void)buf_printf(b, "Result of the %s tool (step %u of %u):\n%s\n", c->tool->name,
+			 L->executed, L->cfg->max_steps, buf_str(obs));
+	if (L->executed >= L->cfg->max_steps)
+		(void)buf_puts(b, "That was your last step: give your final answer now, in plain "
+				  "text, without code.");
 }
 
 /* What the model is told after a step: the observation, and on an error
@@ -267,6 +357,7 @@ static void run_call(struct loop *L, struct call *c, const char *reply, double l
 	double exec_ms = 0;
 	uint64_t t0 = now_ns();
 	json_t *result = NULL, *step;
+	const char *status = "no_code";
 	struct buf obs, fb;
 
 	buf_init(&obs, 1u << 20);
@@ -278,6 +369,13 @@ static void run_call(struct loop *L, struct call *c, const char *reply, double l
 		result = execute(L, c->code, &exec_ms);
 		(void)agent_observation(result, &obs);
 		feedback(L, c, result, buf_str(&obs), &fb);
+		status = json_string_value(json_object_get(result, "status"));
+	} else if (c->tool && c->args) {
+		emit(L, json_pack("{s:s, s:i, s:s, s:O}", "type", "tool_call", "step", (int)L->executed,
+				  "tool", c->tool->name, "arguments", c->args));
+		result = run_tool(L, c, &exec_ms);
+		tool_feedback(L, c, result, &obs, &fb);
+		status = json_object_get(result, "error") ? "error" : "ok";
 	} else {
 		(void)buf_puts(&obs, c->problem);
 		(void)buf_printf(&fb, "%s\n", c->problem);
@@ -285,11 +383,11 @@ static void run_call(struct loop *L, struct call *c, const char *reply, double l
 	add_feedback_message(L, c, buf_str(&fb));
 	step = json_pack("{s:i, s:s?, s:s?, s:s, s:s, s:s, s:o, s:{s:f, s:f, s:f}}", "step",
 			 (int)L->executed, "reply", reply, "code", c->code, "language", L->lang,
-			 "source", c->source, "status",
-			 result ? json_string_value(json_object_get(result, "status")) : "no_code",
-			 "observation", json_string(buf_str(&obs)), "timing", "llm_ms", llm_ms,
+			 "source", c->source, "status", status ? status : "error", "observation", json_string(buf_str(&obs)), "timing", "llm_ms", llm_ms,
 			 "exec_ms", exec_ms, "codecell_ms",
 			 (double)(now_ns() - t0 + t_extract_ns) / 1e6);
+	if (step && c->tool)
+		json_object_set_new(step, "tool", json_string(c->tool->name));
 	if (step) {
 		json_array_append(L->steps, step);
 		json_object_set_new(step, "type", json_string("observation"));
@@ -427,8 +525,10 @@ static enum turn turn(struct loop *L, int *ret)
 	}
 	L->empty = 0;
 	if (L->executed >= L->cfg->max_steps) {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			free(calls[i].code);
+			json_decref(calls[i].args);
+		}
 		json_decref(choice);
 		(void)buf_printf(&L->err, "the step budget is spent (--max-steps %u) and the model "
 					  "still sent code", L->cfg->max_steps);
@@ -437,8 +537,10 @@ static enum turn turn(struct loop *L, int *ret)
 	L->executed++;
 	for (size_t i = 0; i < n && !stopped(L); i++)
 		run_call(L, &calls[i], i == 0 ? text : NULL, i == 0 ? llm_ms : 0, i == 0 ? t1 : 0);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(calls[i].code);
+		json_decref(calls[i].args);
+	}
 	json_decref(choice);
 	if (stopped(L))
 		return finish(L, AGENT_STOPPED, NULL, ret);

@@ -325,6 +325,9 @@ enum MHD_Result api_handle_agent(struct api_call *c);
 enum MHD_Result api_handle_approvals_list(struct api_call *c);
 enum MHD_Result api_handle_approval_get(struct api_call *c);
 enum MHD_Result api_handle_approval_decide(struct api_call *c);
+/* GET /v1/tools, POST /v1/tools/{name} (tools.c): engine/tool.h's tools */
+enum MHD_Result api_handle_tools_list(struct api_call *c);
+enum MHD_Result api_handle_tool_call(struct api_call *c);
 
 /* A chunk of a files route's body (files.c): a PUT's is written to the
  * workspace, any other's dropped.  An error is kept for the answer
@@ -398,6 +401,11 @@ int api_check_action(struct api_call *c, struct api_session *e, enum engine_acti
 		     enum MHD_Result *ret);
 int api_check_file(struct api_call *c, struct api_session *e, enum engine_action a,
 		   uint64_t bytes, enum MHD_Result *ret);
+/* engine_tool_request.approve for the API: the X-Approval-Id header's
+ * approval, or the call held until a person decides.  cls: the api_call. */
+struct engine_tool;
+int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
+		     struct engine_verdict *v, char ret_id[17]);
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
 		    const char *approval_id, struct api_session *entry, const struct api_request *req,
 		    const struct run_result *res, uint64_t t0);

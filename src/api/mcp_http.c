@@ -104,6 +104,8 @@ static struct api_mcp *get_mcp(struct api_server *srv, struct engine_client *cli
 	/* this client's policy and name, the server's audit log */
 	cfg.client = client;
 	cfg.audit = srv->cfg.audit;
+	cfg.policies = srv->policies;
+	cfg.stop_flag = &srv->stopping;
 	cfg.log = mcp_log;
 	r = mcp_server_new(&cfg, &m->srv, ret_error);
 	if (r < 0) {

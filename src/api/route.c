@@ -155,6 +155,7 @@ static const struct {
 	{ "/v1/execute", API_R_EXECUTE },      { "/v1/sessions", API_R_SESSIONS },
 	{ "/v1/sessions/", API_R_SESSIONS },   { "/v1/agent", API_R_AGENT },
 	{ "/mcp", API_R_MCP },                 { "/v1/approvals", API_R_APPROVALS },
+	{ "/v1/tools", API_R_TOOLS },
 };
 
 int api_route_parse(const char *url, struct api_route *ret, struct api_error *e)
@@ -180,6 +181,14 @@ int api_route_parse(const char *url, struct api_route *ret, struct api_error *e)
 	    strspn(path + 14, "0123456789abcdef") == 16) {
 		ret->id = API_R_APPROVAL;
 		memcpy(ret->session_id, path + 14, 17);
+		return 0;
+	}
+	/* /v1/tools/NAME */
+	if (!strncmp(path, "/v1/tools/", 10) && n > 10 && n <= 10 + 64 &&
+	    strspn(path + 10, "abcdefghijklmnopqrstuvwxyz_") == n - 10) {
+		ret->id = API_R_TOOL;
+		memcpy(ret->path, path + 10, n - 10 + 1);
+		ret->path_len = n - 10;
 		return 0;
 	}
 	if (path[0] == '/' && strncmp(path, "/v1/", 4) != 0 && n < 64 &&

@@ -36,6 +36,8 @@ enum api_route_id {
 	API_R_E2B, /* the E2B door (e2b.c), which routes by itself */
 	API_R_APPROVALS,
 	API_R_APPROVAL, /* session_id holds the approval's id (16 hex) */
+	API_R_TOOLS,	/* GET /v1/tools */
+	API_R_TOOL,	/* /v1/tools/NAME: path holds NAME ([a-z_], 1 to 64) */
 };
 
 struct api_route {

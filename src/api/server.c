@@ -299,6 +299,8 @@ static const struct {
 	{ API_R_APPROVALS, M_GET, api_handle_approvals_list, false, 0 },
 	{ API_R_APPROVAL, M_GET, api_handle_approval_get, false, 0 },
 	{ API_R_APPROVAL, M_POST, api_handle_approval_decide, false, 4096 },
+	{ API_R_TOOLS, M_GET, api_handle_tools_list, false, 0 },
+	{ API_R_TOOL, M_POST, api_handle_tool_call, false, API_BODY_MAX },
 };
 
 static unsigned method_bit(const char *m)

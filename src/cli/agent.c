@@ -17,6 +17,8 @@
 
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "engine/audit.h"
+#include "engine/policy.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -56,6 +58,11 @@ const char agent_usage[] =
 	"  --tools MODE         auto (default): offer the model an execute_python tool,\n"
 	"                       and drop it if the endpoint refuses it (HTTP 400); on;\n"
 	"                       off: code only in tags or fences\n"
+	"  --policy FILE        the rules every step must pass (README, Policy), and the\n"
+	"                       tools besides code its [default] policy enables (tools =\n"
+	"                       sql): offered to the model as function tools beside\n"
+	"                       execute_python (needs --tools auto or on)\n"
+	"  --audit FILE         append one JSON line per tool call to FILE\n"
 	"  -v, --verbose        show each step (code, observation) on stderr\n"
 	"  --json               print the whole transcript and the answer as JSON\n"
 	"  --memory SIZE, --pids N, --cpu-time SECONDS, --file-size SIZE,\n"
@@ -93,7 +100,8 @@ static const struct {
 	{ "--open-files", true, false },    { "--tmp-size", true, false },
 	{ "--workspace-size", true, false }, { "--output-limit", true, false },
 	{ "--net", true, false },	    { "--env", true, false },
-	{ "--strict", false, false },
+	{ "--strict", false, false },	    { "--policy", true, false },
+	{ "--audit", true, false },
 };
 
 static int own_option(struct agent_opts *o, const char *name, const char *val, struct buf *err)
@@ -264,6 +272,14 @@ static void on_event(void *userdata, json_t *ev)
 			 json_string_value(json_object_get(ev, "language")),
 			 json_string_value(json_object_get(ev, "source")));
 		show_text(title, json_string_value(json_object_get(ev, "code")));
+	} else if (!strcmp(type, "tool_call")) {
+		char *args = json_dumps(json_object_get(ev, "arguments"), JSON_COMPACT);
+
+		snprintf(title, sizeof(title), "step %lld: the %s tool",
+			 (long long)json_integer_value(json_object_get(ev, "step")),
+			 json_string_value(json_object_get(ev, "tool")));
+		show_text(title, args ? args : "");
+		free(args);
 	} else if (!strcmp(type, "observation")) {
 		snprintf(title, sizeof(title), "step %lld: observation (%s, %.0f ms model, %.1f ms "
 					       "codecell)",
@@ -324,11 +340,39 @@ static void session_from(struct agent_config *c, const struct run_opts *r)
 	so->strict = r->req.strict;
 }
 
+/* --policy and --audit: the session is checked now (languages, limits
+ * lowered to the ceilings), each step and tool call later. */
+static int policy_start(struct agent_opts *o, struct engine_policies **ret_p,
+			struct engine_audit **ret_a)
+{
+	struct engine_verdict v = { 0 };
+
+	if (!o->run.policy_path && !o->run.audit_path)
+		return 0;
+	if (cli_policy_open(&o->run, ret_p, ret_a) < 0)
+		return -EINVAL;
+	o->cfg.client = &(*ret_p)->clients[0];
+	o->cfg.policies = *ret_p;
+	o->cfg.audit = *ret_a;
+	if (engine_check_session(o->cfg.client, DOOR_CLI, &o->cfg.session, o->run.limits_set,
+				 o->run.net_set, &v) < 0) {
+		log_error("%s", v.message);
+		engine_audit_close(*ret_a);
+		engine_policies_free(*ret_p);
+		*ret_a = NULL;
+		*ret_p = NULL;
+		return -EPERM;
+	}
+	return 0;
+}
+
 int cli_agent(int argc, char **argv)
 {
 	struct agent_opts o = { .help = false };
 	struct cli_stopper st = { .sfd = -1, .pipe = { -1, -1 } };
 	char **shared = calloc((size_t)argc + 1, sizeof(*shared));
+	struct engine_policies *policies = NULL;
+	struct engine_audit *audit = NULL;
 	enum agent_outcome out;
 	json_t *tr = NULL;
 	struct buf err;
@@ -365,7 +409,13 @@ int cli_agent(int argc, char **argv)
 	o.cfg.stop_fd = st.pipe[0];
 	o.cfg.on_event = on_event;
 	o.cfg.userdata = &o;
+	if (policy_start(&o, &policies, &audit) < 0) {
+		free(o.joined);
+		return EXIT_CODECELL_ERROR;
+	}
 	out = agent_run(&o.cfg, o.question, &tr);
+	engine_audit_close(audit);
+	engine_policies_free(policies);
 	sig = __atomic_load_n(&st.signal, __ATOMIC_SEQ_CST);
 	r = report(&o, out, tr, sig);
 	json_decref(tr);

@@ -64,8 +64,10 @@ const char mcp_usage[] =
 	"  --output-limit SIZE, --net MODE, --env KEY=VALUE, --strict, --cpus N\n"
 	"                       limits of every sandbox, as for 'codecell run'\n"
 	"  --policy FILE        the rules every call must pass (README, Policy); a\n"
-	"                       rejected run_code is a result with status 'rejected'\n"
-	"  --audit FILE         append one JSON line per run_code to FILE\n"
+	"                       rejected run_code is a result with status 'rejected'.\n"
+	"                       Its [default] policy's 'tools' (sql) are listed and\n"
+	"                       called beside run_code (none without it)\n"
+	"  --audit FILE         append one JSON line per run_code and tool call to FILE\n"
 	"                       (see codecell run --help); --output-limit at most 16M\n"
 	"  -h, --help           show this help\n"
 	"\n"
@@ -568,6 +570,7 @@ int cli_mcp(int argc, char **argv)
 		return EXIT_CODECELL_ERROR;
 	}
 	cfg.client = &policies->clients[0];
+	cfg.policies = policies;
 	cfg.audit = audit;
 	cfg.limits_asked = o.run.limits_set;
 	cfg.net_asked = o.run.net_set;

@@ -29,6 +29,8 @@ static const char *const action_names[_ACTION_MAX] = {
 	[ACTION_SESSION_INTERRUPT] = "session_interrupt",
 	[ACTION_SESSION_RESTART] = "session_restart",
 	[ACTION_SESSION_FORK] = "session_fork",
+	[ACTION_SQL] = "sql",
+	[ACTION_HTTP] = "http",
 };
 
 const char *engine_action_name(enum engine_action a)
@@ -56,6 +58,10 @@ void engine_policy_default(struct engine_policy *p)
 	p->network = true;
 	p->max_file = 64u << 20;
 	p->approval_timeout_s = 300;
+	/* no tools (tools = sql enables it); with sql, a session's own
+	 * SQLite files, read-only */
+	p->sql_workspace = true;
+	p->http_max_response = 1u << 20;
 }
 
 /* ---- the parser ---- */
@@ -64,6 +70,12 @@ struct parser {
 	struct engine_policies *ps;
 	struct engine_policy *pol; /* the section's, or NULL */
 	struct engine_client *client;
+	struct engine_database *db;
+	/* sql.databases of [default] (0) and of each [policy] (1 + i), and
+	 * the line each was on: resolved once every section is read */
+	char *pol_dbs[POLICY_MAX_POLICIES + 1];
+	int pol_dbs_line[POLICY_MAX_POLICIES + 1];
+	struct engine_host *host;  /* a [host NAME] section's */
 	unsigned seen;		   /* keys set in this section (bits) */
 	char *client_policy[POLICY_MAX_CLIENTS + 1];
 	int line;
@@ -104,6 +116,133 @@ static char *trim(char *s)
 	return s;
 }
 
+/* ---- [database NAME] ---- */
+
+static int parse_bool(const char *v, bool *ret);
+static int each_word(struct parser *p, char *v, const char *key,
+		     int (*fn)(struct parser *p, const char *word));
+
+const char *engine_db_driver_name(enum engine_db_driver d)
+{
+	return d == DB_SQLITE ? "sqlite" : "postgresql";
+}
+
+void engine_database_workspace(const struct engine_policy *p, struct engine_database *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->name, sizeof(ret->name), "workspace");
+	ret->driver = DB_SQLITE;
+	ret->writes = p->sql_writes;
+	ret->timeout_s = DB_TIMEOUT_DEFAULT_S;
+	ret->max_rows = DB_MAX_ROWS_DEFAULT;
+	ret->max_bytes = DB_MAX_BYTES_DEFAULT;
+}
+
+static int database_section(struct parser *p, const char *name)
+{
+	struct engine_database *nd;
+
+	for (size_t i = 0; i < p->ps->n_databases; i++)
+		if (!strcmp(p->ps->databases[i].name, name))
+			return fail(p, "database '%s' is given twice", name);
+	if (p->ps->n_databases >= POLICY_MAX_DATABASES)
+		return fail(p, "too many databases: at most %d", POLICY_MAX_DATABASES);
+	nd = realloc(p->ps->databases, (p->ps->n_databases + 1) * sizeof(*nd));
+	if (!nd)
+		return fail(p, "out of memory");
+	p->ps->databases = nd;
+	p->db = &nd[p->ps->n_databases++];
+	memset(p->db, 0, sizeof(*p->db));
+	snprintf(p->db->name, sizeof(p->db->name), "%s", name);
+	p->db->timeout_s = DB_TIMEOUT_DEFAULT_S;
+	p->db->max_rows = DB_MAX_ROWS_DEFAULT;
+	p->db->max_bytes = DB_MAX_BYTES_DEFAULT;
+	return 0;
+}
+
+static const char *const database_keys[] = { "driver", "connection", "writes", "timeout",
+					     "max_rows", "max_bytes" };
+
+/* The connection string is never quoted back: it may hold a password. */
+static int database_key(struct parser *p, const char *key, const char *v)
+{
+	struct engine_database *db = p->db;
+	size_t k;
+
+	for (k = 0; k < ARRAY_SIZE(database_keys); k++)
+		if (!strcmp(key, database_keys[k]))
+			break;
+	if (k == ARRAY_SIZE(database_keys))
+		return fail(p, "unknown key '%.64s' in a database (known: driver, connection, writes, "
+			       "timeout, max_rows, max_bytes)", key);
+	if (p->seen & (1u << k))
+		return fail(p, "'%s' is set twice in this section", key);
+	p->seen |= 1u << k;
+	switch (k) {
+	case 0:
+		if (!strcmp(v, "postgresql") || !strcmp(v, "postgres"))
+			db->driver = DB_POSTGRESQL;
+		else if (!strcmp(v, "sqlite"))
+			db->driver = DB_SQLITE;
+		else
+			return fail(p, "driver: expected postgresql or sqlite, not '%.64s'", v);
+		return 0;
+	case 1:
+		if (!*v || strlen(v) > POLICY_CONNINFO_MAX)
+			return fail(p, "connection: expected a connection string of 1 to %d bytes",
+				    POLICY_CONNINFO_MAX);
+		db->conninfo = strdup(v);
+		return db->conninfo ? 0 : fail(p, "out of memory");
+	case 2:
+		if (parse_bool(v, &db->writes) < 0)
+			return fail(p, "writes: expected on or off, not '%.64s'", v);
+		return 0;
+	case 3:
+		if (parse_duration(v, &db->timeout_s) < 0 || !(db->timeout_s > 0) ||
+		    db->timeout_s > DB_TIMEOUT_MAX_S)
+			return fail(p, "timeout: expected a duration above 0 and up to 1h such as 30s, "
+				       "not '%.64s'", v);
+		return 0;
+	case 4:
+		if (parse_u64(v, &db->max_rows) < 0 || db->max_rows < 1 || db->max_rows > DB_MAX_ROWS_MAX)
+			return fail(p, "max_rows: expected a whole number from 1 to %u, not '%.64s'",
+				    DB_MAX_ROWS_MAX, v);
+		return 0;
+	default:
+		if (parse_size(v, &db->max_bytes) < 0 || db->max_bytes < 1024 ||
+		    db->max_bytes > DB_MAX_BYTES_MAX)
+			return fail(p, "max_bytes: expected a size from 1K to 64M such as 1M, not '%.64s'", v);
+		return 0;
+	}
+}
+
+static int add_database(struct parser *p, const char *w)
+{
+	if (!strcmp(w, "none"))
+		return 0;
+	for (size_t i = 0; i < p->ps->n_databases; i++)
+		if (!strcmp(p->ps->databases[i].name, w)) {
+			p->pol->sql_databases |= 1ull << i;
+			return 0;
+		}
+	return fail(p, "sql.databases: no database '%.64s' (give it a [database %.64s] section)", w, w);
+}
+
+/* sql.databases of policy i (0: [default]) into bits. */
+static int resolve_databases(struct parser *p, struct engine_policy *pol, size_t i)
+{
+	struct engine_policy *saved = p->pol;
+	int r;
+
+	if (!p->pol_dbs[i])
+		return 0;
+	p->pol = pol;
+	p->line = p->pol_dbs_line[i];
+	r = each_word(p, p->pol_dbs[i], "sql.databases", add_database);
+	p->pol = saved;
+	return r;
+}
+
 static struct engine_policy *find_policy(struct engine_policies *ps, const char *name)
 {
 	if (!strcmp(name, "default"))
@@ -114,17 +253,107 @@ static struct engine_policy *find_policy(struct engine_policies *ps, const char 
 	return NULL;
 }
 
+/* ---- the http tool's keys and [host NAME] sections ---- */
+
+static int host_section(struct parser *p, const char *name)
+{
+	struct sockaddr_storage ss;
+	struct engine_host *h;
+	char norm[NETGUARD_HOST_MAX + 1];
+	socklen_t len;
+	int r;
+
+	snprintf(norm, sizeof(norm), "%s", name);
+	r = netguard_parse_ip(norm, &ss, &len);
+	if (r == 0)
+		netguard_format((struct sockaddr *)&ss, norm, sizeof(norm));
+	else if (r != -EINVAL || netguard_name_normalize(norm) < 0)
+		return fail(p, "'[host %.64s]': not a host name or an IP address", name);
+	for (size_t i = 0; i < p->ps->n_hosts; i++)
+		if (!strcmp(p->ps->hosts[i].name, norm))
+			return fail(p, "host '%s' is given twice", norm);
+	if (p->ps->n_hosts >= POLICY_MAX_HOSTS)
+		return fail(p, "too many [host NAME] sections: at most %d", POLICY_MAX_HOSTS);
+	h = realloc(p->ps->hosts, (p->ps->n_hosts + 1) * sizeof(*h));
+	if (!h)
+		return fail(p, "out of memory");
+	p->ps->hosts = h;
+	p->host = &h[p->ps->n_hosts++];
+	memset(p->host, 0, sizeof(*p->host));
+	snprintf(p->host->name, sizeof(p->host->name), "%s", norm);
+	return 0;
+}
+
+/* "Name: value": a token, then a value without control characters (the
+ * value is a secret: it is not quoted back in a message). */
+static bool header_ok(const char *v)
+{
+	size_t n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~");
+
+	if (!n || v[n] != ':')
+		return false;
+	for (v += n + 1; *v == ' '; v++)
+		;
+	if (!*v)
+		return false;
+	for (; *v; v++)
+		if (((unsigned char)*v < 0x20 && *v != '\t') || *v == 0x7f)
+			return false;
+	return true;
+}
+
+static int host_key(struct parser *p, const char *key, const char *v)
+{
+	struct engine_host *h = p->host;
+
+	if (strcmp(key, "header"))
+		return fail(p, "unknown key '%.64s' in a host (known: header)", key);
+	if (!header_ok(v))
+		return fail(p, "header: expected 'Name: value' (the value is not shown here)");
+	if (h->n_headers >= POLICY_HOST_HEADERS)
+		return fail(p, "too many headers for host '%s': at most %d", h->name, POLICY_HOST_HEADERS);
+	if (!(h->headers[h->n_headers] = strdup(v)))
+		return fail(p, "out of memory");
+	h->n_headers++;
+	return 0;
+}
+
+static int http_key(struct parser *p, const char *key, const char *v)
+{
+	struct engine_policy *pol = p->pol;
+	char msg[256];
+
+	if (!strcmp(key, "http.hosts")) {
+		if (pol->http_hosts.n)
+			return fail(p, "'%s' is set twice in this section", key);
+		if (netguard_list_parse(v, &pol->http_hosts, msg, sizeof(msg)) < 0)
+			return fail(p, "http.hosts: %s", msg);
+		return 0;
+	}
+	if (!strcmp(key, "http.max_response")) {
+		if (parse_size(v, &pol->http_max_response) < 0 || pol->http_max_response < 1 ||
+		    pol->http_max_response > HTTP_RESPONSE_MAX)
+			return fail(p, "http.max_response: expected a size from 1 to %uM such as 1M, not "
+				       "'%.64s'", HTTP_RESPONSE_MAX >> 20, v);
+		return 0;
+	}
+	return fail(p, "unknown key '%.64s' (known: http.hosts, http.max_response)", key);
+}
+
 static int section(struct parser *p, char *s)
 {
 	char *end = strchr(s, ']'), *name;
 
 	if (!end || *trim(end + 1))
-		return fail(p, "a section is '[default]', '[policy NAME]' or '[client NAME]' on a line of its own");
+		return fail(p, "a section is '[default]', '[policy NAME]', '[client NAME]' or "
+			       "'[database NAME]' on a line of its own");
 	*end = '\0';
 	s = trim(s + 1);
 	p->seen = 0;
 	p->pol = NULL;
 	p->client = NULL;
+	p->db = NULL;
+	p->host = NULL;
 	if (!strcmp(s, "default")) {
 		if (p->ps->def.name[0] == '!')
 			return fail(p, "[default] is given twice");
@@ -172,7 +401,12 @@ static int section(struct parser *p, char *s)
 		snprintf(p->client->name, sizeof(p->client->name), "%s", name);
 		return 0;
 	}
-	return fail(p, "unknown section '[%.64s]': use [default], [policy NAME] or [client NAME]", s);
+	if (!strcmp(s, "host"))
+		return host_section(p, name);
+	if (!strcmp(s, "database"))
+		return database_section(p, name);
+	return fail(p, "unknown section '[%.64s]': use [default], [policy NAME], [client NAME], "
+		       "[database NAME] or [host NAME]", s);
 }
 
 static int parse_bool(const char *v, bool *ret)
@@ -227,7 +461,22 @@ static int add_approval(struct parser *p, const char *w)
 		}
 	return fail(p, "approval: unknown action '%.64s' (known: run, session_create, session_exec, "
 		       "session_close, session_interrupt, session_restart, session_fork, read_file, "
-		       "write_file, delete_file, network; or none)", w);
+		       "write_file, delete_file, network, sql, http; or none)", w);
+}
+
+/* tools = sql, http: the tools' actions (engine/tool.h) */
+static int add_tool(struct parser *p, const char *w)
+{
+	static const enum engine_action tools[] = { ACTION_SQL, ACTION_HTTP };
+
+	if (!strcmp(w, "none"))
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+		if (!strcmp(w, action_names[tools[i]])) {
+			p->pol->tools |= 1u << tools[i];
+			return 0;
+		}
+	return fail(p, "tools: unknown tool '%.64s' (known: sql, http; or none)", w);
 }
 
 /* "10", "10/s", "600/m", "3600/h": calls per second. */
@@ -264,7 +513,37 @@ static int count(struct parser *p, const char *key, const char *v, uint64_t max,
 
 static const char *const policy_keys[] = { "languages", "network", "approval", "max_file",
 					   "max_sessions", "max_executions", "rate", "burst",
-					   "approval_timeout" };
+					   "approval_timeout", "tools", "sql.databases",
+					   "sql.workspace", "sql.writes" };
+
+/* The tools' keys (policy_keys from index 9). */
+static int tool_key(struct parser *p, size_t k, const char *key, char *v)
+{
+	struct engine_policy *pol = p->pol;
+	size_t i = pol == &p->ps->def ? 0 : (size_t)(pol - p->ps->named) + 1;
+
+	switch (k) {
+	case 9:
+		pol->tools = 0;
+		return each_word(p, v, key, add_tool);
+	case 10:
+		/* names resolved at the end: a [database] may come later */
+		if (!*v)
+			return fail(p, "'%s' has no value (none: no named databases)", key);
+		free(p->pol_dbs[i]);
+		p->pol_dbs[i] = strdup(v);
+		p->pol_dbs_line[i] = p->line;
+		return p->pol_dbs[i] ? 0 : fail(p, "out of memory");
+	case 11:
+		if (parse_bool(v, &pol->sql_workspace) < 0)
+			return fail(p, "sql.workspace: expected on or off, not '%.64s'", v);
+		return 0;
+	default:
+		if (parse_bool(v, &pol->sql_writes) < 0)
+			return fail(p, "sql.writes: expected on or off, not '%.64s'", v);
+		return 0;
+	}
+}
 
 static int policy_key(struct parser *p, const char *key, char *v)
 {
@@ -272,6 +551,8 @@ static int policy_key(struct parser *p, const char *key, char *v)
 	char msg[300];
 	size_t k;
 
+	if (!strncmp(key, "http.", 5))
+		return http_key(p, key, v);
 	if (!strncmp(key, "limit.", 6)) {
 		const struct engine_limit *l = engine_limit_find(key + 6);
 
@@ -288,10 +569,12 @@ static int policy_key(struct parser *p, const char *key, char *v)
 	if (k == ARRAY_SIZE(policy_keys))
 		return fail(p, "unknown key '%.64s' in a policy (known: languages, network, approval, "
 			       "max_file, max_sessions, max_executions, rate, burst, approval_timeout, "
-			       "limit.NAME)", key);
+			       "tools, sql.databases, sql.workspace, sql.writes, limit.NAME)", key);
 	if (p->seen & (1u << k))
 		return fail(p, "'%s' is set twice in this section", key);
 	p->seen |= 1u << k;
+	if (k >= 9)
+		return tool_key(p, k, key, v);
 	switch (k) {
 	case 0:
 		memset(pol->languages, 0, sizeof(pol->languages));
@@ -370,7 +653,10 @@ static int line(struct parser *p, char *s)
 {
 	char *eq, *key, *v;
 
-	s[strcspn(s, "#;")] = '\0';
+	/* a connection string may hold '#' or ';' (in a password): on its
+	 * line everything after '=' is the value */
+	if (strncmp(trim(s), "connection", 10) || trim(s)[10 + strspn(trim(s) + 10, " \t")] != '=')
+		s[strcspn(s, "#;")] = '\0';
 	s = trim(s);
 	if (!*s)
 		return 0;
@@ -386,10 +672,15 @@ static int line(struct parser *p, char *s)
 		return policy_key(p, key, v);
 	if (p->client)
 		return client_key(p, key, v);
+	if (p->db)
+		return database_key(p, key, v);
+	if (p->host)
+		return host_key(p, key, v);
 	return fail(p, "'%.64s' comes before any section: start with [default]", key);
 }
 
-/* Clients' policies by name, their keys distinct; rates' bursts. */
+/* Clients' policies by name, their keys distinct; rates' bursts; the
+ * databases each policy names. */
 static int resolve(struct parser *p)
 {
 	struct engine_policies *ps = p->ps;
@@ -400,6 +691,13 @@ static int resolve(struct parser *p)
 
 		if (pol->rate > 0 && pol->burst < 1)
 			pol->burst = pol->rate < 1 ? 1 : ceil(pol->rate);
+		if (resolve_databases(p, pol, i) < 0)
+			return -EINVAL;
+	}
+	for (size_t i = 0; i < ps->n_databases; i++) {
+		p->line = 0;
+		if (!ps->databases[i].conninfo)
+			return fail(p, "database '%s' has no 'connection'", ps->databases[i].name);
 	}
 	for (size_t i = 1; i < ps->n_clients; i++) {
 		struct engine_client *c = &ps->clients[i];
@@ -480,6 +778,8 @@ int engine_policies_parse(const char *text, size_t len, struct engine_policies *
 		r = resolve(&p);
 	for (size_t i = 0; i < ARRAY_SIZE(p.client_policy); i++)
 		free(p.client_policy[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(p.pol_dbs); i++)
+		free(p.pol_dbs[i]);
 	if (r < 0) {
 		engine_policies_free(p.ps);
 		return r;
@@ -527,6 +827,20 @@ void engine_policies_free(struct engine_policies *ps)
 {
 	if (!ps)
 		return;
+	for (size_t i = 0; i < ps->n_databases; i++) {
+		/* the connection string may hold a password */
+		if (ps->databases[i].conninfo)
+			explicit_bzero(ps->databases[i].conninfo, strlen(ps->databases[i].conninfo));
+		free(ps->databases[i].conninfo);
+	}
+	free(ps->databases);
+	netguard_list_release(&ps->def.http_hosts);
+	for (size_t i = 0; i < ps->n_named; i++)
+		netguard_list_release(&ps->named[i].http_hosts);
+	for (size_t i = 0; i < ps->n_hosts; i++)
+		for (size_t j = 0; j < ps->hosts[i].n_headers; j++)
+			free(ps->hosts[i].headers[j]);
+	free(ps->hosts);
 	free(ps->named);
 	free(ps->clients);
 	free(ps);
@@ -544,6 +858,33 @@ struct engine_client *engine_policies_client(struct engine_policies *ps, const c
 	for (size_t i = 1; i < ps->n_clients; i++)
 		if (!memcmp(ps->clients[i].key, d, SHA256_LEN))
 			return &ps->clients[i];
+	return NULL;
+}
+
+const struct engine_database *engine_policies_database(const struct engine_policies *ps,
+						       const char *name)
+{
+	for (size_t i = 0; ps && i < ps->n_databases; i++)
+		if (!strcmp(ps->databases[i].name, name))
+			return &ps->databases[i];
+	return NULL;
+}
+
+const struct engine_host *engine_policies_host(const struct engine_policies *ps, const char *host)
+{
+	char norm[NETGUARD_HOST_MAX + 2];
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (!ps || strlen(host) >= sizeof(norm))
+		return NULL;
+	if (netguard_parse_ip(host, &ss, &len) == 0)
+		netguard_format((struct sockaddr *)&ss, norm, sizeof(norm));
+	else if (snprintf(norm, sizeof(norm), "%s", host), netguard_name_normalize(norm) < 0)
+		return NULL;
+	for (size_t i = 0; i < ps->n_hosts; i++)
+		if (!strcmp(ps->hosts[i].name, norm))
+			return &ps->hosts[i];
 	return NULL;
 }
 
@@ -618,6 +959,10 @@ static int check_static(const struct engine_policy *p, struct engine_call *call,
 {
 	bool net_on = call->net && *call->net != SANDBOX_NET_NONE;
 
+	if ((call->action == ACTION_SQL || call->action == ACTION_HTTP) &&
+	    !(p->tools & (1u << call->action)))
+		return deny(v, p, "tools", 403, "the %s tool is not enabled here (the policy's 'tools' key)",
+			    engine_action_name(call->action));
 	if (call->has_lang && call->lang < _LANG_MAX && !p->languages[call->lang])
 		return deny(v, p, "languages", 403, "%s is not allowed here", engine_lang_name(call->lang));
 	if (check_limits(p, call, v) < 0)
@@ -804,6 +1149,14 @@ int engine_check_file(struct engine_client *c, enum engine_door door, enum engin
 		      uint64_t bytes, struct engine_verdict *v)
 {
 	struct engine_call call = { .door = door, .action = a, .bytes = bytes };
+
+	return engine_check(c, &call, v);
+}
+
+int engine_check_tool(struct engine_client *c, enum engine_door door, enum engine_action a,
+		      struct engine_verdict *v)
+{
+	struct engine_call call = { .door = door, .action = a };
 
 	return engine_check(c, &call, v);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "util/netguard.h"
 #include "util/sha256.h"
 
 #define POLICY_FILE_MAX (1u << 20) /* bytes of a policy file */
@@ -25,6 +26,11 @@
 #define POLICY_NAME_MAX 64	   /* a policy's or a client's name */
 #define POLICY_MAX_POLICIES 64
 #define POLICY_MAX_CLIENTS 1024
+#define POLICY_MAX_DATABASES 64 /* [database NAME] sections */
+#define POLICY_CONNINFO_MAX 1024 /* bytes of a database's connection string */
+#define POLICY_MAX_HOSTS 256	   /* [host NAME] sections */
+#define POLICY_HOST_HEADERS 16	   /* headers of one [host NAME] */
+#define HTTP_RESPONSE_MAX (64u << 20) /* the most http.max_response may be */
 
 /* What a call does: the tools of DESIGN.md, and the actions a policy may
  * hold for approval. */
@@ -40,6 +46,8 @@ enum engine_action {
 	ACTION_SESSION_INTERRUPT,
 	ACTION_SESSION_RESTART,
 	ACTION_SESSION_FORK,   /* counts as a session made */
+	ACTION_SQL,	       /* the sql tool (engine/tool_sql.c) */
+	ACTION_HTTP,	       /* the http tool (engine/tool_http.c) */
 	_ACTION_MAX
 };
 const char *engine_action_name(enum engine_action a);
@@ -59,7 +67,57 @@ struct engine_policy {
 	double rate;		    /* calls per second per client; 0: no limit */
 	double burst;		    /* calls at once before rate applies */
 	double approval_timeout_s;  /* a held call not decided by then is denied */
+	/* tools besides code (engine/tool.h): bits of enum engine_action
+	 * (ACTION_SQL, ACTION_HTTP); 0 by default: no tools */
+	unsigned tools;
+	/* sql: the [database NAME] sections it may use (bits of their index
+	 * in engine_policies.databases); SQLite files in a session's
+	 * workspace when sql_workspace, writable when sql_writes */
+	uint64_t sql_databases;
+	bool sql_workspace;
+	bool sql_writes;
+	/* the http tool: the hosts it may reach (empty: none; util/netguard.h
+	 * has the rule for non-public addresses) and the most bytes of a
+	 * response body it keeps */
+	struct netguard_list http_hosts;
+	uint64_t http_max_response;
 };
+
+/* A [host NAME] section: headers the http tool adds to every request to
+ * that host (an Authorization header, an API key).  Secrets: they never
+ * appear in a result, a message or the audit log. */
+struct engine_host {
+	char name[NETGUARD_HOST_MAX + 1]; /* normalized: a lower-case name or an IPv4 address */
+	char *headers[POLICY_HOST_HEADERS]; /* "Name: value", owned */
+	size_t n_headers;
+};
+
+enum engine_db_driver { DB_POSTGRESQL, DB_SQLITE };
+
+/* The sql tool's caps, defaults and most (a [database] section's keys). */
+#define DB_TIMEOUT_DEFAULT_S 10.0
+#define DB_TIMEOUT_MAX_S 3600.0
+#define DB_MAX_ROWS_DEFAULT 1000
+#define DB_MAX_ROWS_MAX 1000000
+#define DB_MAX_BYTES_DEFAULT (1u << 20)
+#define DB_MAX_BYTES_MAX (64u << 20)
+
+/* A named database connection ([database NAME]).  conninfo is a secret
+ * (it may hold a password): never in a message, a result or the log. */
+struct engine_database {
+	char name[POLICY_NAME_MAX];
+	enum engine_db_driver driver;
+	char *conninfo;	     /* libpq conninfo or URI; SQLite: a host path (owned) */
+	bool writes;	     /* false: read-only */
+	double timeout_s;    /* per query */
+	uint64_t max_rows;   /* rows returned at most */
+	uint64_t max_bytes;  /* bytes of the rows' values at most */
+};
+/* "postgresql", "sqlite" */
+const char *engine_db_driver_name(enum engine_db_driver d);
+/* A database's caps as for a SQLite file in a workspace: the defaults,
+ * writes as the policy says. */
+void engine_database_workspace(const struct engine_policy *p, struct engine_database *ret);
 
 /* A client of the server: who, its policy, its counters.  Thread-safe. */
 struct engine_client {
@@ -83,6 +141,10 @@ struct engine_policies {
 	 * loopback client; then the file's clients */
 	struct engine_client *clients;
 	size_t n_clients;
+	struct engine_database *databases; /* [database NAME] */
+	size_t n_databases;
+	struct engine_host *hosts;
+	size_t n_hosts;
 };
 
 /* The safe built-in default: every language, the limits table's
@@ -102,6 +164,12 @@ void engine_policies_free(struct engine_policies *ps);
 /* The client whose key this is (compared by digest), or NULL. */
 struct engine_client *engine_policies_client(struct engine_policies *ps, const char *key,
 					     size_t len);
+/* The database of that name, or NULL. */
+const struct engine_database *engine_policies_database(const struct engine_policies *ps,
+						       const char *name);
+/* The [host NAME] section for this host (a URL's host, normalized by
+ * the lookup), or NULL. */
+const struct engine_host *engine_policies_host(const struct engine_policies *ps, const char *host);
 /* Does the file name any client?  (The server then requires a key.) */
 bool engine_policies_has_clients(const struct engine_policies *ps);
 
@@ -163,6 +231,10 @@ int engine_check_exec(struct engine_client *c, enum engine_door door, enum sessi
  * engine_release(ACTION_SESSION_CREATE)). */
 int engine_check_action(struct engine_client *c, enum engine_door door, enum engine_action a,
 			enum session_lang lang, struct engine_verdict *v);
+/* A tool besides code (a = ACTION_SQL, ACTION_HTTP): rule 'tools' when the
+ * policy does not enable it, then the approval and the rate. */
+int engine_check_tool(struct engine_client *c, enum engine_door door, enum engine_action a,
+		      struct engine_verdict *v);
 /* A file written into a session's workspace (an upload), or deleted. */
 int engine_check_file(struct engine_client *c, enum engine_door door, enum engine_action a,
 		      uint64_t bytes, struct engine_verdict *v);

@@ -41,16 +41,27 @@ struct engine_tool_ctx {
 	const char *workspace;
 	/* raised (non-zero, read atomically) by another thread: give up */
 	const int *stop_flag;
+	/* the workspace as a directory fd (O_PATH is fine; borrowed), used
+	 * before workspace when >= 0; -1: none.  Zero is a valid fd, so a
+	 * door sets this explicitly (engine_tool_ctx_init). */
+	int workspace_fd;
 };
+
+/* Zeroed, workspace_fd -1, door door. */
+void engine_tool_ctx_init(struct engine_tool_ctx *ctx, enum engine_door door);
 
 struct engine_tool {
 	const char *name; /* "sql", "http": [a-z_]+, unique */
+	enum engine_action action; /* ACTION_SQL, ...: the policy's and the audit's name */
 	const char *title, *description;
 	const char *input_schema; /* JSON Schema text of the arguments object */
 	bool read_only, destructive, idempotent, open_world; /* MCP annotations */
 	/* 0 with *ret a new JSON object; -errno with msg (n bytes). */
 	int (*call)(const struct engine_tool_ctx *ctx, json_t *args, json_t **ret, char *msg,
 		    size_t n);
+	/* Optional: replace in args (a copy, before it is audited) the
+	 * secrets the policy holds for this tool, should a caller send one. */
+	void (*redact)(const struct engine_tool_ctx *ctx, json_t *args);
 };
 
 /* Every tool codecell has, NULL-terminated. */
@@ -59,5 +70,39 @@ const struct engine_tool *const *engine_tools(void);
 const struct engine_tool *engine_tool_find(const char *name);
 /* May policy p call t?  (README "Policy": the 'tools' key.) */
 bool engine_tool_enabled(const struct engine_policy *p, const struct engine_tool *t);
+/* The tools p enables, for GET /v1/tools: [{"name", "title",
+ * "description", "input_schema", "annotations": {...}}].  New reference. */
+json_t *engine_tools_json(const struct engine_policy *p);
+
+#define TOOL_ARGS_MAX (1u << 20) /* bytes of a call's arguments as JSON */
+
+/* One call through the pipeline, as a door hands it over. */
+struct engine_tool_request {
+	const char *name;
+	json_t *args;		    /* the arguments object; borrowed */
+	struct engine_audit *audit; /* NULL: no record */
+	const char *request_id;	    /* NULL: one is made */
+	const char *session;	    /* the session named, for the record, or NULL */
+	/* A person's decision, when the policy holds the call for one (the
+	 * server's doors can ask; NULL: such a call is refused).  0:
+	 * approved (its id into ret_id); -EPERM: not, v->message says why
+	 * (ret_id: the approval's id, or "" for none). */
+	int (*approve)(void *cls, const struct engine_tool *t, json_t *args,
+		       struct engine_verdict *v, char ret_id[17]);
+	void *approve_cls;
+};
+
+/* The pipeline every door calls: the tool by name, the arguments checked
+ * against its input schema (an object, known keys, required keys, types,
+ * at most TOOL_ARGS_MAX bytes), the policy (engine_check_tool: the tool
+ * enabled, approval, rate), the call, an audit record (door, client,
+ * tool, arguments with secrets redacted, decision, duration, status).
+ * 0 with *ret the tool's result (new reference; an error the caller can
+ * act on, such as SQLError, is a result too); or -errno with a message
+ * in msg (n bytes) and *ret_http what an HTTP door answers: -ENOENT (404:
+ * no such tool), -EINVAL (400: the arguments), -EPERM (403 or 429: the
+ * policy; v says which rule), another -errno (500). */
+int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
+		     json_t **ret, int *ret_http, char *msg, size_t n);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "engine/result_text.h"
 #include "engine/engine.h"
+#include "engine/tool.h"
 #include "mcp/internal.h"
 #include "util/macro.h"
 #include "util/parse.h"
@@ -481,7 +482,7 @@ static json_t *input_schema(const struct arg *args)
 			 "additionalProperties", 0);
 }
 
-json_t *mcp_catalog_list(bool structured)
+json_t *mcp_catalog_list(struct mcp_tools *mt, bool structured)
 {
 	json_t *list = json_array();
 
@@ -498,7 +499,37 @@ json_t *mcp_catalog_list(bool structured)
 			json_object_set_new(d, "outputSchema", json_loads(t->output_schema, 0, NULL));
 		json_array_append_new(list, d);
 	}
+	{
+		json_t *more = mcp_tools_engine_list(mt);
+
+		json_array_extend(list, more);
+		json_decref(more);
+	}
 	return list;
+}
+
+static json_t *tool_error(const char *text);
+
+/* A tool besides code (engine/tool.h): its result as JSON text, and as
+ * structuredContent; an SQLError and the like is isError. */
+static json_t *engine_call(struct mcp_tools *mt, const char *name, json_t *arguments,
+			   bool structured, struct buf *msg)
+{
+	json_t *res = NULL, *out, *none = arguments ? NULL : json_object();
+	char *text;
+	int k = mcp_tools_engine_call(mt, name, arguments ? arguments : none, &res, msg);
+
+	json_decref(none);
+	if (k < 0)
+		return tool_error(msg->len ? buf_str(msg) : "the tool failed");
+	text = json_dumps(res, JSON_COMPACT | JSON_ENSURE_ASCII);
+	out = json_pack("{s:[o], s:b}", "content", text_block(text ? text : "{}", text ? strlen(text) : 2),
+			"isError", json_object_get(res, "error") != NULL);
+	free(text);
+	if (structured)
+		json_object_set(out, "structuredContent", res);
+	json_decref(res);
+	return out;
 }
 
 static const char *type_name(json_t *v)
@@ -608,6 +639,8 @@ json_t *mcp_catalog_call(struct mcp_tools *mt, const char *name, json_t *argumen
 	for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
 		if (!strcmp(tools[i].name, name))
 			t = &tools[i];
+	if (!t && engine_tool_find(name))
+		return engine_call(mt, name, arguments, structured, msg);
 	if (!t) {
 		*ret_code = MCP_INVALID_PARAMS;
 		(void)buf_printf(msg, "unknown tool '%.100s': the tools are", name);

@@ -71,6 +71,15 @@ int mcp_tools_read_file(struct mcp_tools *t, const char *id, const char *path, s
 int mcp_tools_write_file(struct mcp_tools *t, const char *id, const char *path, const char *data,
 			 size_t len, json_t **ret, struct buf *msg);
 
+/* The tools besides code (engine/tool.h) the policy enables, as
+ * tools/list entries; and a call of one through engine_tool_call (a
+ * "session_id" argument names the session whose workspace it uses).
+ * mcp_tools_engine_call: 0 with the tool's result in *ret, or -errno
+ * with msg (a tool error: isError). */
+json_t *mcp_tools_engine_list(struct mcp_tools *t);
+int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, json_t **ret,
+			  struct buf *msg);
+
 /* A JSON string of s[0..n), cut before the first byte that is not
  * UTF-8 (a message that quotes the client may have split a character).
  * New reference. */
@@ -81,7 +90,7 @@ json_t *mcp_text(const char *s, size_t n);
 /* The array of tool definitions for tools/list.  structured: the
  * negotiated version has outputSchema/structuredContent (2025-06-18 and
  * later).  New reference. */
-json_t *mcp_catalog_list(bool structured);
+json_t *mcp_catalog_list(struct mcp_tools *t, bool structured);
 
 /* JSON-RPC error codes. */
 enum {

@@ -35,6 +35,8 @@
 #define MCP_MAX_SESSIONS_MAX 1024
 #define MCP_ID_LEN 16 /* hex characters of a session id */
 
+struct engine_policies;
+
 struct mcp_config {
 	struct sandbox_limits limits; /* timeout_s: the default per run_code */
 	uint64_t output_limit;	      /* bytes kept per stream per execution */
@@ -59,6 +61,11 @@ struct mcp_config {
 	struct engine_audit *audit;
 	unsigned limits_asked;
 	bool net_asked;
+	/* The policy file (named databases, hosts) for the tools besides
+	 * code (engine/tool.h) that client's policy enables; NULL: none.
+	 * stop_flag: raised (read atomically) to give up such a call. */
+	const struct engine_policies *policies;
+	const int *stop_flag;
 };
 
 struct mcp_server;

@@ -215,7 +215,7 @@ static int m_tools_list(struct mcp_conn *c, json_t *params, struct reply *r)
 	/* one page: a cursor we never gave out is invalid */
 	if (cursor && !json_is_null(cursor))
 		return fail(r, MCP_INVALID_PARAMS, "unknown cursor: tools/list has a single page");
-	r->result = json_pack("{s:o}", "tools", mcp_catalog_list(wants_structured(c)));
+	r->result = json_pack("{s:o}", "tools", mcp_catalog_list(c->srv->tools, wants_structured(c)));
 	if (!c->version) {
 		json_object_set_new(r->result, "ttlMs", json_integer(3600000));
 		json_object_set_new(r->result, "cacheScope", json_string("public"));

@@ -28,6 +28,7 @@
 #include "engine/audit.h"
 #include "engine/engine.h"
 #include "engine/policy.h"
+#include "engine/tool.h"
 #include "mcp/internal.h"
 #include "session/session.h"
 #include "session/workspace.h"
@@ -688,4 +689,62 @@ int mcp_tools_write_file(struct mcp_tools *t, const char *id, const char *path, 
 	*ret = json_pack("{s:s, s:s, s:I, s:b}", "session_id", e->id, "path", path, "size",
 			 (json_int_t)len, "replaced", replaced);
 	return 0;
+}
+
+/* ---- the tools besides code (engine/tool.h) ---- */
+
+json_t *mcp_tools_engine_list(struct mcp_tools *t)
+{
+	json_t *list = json_array(), *all, *x;
+	size_t i;
+
+	if (!t->cfg.client)
+		return list;
+	all = engine_tools_json(t->cfg.client->policy);
+	json_array_foreach(all, i, x) {
+		json_t *a = json_object_get(x, "annotations");
+
+		json_array_append_new(
+			list, json_pack("{s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O, s:O}}", "name",
+					json_object_get(x, "name"), "title", json_object_get(x, "title"),
+					"description", json_object_get(x, "description"), "inputSchema",
+					json_object_get(x, "input_schema"), "annotations", "title",
+					json_object_get(x, "title"), "readOnlyHint",
+					json_object_get(a, "read_only"), "destructiveHint",
+					json_object_get(a, "destructive"), "idempotentHint",
+					json_object_get(a, "idempotent"), "openWorldHint",
+					json_object_get(a, "open_world")));
+	}
+	json_decref(all);
+	return list;
+}
+
+int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, json_t **ret,
+			  struct buf *msg)
+{
+	const char *sid = json_string_value(json_object_get(args, "session_id"));
+	struct engine_tool_ctx ctx;
+	struct engine_tool_request rq = { .name = name, .args = args, .audit = t->cfg.audit,
+					  .session = sid };
+	char m[TOOL_MSG_MAX];
+	int http, k;
+
+	engine_tool_ctx_init(&ctx, DOOR_MCP);
+	ctx.client = t->cfg.client;
+	ctx.policies = t->cfg.policies;
+	ctx.stop_flag = t->cfg.stop_flag;
+	if (sid) {
+		struct entry *e = find(t, sid, msg);
+
+		if (!e)
+			return -ENOENT;
+		ctx.workspace_fd = session_workspace_fd(e->s);
+		if (ctx.workspace_fd < 0)
+			return buf_printf(msg, "session '%s' has no workspace now (its kernel is not "
+					  "running): run code in it first", sid), -ENOENT;
+	}
+	k = engine_tool_call(&ctx, &rq, ret, &http, m, sizeof(m));
+	if (k < 0)
+		(void)buf_puts(msg, m);
+	return k;
 }

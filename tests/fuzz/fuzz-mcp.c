@@ -61,6 +61,20 @@ void mcp_tools_audit(struct mcp_tools *t, const char *tool, const char *session,
 	(void)t, (void)tool, (void)session, (void)ok;
 }
 
+/* the tools besides code: none enabled (the default policy's) */
+json_t *mcp_tools_engine_list(struct mcp_tools *t)
+{
+	(void)t;
+	return json_array();
+}
+
+int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, json_t **ret,
+			  struct buf *msg)
+{
+	(void)t, (void)args, (void)ret;
+	return buf_printf(msg, "the %s tool is not enabled here", name), -EPERM;
+}
+
 /* A session id of "gone" is unknown; anything else exists. */
 static int fake_session(const char *id, struct buf *msg)
 {

@@ -15,6 +15,7 @@
 #include "engine/approval.h"
 #include "engine/audit.h"
 #include "engine/policy.h"
+#include "engine/tool.h"
 #include "util/sha256.h"
 
 static struct engine_policies *parse_ok(const char *text)
@@ -303,6 +304,107 @@ static void approvals_decide_use_and_expire(void **state)
 	json_decref(other);
 }
 
+/* tools, sql.databases, sql.workspace, sql.writes and [database NAME]:
+ * parsed, errors named by line, the connection string never quoted, the
+ * 'tools' rule of engine_check. */
+static void tool_keys_and_databases(void **state)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "[default]\ntools = shell\n", "line 2: tools: unknown tool 'shell'" },
+		{ "[default]\nsql.databases = pg\n", "line 2: sql.databases: no database 'pg'" },
+		{ "[default]\nsql.writes = maybe\n", "line 2: sql.writes: expected on or off" },
+		{ "[database d]\ndriver = oracle\n", "line 2: driver: expected postgresql or sqlite" },
+		{ "[database d]\nconnection = a\ntimeout = 2h\n", "line 3: timeout: expected a duration" },
+		{ "[database d]\nconnection = a\nmax_rows = 0\n", "line 3: max_rows: expected" },
+		{ "[database d]\nconnection = a\nmax_bytes = 1G\n", "line 3: max_bytes: expected" },
+		{ "[database d]\nport = 1\n", "line 2: unknown key 'port' in a database" },
+		{ "[database d]\ndriver = sqlite\n", "database 'd' has no 'connection'" },
+		{ "[database d]\nconnection = a\n[database d]\n", "line 3: database 'd' is given twice" },
+		{ "[database d]\nconnection = password=hunter2\nconnection = password=hunter2\n",
+		  "line 3: 'connection' is set twice" },
+	};
+	static const char good[] =
+		"[default]\n"
+		"tools = sql\n"
+		"sql.databases = pg, lite\n"
+		"approval = sql\n"
+		"[policy none]\n"
+		"sql.writes = on\n"
+		"sql.workspace = off\n"
+		"[database pg]\n"
+		"driver = postgresql\n"
+		"connection = host=/tmp dbname=x password=p#;w  \n"
+		"timeout = 2s\n"
+		"max_rows = 10\n"
+		"max_bytes = 4K\n"
+		"[database lite]\n"
+		"driver = sqlite\n"
+		"writes = on\n"
+		"connection = /var/lib/x.db\n";
+	const struct engine_database *pg, *lite;
+	struct engine_verdict v = { 0 };
+	struct engine_policies *ps;
+	char err[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (engine_policies_parse(bad[i].text, strlen(bad[i].text), &ps, err, sizeof(err)) != -EINVAL)
+			fail_msg("'%s' was accepted", bad[i].text);
+		if (!strstr(err, bad[i].want))
+			fail_msg("'%s': message '%s' lacks '%s'", bad[i].text, err, bad[i].want);
+		if (strstr(err, "hunter2"))
+			fail_msg("'%s': the message quotes the connection string: '%s'", bad[i].text, err);
+	}
+	ps = parse_ok(good);
+	pg = engine_policies_database(ps, "pg");
+	lite = engine_policies_database(ps, "lite");
+	assert_non_null(pg);
+	assert_non_null(lite);
+	assert_null(engine_policies_database(ps, "nope"));
+	/* '#' and ';' belong to a connection string, not a comment */
+	assert_string_equal(pg->conninfo, "host=/tmp dbname=x password=p#;w");
+	assert_int_equal(pg->driver, DB_POSTGRESQL);
+	assert_false(pg->writes);
+	assert_true(pg->timeout_s == 2.0);
+	assert_int_equal(pg->max_rows, 10);
+	assert_int_equal(pg->max_bytes, 4096);
+	assert_int_equal(lite->driver, DB_SQLITE);
+	assert_true(lite->writes);
+	assert_true(lite->timeout_s == DB_TIMEOUT_DEFAULT_S);
+	assert_int_equal(lite->max_rows, DB_MAX_ROWS_DEFAULT);
+	assert_int_equal(ps->def.tools, 1u << ACTION_SQL);
+	assert_int_equal(ps->def.sql_databases, 3);
+	assert_true(ps->def.sql_workspace);
+	assert_false(ps->def.sql_writes);
+	assert_true(ps->def.approval & (1u << ACTION_SQL));
+	assert_true(engine_tool_enabled(&ps->def, engine_tool_find("sql")));
+	/* a policy without 'tools' has none, whatever else it sets */
+	assert_int_equal(ps->named[0].tools, 0);
+	assert_false(engine_tool_enabled(&ps->named[0], engine_tool_find("sql")));
+	assert_true(ps->named[0].sql_writes);
+	assert_false(ps->named[0].sql_workspace);
+	assert_int_equal(ps->named[0].sql_databases, 0);
+	/* the rule: approval for [default] (from MCP, where no one can
+	 * give it), 'tools' for a policy without the tool */
+	assert_int_equal(engine_check_tool(&ps->clients[0], DOOR_MCP, ACTION_SQL, &v), -EPERM);
+	assert_string_equal(v.rule, "approval");
+	ps->clients[0].policy = &ps->named[0];
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(engine_check_tool(&ps->clients[0], DOOR_API, ACTION_SQL, &v), -EPERM);
+	assert_string_equal(v.rule, "tools");
+	assert_non_null(strstr(v.message, "sql tool is not enabled"));
+	engine_policies_free(ps);
+	/* the built-in default enables no tool */
+	ps = engine_policies_new();
+	assert_int_equal(ps->def.tools, 0);
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(engine_check_tool(&ps->clients[0], DOOR_CLI, ACTION_HTTP, &v), -EPERM);
+	assert_string_equal(v.rule, "tools");
+	engine_policies_free(ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +416,7 @@ int main(void)
 		cmocka_unit_test(audit_record_fields),
 		cmocka_unit_test(audit_appends_whole_lines_and_rotates),
 		cmocka_unit_test(approvals_decide_use_and_expire),
+		cmocka_unit_test(tool_keys_and_databases),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,139 @@
+/* GET /v1/tools and POST /v1/tools/{name}: the tools besides code
+ * (engine/tool.h).  Thin: the body is taken apart, a session's
+ * workspace found, and engine_tool_call does the rest (arguments, the
+ * policy, approval, the call, the audit record). */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/internal.h"
+#include "engine/approval.h"
+#include "engine/tool.h"
+#include "util/banned.h"
+
+enum MHD_Result api_handle_tools_list(struct api_call *c)
+{
+	return api_respond_json(c, 200, json_pack("{s:o}", "tools",
+						  engine_tools_json(c->client->policy)));
+}
+
+int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
+		     struct engine_verdict *v, char ret_id[17])
+{
+	struct api_call *c = cls;
+	struct engine_approvals *ap = c->srv->approvals;
+	const char *given = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-Approval-Id");
+	char what[160];
+	int st, k;
+
+	ret_id[0] = '\0';
+	if (!ap)
+		return -EPERM;
+	if (given) {
+		st = engine_approval_use(ap, given, c->client->name, t->action, args);
+		snprintf(ret_id, 17, "%.16s", given);
+	} else {
+		snprintf(what, sizeof(what), "%s tool call by client '%s'", t->name, c->client->name);
+		st = engine_approval_hold(ap, c->client->name, t->action, what, args,
+					  v->approval_timeout_s, ret_id);
+		if (st == 0)
+			st = engine_approval_wait(ap, ret_id);
+	}
+	if (st == APPROVAL_APPROVED)
+		return 0;
+	k = snprintf(v->message, sizeof(v->message), "rejected by policy '%s', rule 'approval': ",
+		     c->client->policy->name);
+	if (k > 0 && (size_t)k < sizeof(v->message))
+		snprintf(v->message + k, sizeof(v->message) - (size_t)k, "%s",
+			 st == -EBUSY		   ? "too many calls are held for approval; try again later"
+			 : st < 0		   ? "no such approval for this client, tool and arguments"
+			 : st == APPROVAL_PENDING ? "the approval is not decided yet: send the call again later"
+			 : st == APPROVAL_EXPIRED ? "the approval was not decided in time: denied"
+			 : st == APPROVAL_USED	   ? "the approval was used already"
+						   : "a person denied it");
+	if (st < 0)
+		ret_id[0] = '\0';
+	return -EPERM;
+}
+
+/* The workspace of the body's session_id, as a fd of our own (the
+ * session's lock is not held while the tool runs).  -1 and no answer
+ * without session_id; -2 with the answer in *ret. */
+static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Result *ret)
+{
+	json_t *id = json_object_get(body, "session_id");
+	struct api_session *e;
+	struct ws_ctx w;
+	int fd = -1;
+
+	if (!id || json_is_null(id))
+		return -1;
+	if (!json_is_string(id) || !api_session_id_valid(json_string_value(id))) {
+		*ret = api_respond_errorf(c, 400, "invalid_value", "'session_id' must be a session's id");
+		return -2;
+	}
+	snprintf(sid, API_ID_LEN + 1, "%s", json_string_value(id));
+	e = api_registry_get(&c->srv->reg, sid);
+	if (!e) {
+		*ret = api_respond_errorf(c, 404, "session_not_found", "no session '%s'", sid);
+		return -2;
+	}
+	pthread_mutex_lock(&e->lock);
+	if (api_ws_of(e, &w) == 0)
+		fd = fcntl(w.ws, F_DUPFD_CLOEXEC, 3);
+	pthread_mutex_unlock(&e->lock);
+	api_session_unref(e);
+	if (fd < 0) {
+		*ret = api_respond_errorf(c, 409, "no_workspace",
+					  "session '%s' has no workspace now: run code in it first", sid);
+		return -2;
+	}
+	return fd;
+}
+
+enum MHD_Result api_handle_tool_call(struct api_call *c)
+{
+	json_t *body = json_loadb(c->body, c->body_len, 0, NULL), *args, *res = NULL;
+	struct engine_tool_ctx ctx;
+	struct engine_tool_request rq = { .name = c->route.path, .audit = c->srv->cfg.audit,
+					  .request_id = c->request_id, .approve = api_tool_approve,
+					  .approve_cls = c };
+	char sid[API_ID_LEN + 1] = "", msg[TOOL_MSG_MAX];
+	enum MHD_Result ret = MHD_NO;
+	int http = 500, k;
+
+	args = json_object_get(body, "arguments");
+	if (!json_is_object(body) || (args && !json_is_object(args))) {
+		json_decref(body);
+		return api_respond_errorf(c, 400, "invalid_json",
+					  "the body must be {\"arguments\": {...}, \"session_id\": optional}");
+	}
+	engine_tool_ctx_init(&ctx, DOOR_API);
+	ctx.client = c->client;
+	ctx.policies = c->srv->policies;
+	ctx.stop_flag = &c->srv->stopping;
+	ctx.workspace_fd = session_ws(c, body, sid, &ret);
+	if (ctx.workspace_fd == -2) {
+		json_decref(body);
+		return ret;
+	}
+	rq.session = sid[0] ? sid : NULL;
+	rq.args = args ? args : json_object_get(body, "arguments");
+	if (!rq.args) {
+		rq.args = json_object();
+		json_object_set_new(body, "arguments", rq.args);
+	}
+	k = engine_tool_call(&ctx, &rq, &res, &http, msg, sizeof(msg));
+	if (ctx.workspace_fd >= 0)
+		close(ctx.workspace_fd);
+	json_decref(body);
+	if (k == 0)
+		return api_respond_json(c, 200, res);
+	return api_respond_errorf(c, http,
+				  k == -ENOENT ? "tool_not_found"
+				  : k == -EINVAL ? "invalid_arguments"
+				  : k == -EPERM	 ? "rejected"
+						 : "internal",
+				  "%s", msg);
+}

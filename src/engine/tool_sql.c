@@ -1,0 +1,766 @@
+/* The sql tool: one parameterized statement against a SQLite file in the
+ * session's workspace or a named database of the policy (PostgreSQL,
+ * SQLite), read-only unless the policy allows writes, under a time cap,
+ * a row cap and a byte cap.
+ *
+ * libsqlite3 is loaded with dlopen, like libcurl (agent/llm.c) and libpq
+ * (tool_sql_pg.c): linked, it would be loaded by every `codecell run`
+ * for a tool few calls use, and codecell must still run where it is
+ * absent (the tool then says it is unavailable).
+ *
+ * A workspace file is untrusted: the sandboxed code made it, and may
+ * have planted symlinks to host files (the tool runs as the server, often
+ * root).  The file's directory is opened with openat2 RESOLVE_BENEATH
+ * under the workspace, and SQLite opens /proc/self/fd/D/NAME: the kernel
+ * follows the magic link to that very directory, and the unix VFS opens
+ * NAME with O_NOFOLLOW, so a symlink planted there is refused (ELOOP).
+ * The VFS is the unix one with an xFullPathname that takes the path as it
+ * is: the stock one resolves every symlink in it, /proc/self/fd/D too,
+ * and would reopen by a host path whose components the sandbox can swap.
+ * Its journal and WAL files sit beside the database, as usual.  Its
+ * open(2) adds O_NONBLOCK under /proc/self/fd, so a FIFO swapped in for
+ * the file cannot block the thread.  ATTACH (which would open any host
+ * file) is refused by the authorizer and by SQLITE_LIMIT_ATTACHED 0,
+ * which also stops VACUUM INTO. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "engine/tool.h"
+#include "engine/tool_sql_internal.h"
+#include "sandbox/sandbox.h"
+#include "session/workspace.h"
+#include "util/fs.h"
+#include "util/macro.h"
+#include "util/timeutil.h"
+#include "util/banned.h"
+
+#define SQLITE_LIBRARY "libsqlite3.so.0"
+#define FD_VFS_NAME "codecell-fd"
+#define PROGRESS_OPS 1000 /* VM steps between checks of the clock */
+
+static const char schema[] =
+	"{\"type\": \"object\", \"properties\": {"
+	"\"database\": {\"type\": \"string\", \"description\": \"a database the policy names "
+	"(sql.databases), or the path of a SQLite file in the session's workspace\"},"
+	"\"query\": {\"type\": \"string\", \"description\": \"one SQL statement; values go in "
+	"params, never in the text: ? or $1 (params an array), :name (params an object)\"},"
+	"\"params\": {\"type\": [\"array\", \"object\"], \"description\": \"the statement's "
+	"parameters: strings, numbers, booleans, null\"},"
+	"\"session_id\": {\"type\": \"string\", \"description\": \"the session whose workspace "
+	"holds the SQLite file (where the door has sessions)\"}},"
+	"\"required\": [\"database\", \"query\"], \"additionalProperties\": false}";
+
+/* ---- the result under its caps ---- */
+
+void sql_out_column(struct sql_out *o, const char *name, const char *type)
+{
+	o->bytes += strlen(name) + strlen(type);
+	json_array_append_new(o->columns, json_pack("{s:s, s:s}", "name", name, "type", type));
+}
+
+bool sql_out_room(struct sql_out *o, uint64_t n)
+{
+	if (o->bytes + n > o->max_bytes) {
+		o->trunc_bytes = true;
+		return false;
+	}
+	o->bytes += n;
+	return true;
+}
+
+static char *base64(const unsigned char *in, size_t n)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = malloc((n + 2) / 3 * 4 + 1), *p = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+			     (i + 2 < n ? in[i + 2] : 0);
+
+		*p++ = t[v >> 18 & 63];
+		*p++ = t[v >> 12 & 63];
+		*p++ = i + 1 < n ? t[v >> 6 & 63] : '=';
+		*p++ = i + 2 < n ? t[v & 63] : '=';
+	}
+	*p = '\0';
+	return out;
+}
+
+json_t *sql_binary(const void *p, size_t n)
+{
+	char *b = base64(p, n);
+	json_t *j = b ? json_pack("{s:s}", "base64", b) : NULL;
+
+	free(b);
+	return j;
+}
+
+void sql_out_error(struct sql_out *o, const char *message, const char *sqlstate)
+{
+	size_t n = strnlen(message, SQL_MESSAGE_MAX);
+	json_t *v;
+
+	/* a server's message is passed on, cut and made valid UTF-8 (a cut
+	 * may split a character) */
+	while (n && !(v = json_stringn(message, n)))
+		n--;
+	if (!n)
+		v = NULL;
+	json_decref(o->error);
+	o->error = json_pack("{s:s, s:o, s:o}", "name", "SQLError", "value",
+			     v ? v : json_string("(the message is not UTF-8)"), "sqlstate",
+			     sqlstate ? json_string(sqlstate) : json_null());
+}
+
+bool sql_stopped(const struct sql_query *q)
+{
+	return q->stop_flag && __atomic_load_n(q->stop_flag, __ATOMIC_SEQ_CST);
+}
+
+/* ---- SQLite ---- */
+
+static struct {
+	int (*open_v2)(const char *, sqlite3 **, int, const char *);
+	int (*close_v2)(sqlite3 *);
+	int (*prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
+	int (*finalize)(sqlite3_stmt *);
+	int (*step)(sqlite3_stmt *);
+	int (*column_count)(sqlite3_stmt *);
+	const char *(*column_name)(sqlite3_stmt *, int);
+	const char *(*column_decltype)(sqlite3_stmt *, int);
+	int (*column_type)(sqlite3_stmt *, int);
+	sqlite3_int64 (*column_int64)(sqlite3_stmt *, int);
+	double (*column_double)(sqlite3_stmt *, int);
+	const unsigned char *(*column_text)(sqlite3_stmt *, int);
+	const void *(*column_blob)(sqlite3_stmt *, int);
+	int (*column_bytes)(sqlite3_stmt *, int);
+	int (*bind_parameter_count)(sqlite3_stmt *);
+	const char *(*bind_parameter_name)(sqlite3_stmt *, int);
+	int (*bind_int64)(sqlite3_stmt *, int, sqlite3_int64);
+	int (*bind_double)(sqlite3_stmt *, int, double);
+	int (*bind_text)(sqlite3_stmt *, int, const char *, int, void (*)(void *));
+	int (*bind_null)(sqlite3_stmt *, int);
+	const char *(*errmsg)(sqlite3 *);
+	int (*extended_errcode)(sqlite3 *);
+	void (*progress_handler)(sqlite3 *, int, int (*)(void *), void *);
+	int (*exec)(sqlite3 *, const char *, int (*)(void *, int, char **, char **), void *, char **);
+	sqlite3_vfs *(*vfs_find)(const char *);
+	int (*vfs_register)(sqlite3_vfs *, int);
+	int (*set_authorizer)(sqlite3 *, int (*)(void *, int, const char *, const char *,
+						  const char *, const char *),
+			      void *);
+	int (*limit)(sqlite3 *, int, int);
+	int (*changes)(sqlite3 *);
+	int (*db_config)(sqlite3 *, int, ...);
+} sq;
+
+static pthread_mutex_t sq_lock = PTHREAD_MUTEX_INITIALIZER;
+static sqlite3_vfs fd_vfs;
+static int (*unix_open)(const char *, int, int);
+
+static int fd_open(const char *path, int flags, int mode)
+{
+	if (!strncmp(path, "/proc/self/fd/", 14))
+		flags |= O_NONBLOCK;
+	return unix_open(path, flags, mode);
+}
+
+/* The unix VFS, but a path is taken as it is: /proc/self/fd/N stays the
+ * magic link, which open(2) follows to the checked inode. */
+static int fd_full_pathname(sqlite3_vfs *vfs, const char *path, int n, char *out)
+{
+	(void)vfs;
+	if (strlen(path) >= (size_t)n)
+		return SQLITE_CANTOPEN;
+	snprintf(out, (size_t)n, "%s", path);
+	return SQLITE_OK;
+}
+
+static int sqlite_load(char *msg, size_t n)
+{
+	static const char *const names[] = {
+		"sqlite3_open_v2", "sqlite3_close_v2", "sqlite3_prepare_v2",
+		"sqlite3_finalize", "sqlite3_step", "sqlite3_column_count",
+		"sqlite3_column_name", "sqlite3_column_decltype", "sqlite3_column_type",
+		"sqlite3_column_int64", "sqlite3_column_double", "sqlite3_column_text",
+		"sqlite3_column_blob", "sqlite3_column_bytes", "sqlite3_bind_parameter_count",
+		"sqlite3_bind_parameter_name", "sqlite3_bind_int64", "sqlite3_bind_double",
+		"sqlite3_bind_text", "sqlite3_bind_null", "sqlite3_errmsg",
+		"sqlite3_extended_errcode", "sqlite3_progress_handler", "sqlite3_exec",
+		"sqlite3_vfs_find", "sqlite3_vfs_register", "sqlite3_set_authorizer",
+		"sqlite3_limit", "sqlite3_changes", "sqlite3_db_config",
+	};
+	void **slots = (void **)&sq;
+	void *lib;
+	int r = 0;
+
+	_Static_assert(sizeof(sq) == ARRAY_SIZE(names) * sizeof(void *), "one name per slot");
+	pthread_mutex_lock(&sq_lock);
+	if (sq.open_v2)
+		goto out;
+	lib = dlopen(SQLITE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		snprintf(msg, n, "the sql tool is unavailable: cannot load %s (install Debian's libsqlite3-0)",
+			 SQLITE_LIBRARY);
+		r = -ENOENT;
+		goto out;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!(slots[i] = dlsym(lib, names[i]))) {
+			snprintf(msg, n, "the sql tool is unavailable: %s has no %s (too old)",
+				 SQLITE_LIBRARY, names[i]);
+			memset(&sq, 0, sizeof(sq));
+			r = -ENOENT;
+			goto out;
+		}
+	fd_vfs = *sq.vfs_find("unix");
+	fd_vfs.zName = FD_VFS_NAME;
+	fd_vfs.xFullPathname = fd_full_pathname;
+	unix_open = (int (*)(const char *, int, int))fd_vfs.xGetSystemCall(&fd_vfs, "open");
+	if (!unix_open ||
+	    fd_vfs.xSetSystemCall(&fd_vfs, "open", (sqlite3_syscall_ptr)fd_open) != SQLITE_OK ||
+	    sq.vfs_register(&fd_vfs, 0) != SQLITE_OK) {
+		snprintf(msg, n, "the sql tool is unavailable: cannot register SQLite's VFS");
+		memset(&sq, 0, sizeof(sq));
+		r = -ENOENT;
+	}
+out:
+	pthread_mutex_unlock(&sq_lock);
+	return r;
+}
+
+struct sq_run {
+	const struct sql_query *q;
+	uint64_t deadline_ns;
+	bool timed_out;
+	const char *denied; /* why the authorizer refused, for the message */
+};
+
+static int sq_progress(void *arg)
+{
+	struct sq_run *r = arg;
+
+	if (now_ns() > r->deadline_ns) {
+		r->timed_out = true;
+		return 1;
+	}
+	return sql_stopped(r->q);
+}
+
+/* What a statement may do: reads, and writes when the database allows
+ * them; never ATTACH (any host file), never PRAGMA but a few that only
+ * describe the schema. */
+static int sq_authorize(void *arg, int action, const char *a1, const char *a2, const char *a3,
+			const char *a4)
+{
+	static const char *const pragmas[] = { "table_info", "table_xinfo", "index_list",
+					       "index_info", "index_xinfo", "foreign_key_list",
+					       "table_list" };
+	struct sq_run *run = arg;
+
+	(void)a3, (void)a4;
+	switch (action) {
+	case SQLITE_SELECT:
+	case SQLITE_READ:
+	case SQLITE_FUNCTION:
+	case SQLITE_RECURSIVE:
+		return SQLITE_OK;
+	case SQLITE_PRAGMA:
+		for (size_t i = 0; i < ARRAY_SIZE(pragmas) && a1; i++)
+			if (!strcasecmp(a1, pragmas[i]) && !(a2 && !strcasecmp(pragmas[i], "table_list")))
+				return SQLITE_OK;
+		run->denied = "PRAGMA is not allowed here, but for table_info, table_xinfo, "
+			      "index_list, index_info, index_xinfo, foreign_key_list and table_list";
+		return SQLITE_DENY;
+	case SQLITE_ATTACH:
+	case SQLITE_DETACH:
+		run->denied = "ATTACH and DETACH are not allowed: query one database per call";
+		return SQLITE_DENY;
+	case SQLITE_TRANSACTION:
+	case SQLITE_SAVEPOINT:
+		run->denied = "transactions are not allowed: each call is one statement of its own";
+		return SQLITE_DENY;
+	default:
+		if (run->q->db->writes)
+			return SQLITE_OK;
+		run->denied = "the database is read-only here (the policy allows no writes)";
+		return SQLITE_DENY;
+	}
+}
+
+static void sq_fail(sqlite3 *db, struct sql_out *o, const struct sq_run *run)
+{
+	char code[16], m[512];
+
+	/* SQLite has no SQLSTATE; its extended result code stands in */
+	snprintf(code, sizeof(code), "SQLITE_%d", sq.extended_errcode(db));
+	if (run && run->denied && sq.extended_errcode(db) == SQLITE_AUTH)
+		snprintf(m, sizeof(m), "not authorized: %s", run->denied);
+	else
+		snprintf(m, sizeof(m), "%s", sq.errmsg(db));
+	sql_out_error(o, m, NULL);
+	json_object_set_new(o->error, "code", json_string(code));
+}
+
+static int sq_bind_one(sqlite3_stmt *st, int i, json_t *v, char *msg, size_t n)
+{
+	if (json_is_null(v))
+		return sq.bind_null(st, i);
+	if (json_is_boolean(v))
+		return sq.bind_int64(st, i, json_is_true(v));
+	if (json_is_integer(v))
+		return sq.bind_int64(st, i, json_integer_value(v));
+	if (json_is_real(v))
+		return sq.bind_double(st, i, json_real_value(v));
+	if (json_is_string(v))
+		return sq.bind_text(st, i, json_string_value(v), (int)json_string_length(v),
+				    SQLITE_TRANSIENT);
+	snprintf(msg, n, "parameter %d is %s: parameters are strings, numbers, booleans or null", i,
+		 json_is_array(v) ? "an array" : "an object");
+	return -EINVAL;
+}
+
+/* params: an array for ?, ?NNN and $N (by position), an object for
+ * :name, @name, $name (by name, without its sigil). */
+static int sq_bind(sqlite3_stmt *st, json_t *params, char *msg, size_t n)
+{
+	int count = sq.bind_parameter_count(st);
+	size_t given = json_is_array(params) ? json_array_size(params)
+		       : json_is_object(params) ? json_object_size(params)
+						: 0;
+
+	if ((size_t)count != given && !(json_is_object(params) && given > (size_t)count))
+		return snprintf(msg, n, "the query has %d parameter%s and %zu %s given", count,
+				count == 1 ? "" : "s", given, given == 1 ? "was" : "were"),
+		       -EINVAL;
+	for (int i = 1; i <= count; i++) {
+		const char *name = sq.bind_parameter_name(st, i);
+		json_t *v;
+		int r;
+
+		if (json_is_array(params)) {
+			v = json_array_get(params, (size_t)i - 1);
+		} else {
+			v = name && name[0] != '?' ? json_object_get(params, name + 1) : NULL;
+			if (!v)
+				return snprintf(msg, n, "parameter %d (%s) has no value in params: name "
+						"parameters :name and give params as an object, or use ? "
+						"and an array", i, name ? name : "?"),
+				       -EINVAL;
+		}
+		r = sq_bind_one(st, i, v, msg, n);
+		if (r == -EINVAL)
+			return r;
+		if (r != SQLITE_OK)
+			return snprintf(msg, n, "cannot bind parameter %d", i), -EINVAL;
+	}
+	return 0;
+}
+
+/* Only blanks, comments and empty statements may follow the first. */
+static bool sq_single(sqlite3 *db, const char *tail)
+{
+	while (tail && *tail) {
+		sqlite3_stmt *st = NULL;
+		const char *next = NULL;
+		int r = sq.prepare_v2(db, tail, -1, &st, &next);
+
+		if (st || r != SQLITE_OK) {
+			sq.finalize(st);
+			return false;
+		}
+		if (!next || next == tail)
+			break;
+		tail = next;
+	}
+	return true;
+}
+
+static json_t *sq_value(sqlite3_stmt *st, int c, struct sql_out *o)
+{
+	int type = sq.column_type(st, c);
+	size_t len;
+
+	switch (type) {
+	case SQLITE_NULL:
+		return sql_out_room(o, 4) ? json_null() : NULL;
+	case SQLITE_INTEGER:
+		return sql_out_room(o, 8) ? json_integer(sq.column_int64(st, c)) : NULL;
+	case SQLITE_FLOAT: {
+		double d = sq.column_double(st, c);
+
+		if (!sql_out_room(o, 8))
+			return NULL;
+		return isfinite(d) ? json_real(d) : json_string(isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity");
+	}
+	case SQLITE_TEXT: {
+		const char *s;
+		json_t *j;
+
+		len = (size_t)sq.column_bytes(st, c);
+		if (!sql_out_room(o, len))
+			return NULL;
+		s = (const char *)sq.column_text(st, c);
+		j = s ? json_stringn(s, len) : json_string("");
+		return j ? j : sql_binary(s, len);
+	}
+	default:
+		len = (size_t)sq.column_bytes(st, c);
+		/* base64 is 4/3 the size */
+		if (!sql_out_room(o, len + len / 3))
+			return NULL;
+		return sql_binary(sq.column_blob(st, c), len);
+	}
+}
+
+static void sq_rows(sqlite3 *db, sqlite3_stmt *st, struct sql_out *o, const struct sq_run *run)
+{
+	int cols = sq.column_count(st), r;
+
+	for (int c = 0; c < cols; c++) {
+		const char *t = sq.column_decltype(st, c);
+
+		sql_out_column(o, sq.column_name(st, c) ? sq.column_name(st, c) : "", t ? t : "");
+	}
+	while ((r = sq.step(st)) == SQLITE_ROW) {
+		json_t *row;
+
+		if (json_array_size(o->rows) >= o->max_rows) {
+			o->trunc_rows = true;
+			return;
+		}
+		row = json_array();
+		for (int c = 0; c < cols; c++) {
+			json_t *v = sq_value(st, c, o);
+
+			if (!v) {
+				json_decref(row);
+				return;
+			}
+			json_array_append_new(row, v);
+		}
+		json_array_append_new(o->rows, row);
+	}
+	if (r != SQLITE_DONE)
+		sq_fail(db, o, run);
+	else
+		o->changed = cols ? -1 : sq.changes(db);
+}
+
+/* The connection: read-only unless writes, ATTACH off, defensive. */
+static int sq_open(const struct sql_query *q, struct sq_run *run, sqlite3 **ret,
+		   struct sql_out *o)
+{
+	int flags = (q->db->writes ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) |
+		    SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE;
+	sqlite3 *db = NULL;
+	int r = sq.open_v2(q->sqlite_path, &db, flags, q->sqlite_fd_path ? FD_VFS_NAME : NULL);
+
+	if (r != SQLITE_OK) {
+		if (db)
+			sq_fail(db, o, NULL);
+		else
+			sql_out_error(o, "cannot open the database", NULL);
+		sq.close_v2(db);
+		return -EIO;
+	}
+	sq.limit(db, SQLITE_LIMIT_ATTACHED, 0);
+	/* a value over the byte cap cannot come back: none is made either
+	 * (randomblob(1e9) would take a gigabyte of the server's memory) */
+	sq.limit(db, SQLITE_LIMIT_LENGTH, (int)(q->db->max_bytes + 1024));
+	sq.db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	sq.db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+	/* a file the sandboxed code made is untrusted input: SQLite's advice
+	 * for such files (cell_size_check, no mmap), then query_only */
+	if ((q->sqlite_fd_path &&
+	     sq.exec(db, "PRAGMA cell_size_check = ON; PRAGMA mmap_size = 0", NULL, NULL, NULL) !=
+		     SQLITE_OK) ||
+	    (!q->db->writes && sq.exec(db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK)) {
+		sq_fail(db, o, NULL);
+		sq.close_v2(db);
+		return -EIO;
+	}
+	sq.set_authorizer(db, sq_authorize, run);
+	*ret = db;
+	return 0;
+}
+
+int sql_sqlite_run(const struct sql_query *q, struct sql_out *o, char *msg, size_t n)
+{
+	struct sq_run run = { .q = q,
+			      .deadline_ns = now_ns() + (uint64_t)(q->db->timeout_s * 1e9) };
+	sqlite3_stmt *st = NULL;
+	const char *tail = NULL;
+	sqlite3 *db = NULL;
+	int r = sqlite_load(msg, n);
+
+	if (r < 0)
+		return r;
+	if (sq_open(q, &run, &db, o) < 0)
+		return 0;
+	sq.progress_handler(db, PROGRESS_OPS, sq_progress, &run);
+	if (sq.prepare_v2(db, q->text, (int)strlen(q->text), &st, &tail) != SQLITE_OK) {
+		sq_fail(db, o, &run);
+	} else if (!st) {
+		sql_out_error(o, "the query holds no statement", NULL);
+	} else if (!sq_single(db, tail)) {
+		sql_out_error(o, "the query holds more than one statement: send one at a time", NULL);
+	} else if ((r = sq_bind(st, q->params, msg, n)) == 0) {
+		sq_rows(db, st, o, &run);
+	}
+	if (run.timed_out) {
+		char m[128];
+
+		o->timed_out = true;
+		snprintf(m, sizeof(m), "the query ran past the time cap of %g s and was stopped",
+			 q->db->timeout_s);
+		sql_out_error(o, m, "57014");
+	}
+	sq.finalize(st);
+	sq.close_v2(db);
+	return r;
+}
+
+/* ---- the tool ---- */
+
+/* A workspace path as the model may write it: relative, or absolute
+ * under the sandbox's home. */
+static const char *ws_rel(const char *path)
+{
+	size_t n = strlen(SANDBOX_HOME);
+
+	if (!strncmp(path, SANDBOX_HOME, n) && path[n] == '/')
+		path += n + 1;
+	return path;
+}
+
+/* The directory of a workspace file, opened beneath the workspace (an
+ * O_PATH fd), and the file's name in it, checked to be a regular file
+ * there now (no symlink, no FIFO).  The fd or -errno with msg. */
+static int ws_open(const struct engine_tool_ctx *ctx, const char *path, const char **ret_name,
+		   char *msg, size_t n)
+{
+	const char *rel = ws_rel(path), *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+	char dirpath[1100];
+	int ws = ctx->workspace_fd, dir, fd, e;
+	struct stat st;
+
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return snprintf(msg, n, "'%.200s' does not name a file", path), -EINVAL;
+	snprintf(dirpath, sizeof(dirpath), "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".");
+	if (ws < 0) {
+		ws = open(ctx->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (ws < 0)
+			return e = -errno, snprintf(msg, n, "cannot open the workspace: %s", strerror(-e)), e;
+	}
+	dir = openat_beneath(ws, *dirpath ? dirpath : "/", O_PATH | O_DIRECTORY, 0);
+	if (ws != ctx->workspace_fd)
+		close(ws);
+	fd = dir < 0 ? dir : openat(dir, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	e = fd < 0 && dir >= 0 ? -errno : fd;
+	if (fd < 0) {
+		snprintf(msg, n, "cannot open '%.200s' in the workspace: %s%s", path, strerror(-e),
+			 e == -EXDEV ? " (it leads outside the workspace)"
+			 : e == -ELOOP ? " (a symlink is not followed)" : "");
+		if (dir >= 0)
+			close(dir);
+		return e;
+	}
+	e = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode);
+	close(fd);
+	if (e) {
+		close(dir);
+		snprintf(msg, n, "'%.200s' in the workspace is not a regular file", path);
+		return -EINVAL;
+	}
+	*ret_name = name;
+	return dir;
+}
+
+static void list_names(const struct engine_tool_ctx *ctx, char *out, size_t n)
+{
+	const struct engine_policy *p = ctx->client->policy;
+	size_t k = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; ctx->policies && i < ctx->policies->n_databases && k < n; i++)
+		if (p->sql_databases & (1ull << i)) {
+			int w = snprintf(out + k, n - k, "%s'%s'", k ? ", " : "",
+					 ctx->policies->databases[i].name);
+
+			k += w > 0 ? (size_t)w : 0;
+		}
+	if (!out[0])
+		snprintf(out, n, "none");
+}
+
+/* Which database: a name the policy allows, or a workspace file. */
+static int resolve(const struct engine_tool_ctx *ctx, const char *name,
+		   const struct engine_database **ret_db, struct engine_database *ws, int *ret_fd,
+		   const char **ret_file, char *msg, size_t n)
+{
+	const struct engine_policy *p = ctx->client->policy;
+	const struct engine_database *db = engine_policies_database(ctx->policies, name);
+	char names[256];
+
+	*ret_fd = -1;
+	if (db) {
+		if (!(p->sql_databases & (1ull << (db - ctx->policies->databases)))) {
+			list_names(ctx, names, sizeof(names));
+			return snprintf(msg, n, "policy '%s' does not allow database '%s' (allowed: %s)",
+					p->name, name, names), -EPERM;
+		}
+		*ret_db = db;
+		return 0;
+	}
+	if (!p->sql_workspace || (ctx->workspace_fd < 0 && !ctx->workspace)) {
+		list_names(ctx, names, sizeof(names));
+		return snprintf(msg, n, "no database '%.64s' here (allowed: %s%s)", name, names,
+				p->sql_workspace ? "; a SQLite file needs a session's workspace: give "
+						   "session_id" : ""),
+		       -EPERM;
+	}
+	engine_database_workspace(p, ws);
+	*ret_fd = ws_open(ctx, name, ret_file, msg, n);
+	if (*ret_fd < 0)
+		return *ret_fd == -ENOMEM ? -ENOMEM : -EINVAL;
+	*ret_db = ws;
+	return 0;
+}
+
+static int check_text(json_t *args, char *msg, size_t n, const char **ret)
+{
+	json_t *q = json_object_get(args, "query"), *d = json_object_get(args, "database");
+	json_t *p = json_object_get(args, "params");
+
+	if (!json_is_string(q) || !json_is_string(d))
+		return snprintf(msg, n, "'database' and 'query' must be strings"), -EINVAL;
+	if (json_string_length(q) > SQL_QUERY_MAX || strlen(json_string_value(q)) != json_string_length(q))
+		return snprintf(msg, n, "'query' must be at most %u bytes, without NUL characters",
+				SQL_QUERY_MAX), -EINVAL;
+	if (!json_string_length(d) || strlen(json_string_value(d)) != json_string_length(d) ||
+	    json_string_length(d) > 1024)
+		return snprintf(msg, n, "'database' must be a name or a path of 1 to 1024 bytes"), -EINVAL;
+	if (p && !json_is_array(p) && !json_is_object(p) && !json_is_null(p))
+		return snprintf(msg, n, "'params' must be an array or an object"), -EINVAL;
+	if ((json_is_array(p) && json_array_size(p) > SQL_PARAMS_MAX) ||
+	    (json_is_object(p) && json_object_size(p) > SQL_PARAMS_MAX))
+		return snprintf(msg, n, "at most %d parameters", SQL_PARAMS_MAX), -EINVAL;
+	*ret = json_string_value(d);
+	return 0;
+}
+
+static json_t *out_json(struct sql_out *o, const struct engine_database *db)
+{
+	json_t *j;
+
+	if (o->error) {
+		j = json_pack("{s:O}", "error", o->error);
+		if (o->timed_out)
+			json_object_set_new(j, "truncated", json_pack("{s:b}", "time", 1));
+		return j;
+	}
+	j = json_pack("{s:O, s:O, s:I, s:{s:b, s:b}, s:s}", "columns", o->columns, "rows", o->rows,
+		      "row_count", (json_int_t)json_array_size(o->rows), "truncated", "rows",
+		      o->trunc_rows, "bytes", o->trunc_bytes, "driver",
+		      engine_db_driver_name(db->driver));
+	if (j && o->changed >= 0)
+		json_object_set_new(j, "rows_changed", json_integer(o->changed));
+	if (j && (o->trunc_rows || o->trunc_bytes))
+		json_object_set_new(j, "limits",
+				    json_pack("{s:I, s:I}", "max_rows", (json_int_t)db->max_rows,
+					      "max_bytes", (json_int_t)db->max_bytes));
+	return j;
+}
+
+static int sql_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **ret, char *msg,
+		    size_t n)
+{
+	struct engine_database ws;
+	const struct engine_database *db = NULL;
+	struct sql_out o = { .columns = json_array(), .rows = json_array(), .changed = -1 };
+	struct sql_query q = { .stop_flag = ctx->stop_flag, .params = json_object_get(args, "params") };
+	const char *name = NULL, *file = NULL;
+	char fdpath[64 + 256];
+	int fd = -1, r;
+
+	r = check_text(args, msg, n, &name);
+	if (r == 0)
+		r = resolve(ctx, name, &db, &ws, &fd, &file, msg, n);
+	if (r < 0)
+		goto out;
+	q.db = db;
+	q.text = json_string_value(json_object_get(args, "query"));
+	o.max_rows = db->max_rows;
+	o.max_bytes = db->max_bytes;
+	if (db->driver == DB_SQLITE && fd >= 0) {
+		struct ws_owner owner = { .chown = geteuid() == 0 };
+		struct ws_fsid prev;
+		struct stat st;
+
+		/* as the workspace's owner: its journal is created in the
+		 * workspace (where root may not even be mapped), and no
+		 * file the owner could not open is opened */
+		if (fstat(fd, &st) == 0) {
+			owner.uid = st.st_uid;
+			owner.gid = st.st_gid;
+		}
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d/%.255s", fd, file);
+		q.sqlite_path = fdpath;
+		q.sqlite_fd_path = true;
+		prev = ws_become_owner(&owner);
+		r = sql_sqlite_run(&q, &o, msg, n);
+		ws_restore_ids(prev);
+	} else if (db->driver == DB_SQLITE) {
+		q.sqlite_path = db->conninfo;
+		r = sql_sqlite_run(&q, &o, msg, n);
+	} else {
+		r = sql_pg_run(&q, &o, msg, n);
+	}
+	if (r == -ENOENT) {
+		/* the driver's library is missing: a result the caller reads */
+		sql_out_error(&o, msg, NULL);
+		r = 0;
+	}
+	if (r == 0)
+		*ret = out_json(&o, db);
+	if (r == 0 && !*ret)
+		r = -ENOMEM;
+out:
+	if (fd >= 0)
+		close(fd);
+	json_decref(o.columns);
+	json_decref(o.rows);
+	json_decref(o.error);
+	return r;
+}
+
+const struct engine_tool engine_tool_sql = {
+	.name = "sql",
+	.action = ACTION_SQL,
+	.title = "Query a database",
+	.description = "Run one SQL statement with bound parameters against a database the policy "
+		       "names (PostgreSQL or SQLite) or a SQLite file in the session's workspace. "
+		       "Read-only unless the policy allows writes; results are capped in time, rows "
+		       "and bytes (truncated says which cap was hit). Returns columns (name, type) "
+		       "and rows as JSON values; binary values as {\"base64\": ...}; an error as "
+		       "{\"error\": {\"name\": \"SQLError\", \"value\", \"sqlstate\"}}.",
+	.input_schema = schema,
+	.read_only = false,
+	.destructive = false,
+	.idempotent = false,
+	.open_world = false,
+	.call = sql_call,
+};

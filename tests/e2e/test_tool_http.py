@@ -1,0 +1,299 @@
+"""The http tool through the doors (POST /v1/tools/http, MCP tools/call)
+against a server this test starts on 127.0.0.1 (port 0), which the policy
+names.  Each trick to reach another address is refused before any
+connection: the server counts what it gets.  The test runs in a network
+namespace of its own (only loopback) when it can make one, so that not
+even a broken guard could reach another host."""
+import ctypes
+import fcntl
+import http.server
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cctest import CODECELL, Serve, check, codecell, eq, main, scratch, test, write  # noqa: E402
+from llm_standin import StandIn, tool_call  # noqa: E402
+
+SECRET = "s3cr3t-t0ken-e2e-4242"
+API_KEY = "apikey-e2e-0123456789"
+CLONE_NEWNET = 0x40000000
+
+
+def own_netns():
+    """Only loopback from here on, if this process may unshare."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        return False
+    # lo up: SIOCGIFFLAGS, IFF_UP, SIOCSIFFLAGS on struct ifreq
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sk:
+        ifr = bytearray(struct.pack("16sH22x", b"lo", 0))
+        fcntl.ioctl(sk, 0x8913, ifr)
+        flags = struct.unpack_from("H", ifr, 16)[0] | 1
+        fcntl.ioctl(sk, 0x8914, struct.pack("16sH22x", b"lo", flags))
+    return True
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    count = 0
+    last = ""
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, code, body, ctype="text/plain", extra=()):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        Handler.count += 1
+        Handler.last = str(self.headers)
+        u = urllib.parse.urlsplit(self.path)
+        if u.path == "/json":
+            self.reply(200, b'{"hello": "world", "n": [1, 2]}', "application/json")
+        elif u.path == "/echo":
+            self.reply(200, str(self.headers).encode(), "text/plain",
+                       [("X-Echo", self.headers.get("Authorization", ""))])
+        elif u.path == "/r":
+            to = urllib.parse.parse_qs(u.query)["to"][0]
+            self.reply(302, b"", extra=[("Location", to)])
+        elif u.path == "/slow":
+            time.sleep(5)
+            self.reply(200, b"late")
+        elif u.path == "/huge":
+            self.reply(200, b"x" * (4 << 20))
+        else:
+            self.reply(404, b"no")
+
+    do_POST = do_GET
+
+
+class Server:
+    def __enter__(self):
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        # a client that stops reading (the size cap) is expected
+        self.httpd.handle_error = lambda *a: None
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *a):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def policy(d, port, hosts=None):
+    path = os.path.join(d, "p.ini")
+    write(path, "[default]\ntools = http\nhttp.hosts = %s\nhttp.max_response = 64K\n"
+                "[host 127.0.0.1]\nheader = Authorization: Bearer %s\nheader = X-Api-Key: %s\n"
+          % (hosts or "127.0.0.1:%d, localhost:%d private" % (port, port), SECRET, API_KEY))
+    return path
+
+
+def no_secret(where, text):
+    check(SECRET not in text and API_KEY not in text, "a secret in %s: %r" % (where, text[:2000]))
+
+
+@test
+def api_door_gets_json_and_lists_the_tool():
+    with Server() as h, scratch() as d:
+        s = Serve("--policy", policy(d, h.port))
+        try:
+            st, j = s.request("GET", "/v1/tools")
+            eq(st, 200)
+            check("http" in [t["name"] for t in j["tools"]], "listed: %r" % j)
+            st, j = s.post("/v1/tools/http", {"arguments": {"url": "http://127.0.0.1:%d/json" % h.port}})
+            eq(st, 200, repr(j))
+            eq(j["status"], 200)
+            eq(j["json"], {"hello": "world", "n": [1, 2]})
+            eq(j["address"], "127.0.0.1")
+        finally:
+            s.stop()
+
+
+@test
+def bypass_tricks_are_refused_before_connecting():
+    tricks = ["2130706433", "0177.0.0.1", "0x7f.1", "127.1", "[::ffff:127.0.0.1]", "[::1]",
+              "0.0.0.0", "169.254.169.254", "[fd00:ec2::254]", "0xa9fea9fe", "10.0.0.1", "localhost"]
+    with Server() as h, scratch() as d:
+        # any public host, nothing else
+        s = Serve("--policy", policy(d, h.port, hosts="*"))
+        try:
+            before = Handler.count
+            for host in tricks:
+                st, j = s.post("/v1/tools/http",
+                               {"arguments": {"url": "http://%s:%d/json" % (host, h.port)}})
+                eq(st, 403, "%s: %r" % (host, j))
+                eq(j["error"]["code"], "rejected", host)
+            eq(Handler.count, before, "no request reached the server")
+        finally:
+            s.stop()
+
+
+@test
+def redirects_to_refused_addresses_are_refused():
+    with Server() as h, scratch() as d:
+        s = Serve("--policy", policy(d, h.port))
+        try:
+            for to in ["http://169.254.169.254/latest/meta-data/", "http://[::1]:%d/json" % h.port,
+                       "http://0.0.0.0:%d/json" % h.port, "file:///etc/passwd"]:
+                before = Handler.count
+                st, j = s.post("/v1/tools/http", {"arguments": {
+                    "url": "http://127.0.0.1:%d/r?%s" % (h.port, urllib.parse.urlencode({"to": to}))}})
+                eq(st, 403, "%s: %r" % (to, j))
+                check("redirect" in j["error"]["message"], repr(j))
+                eq(Handler.count, before + 1, "only the first hop")
+            st, j = s.post("/v1/tools/http", {"arguments": {
+                "url": "http://127.0.0.1:%d/r?to=/json" % h.port}})
+            eq((st, j["redirects"], j["json"]["hello"]), (200, 1, "world"))
+        finally:
+            s.stop()
+
+
+@test
+def slow_and_huge_responses():
+    with Server() as h, scratch() as d:
+        s = Serve("--policy", policy(d, h.port))
+        try:
+            st, j = s.post("/v1/tools/http", {"arguments": {
+                "url": "http://127.0.0.1:%d/slow" % h.port, "timeout": 1}})
+            eq((st, j["error"]["name"]), (200, "Timeout"), repr(j))
+            st, j = s.post("/v1/tools/http", {"arguments": {"url": "http://127.0.0.1:%d/huge" % h.port}})
+            eq((st, j["truncated"], j["bytes"], len(j["text"])), (200, True, 65536, 65536))
+        finally:
+            s.stop()
+
+
+@test
+def secrets_never_appear_in_results_messages_or_the_audit_log():
+    with Server() as h, scratch() as d:
+        audit = os.path.join(d, "audit.log")
+        s = Serve("--policy", policy(d, h.port), "--audit", audit)
+        try:
+            st, j = s.post("/v1/tools/http", {"arguments": {
+                "url": "http://127.0.0.1:%d/echo" % h.port, "headers": {"X-Mine": "1"}}})
+            eq(st, 200, repr(j))
+            check("Bearer " + SECRET in Handler.last and API_KEY in Handler.last,
+                  "the server got the policy's headers: %r" % Handler.last)
+            check("[REDACTED]" in j["text"] and "[REDACTED]" in j["headers"]["x-echo"], repr(j))
+            no_secret("the result", json.dumps(j))
+            # a message quoting a URL with the secret in it
+            st, j = s.post("/v1/tools/http", {"arguments": {
+                "url": "http://127.0.0.1:%d/r?to=http://169.254.169.254/%s" % (h.port, SECRET)}})
+            eq(st, 403)
+            no_secret("the message", json.dumps(j))
+            # another host gets none of them
+            st, j = s.post("/v1/tools/http", {"arguments": {"url": "http://localhost:%d/echo" % h.port}})
+            eq(st, 200, repr(j))
+            check(SECRET not in Handler.last, "sent to localhost: %r" % Handler.last)
+        finally:
+            s.stop()
+        log = open(audit).read()
+        check('"http"' in log, "audited: %r" % log[:500])
+        no_secret("the audit log", log)
+        no_secret("the server's log", s.log())
+
+
+@test
+def mcp_door_and_a_name_resolving_to_loopback():
+    with Server() as h, scratch() as d:
+        # localhost on another port: the 127.0.0.1 entry (its port only)
+        # does not name that address
+        pol = policy(d, h.port, hosts="127.0.0.1:%d, localhost:1" % h.port)
+        p = subprocess.Popen([CODECELL, "mcp", "--policy", pol], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def rpc(i, method, params):
+            p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                                      "params": params}) + "\n")
+            p.stdin.flush()
+            return json.loads(p.stdout.readline())
+
+        try:
+            rpc(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "t", "version": "1"}})
+            tools = rpc(2, "tools/list", {})["result"]["tools"]
+            check("http" in [t["name"] for t in tools], repr(tools))
+            r = rpc(3, "tools/call", {"name": "http", "arguments": {
+                "url": "http://127.0.0.1:%d/echo" % h.port}})
+            check(not r["result"].get("isError"), repr(r))
+            no_secret("the MCP result", json.dumps(r))
+            check("[REDACTED]" in json.dumps(r), repr(r))
+            # localhost is listed, but not marked private: public addresses only
+            before = Handler.count
+            r = rpc(4, "tools/call", {"name": "http", "arguments": {
+                "url": "http://localhost:1/json"}})
+            text = json.dumps(r)
+            check(("error" in r or r["result"].get("isError")) and "loopback" in text, text)
+            eq(Handler.count, before)
+        finally:
+            p.stdin.close()
+            p.wait(timeout=60)
+            no_secret("the MCP server's stderr", p.stderr.read())
+
+
+@test
+def the_agent_is_offered_the_tool_and_never_sees_a_secret():
+    with Server() as h, scratch() as d:
+        call = tool_call(None, name="http", call_id="call_http",
+                         raw_args=json.dumps({"url": "http://127.0.0.1:%d/echo" % h.port}))
+        with StandIn([{"content": None, "tool_calls": [call], "finish_reason": "tool_calls"},
+                      "Done."]) as s:
+            e = dict(os.environ, OPENAI_BASE_URL=s.url, CODECELL_MODEL="standin")
+            e.pop("OPENAI_API_KEY", None)
+            audit = os.path.join(d, "audit.log")
+            r = codecell("agent", "--policy", policy(d, h.port), "--audit", audit, "--json",
+                         "what does the echo say?", env=e, timeout=120)
+            eq(r.status, 0, r)
+            names = [t["function"]["name"] for t in s.requests[0]["tools"]]
+            check("http" in names, names)
+            msg = s.requests[1]["messages"][-1]
+            eq((msg["role"], msg["tool_call_id"]), ("tool", "call_http"))
+            check("[REDACTED]" in msg["content"], msg)
+            check("Bearer " + SECRET in Handler.last, "the server got the header")
+            no_secret("what the model was sent", json.dumps(s.requests))
+            no_secret("the agent's output", r.stdout + r.stderr)
+            no_secret("the audit log", open(audit).read())
+
+
+@test
+def https_verifies_the_certificate():
+    """A server with a certificate no CA signed: the tool refuses to talk
+    to it (TLSError), so the host's headers never reach it."""
+    import ssl
+    with Server() as h, scratch() as d:
+        key, crt = os.path.join(d, "k.pem"), os.path.join(d, "c.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", crt,
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-days", "1"], check=True, capture_output=True)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(crt, key)
+        h.httpd.socket = ctx.wrap_socket(h.httpd.socket, server_side=True)
+        s = Serve("--policy", policy(d, h.port))
+        try:
+            before = Handler.count
+            st, j = s.post("/v1/tools/http", {"arguments": {"url": "https://127.0.0.1:%d/echo" % h.port}})
+            eq((st, j["error"]["name"]), (200, "TLSError"), repr(j))
+            check("certificate" in j["error"]["value"], repr(j))
+            eq(Handler.count, before, "no request was sent")
+        finally:
+            s.stop()
+
+
+if __name__ == "__main__":
+    own_netns()
+    main()

@@ -59,6 +59,10 @@ struct engine_policy {
 	double rate;		    /* calls per second per client; 0: no limit */
 	double burst;		    /* calls at once before rate applies */
 	double approval_timeout_s;  /* a held call not decided by then is denied */
+	/* the hosts the allowlist network reaches (util/netguard.h's list
+	 * syntax, checked when the file is read); "": none, the mode is
+	 * refused */
+	char egress[POLICY_LINE_MAX];
 };
 
 /* A client of the server: who, its policy, its counters.  Thread-safe. */
@@ -117,6 +121,9 @@ struct engine_call {
 	unsigned asked;
 	enum sandbox_net *net; /* NULL: the call makes no sandbox */
 	bool net_asked;
+	/* out: the policy's egress list when *net is SANDBOX_NET_ALLOWLIST
+	 * (borrowed from the policy) */
+	const char **egress;
 	uint64_t bytes; /* ACTION_WRITE_FILE: the file's size */
 };
 

@@ -284,24 +284,25 @@ static int dial(struct conn *c, const struct egress_req *rq)
 	return tried ? status : 502;
 }
 
-/* Copy both ways until both sides are done or idle for EGRESS_IDLE_S. */
+/* Copy both ways until both sides are done or idle for EGRESS_IDLE_S.
+ * pre (pre_len bytes, the caller's) goes to b first.  Sockets are used
+ * with MSG_DONTWAIT only: a peer that stops reading stalls its own
+ * direction, never the thread. */
 static void relay(int a, int b, const char *pre, size_t pre_len)
 {
 	char buf[2][EGRESS_BUF];
-	size_t len[2] = { 0, 0 }, off[2] = { 0, 0 };
+	const char *data[2] = { pre, buf[1] };
+	size_t len[2] = { pre_len, 0 }, off[2] = { 0, 0 };
 	bool eof[2] = { false, false }, shut[2] = { false, false };
 	int fd[2] = { a, b }; /* direction i: fd[i] -> fd[!i] */
 
-	if (pre_len > sizeof(buf[0]))
-		pre_len = sizeof(buf[0]);
-	memcpy(buf[0], pre, pre_len);
-	len[0] = pre_len;
 	while (!(shut[0] && shut[1])) {
 		struct pollfd p[2] = { { .fd = a }, { .fd = b } };
+		bool moved = false;
 		int k;
 
 		for (int i = 0; i < 2; i++) {
-			if (!eof[i] && len[i] == 0)
+			if (!eof[i] && len[i] == off[i])
 				p[i].events |= POLLIN;
 			if (len[i] > off[i])
 				p[!i].events |= POLLOUT;
@@ -309,31 +310,42 @@ static void relay(int a, int b, const char *pre, size_t pre_len)
 		k = poll(p, 2, EGRESS_IDLE_S * 1000);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k <= 0)
+		if (k <= 0 || ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)))
 			return;
 		for (int i = 0; i < 2; i++) {
-			if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) && !eof[i] && len[i] == 0) {
+			if ((p[i].revents & (POLLIN | POLLHUP)) && !eof[i] && len[i] == off[i]) {
 				ssize_t n = recv(fd[i], buf[i], sizeof(buf[i]), MSG_DONTWAIT);
 
-				if (n > 0)
-					len[i] = (size_t)n, off[i] = 0;
-				else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-					eof[i] = true;
+				if (n > 0) {
+					data[i] = buf[i];
+					len[i] = (size_t)n;
+					off[i] = 0;
+					moved = true;
+				} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+					eof[i] = moved = true;
+				}
 			}
-			if (len[i] > off[i] && (p[!i].revents & (POLLOUT | POLLERR | POLLHUP))) {
-				ssize_t n = send(fd[!i], buf[i] + off[i], len[i] - off[i],
+			if (len[i] > off[i] && (p[!i].revents & (POLLOUT | POLLHUP))) {
+				ssize_t n = send(fd[!i], data[i] + off[i], len[i] - off[i],
 						 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 				if (n < 0 && errno != EAGAIN && errno != EINTR)
 					return;
-				if (n > 0 && (off[i] += (size_t)n) == len[i])
+				if (n > 0) {
+					off[i] += (size_t)n;
+					moved = true;
+				}
+				if (off[i] == len[i])
 					len[i] = off[i] = 0;
 			}
-			if (eof[i] && len[i] == 0 && !shut[i]) {
+			if (eof[i] && len[i] == off[i] && !shut[i]) {
 				(void)shutdown(fd[!i], SHUT_WR);
-				shut[i] = true;
+				shut[i] = moved = true;
 			}
 		}
+		/* a hang-up that moves nothing would wake poll at once forever */
+		if (!moved && ((p[0].revents | p[1].revents) & POLLHUP))
+			return;
 	}
 }
 
@@ -358,15 +370,16 @@ static void serve(struct conn *c)
 		relay(c->client, c->upstream, c->head + rq.head_len, c->have - rq.head_len);
 		return;
 	}
-	buf_init(&up, EGRESS_HEAD_MAX + 512);
-	if (egress_rewrite(c->head, &rq, &up) < 0) {
+	/* the rewritten head, then what came after the client's head */
+	buf_init(&up, EGRESS_HEAD_MAX + 512 + EGRESS_HEAD_MAX);
+	if (egress_rewrite(c->head, &rq, &up) < 0 ||
+	    buf_append(&up, c->head + rq.head_len, c->have - rq.head_len) < 0) {
 		buf_release(&up);
 		refuse(c->client, 431, "the request head is too long to forward");
 		return;
 	}
-	send_all(c->upstream, up.data, up.len);
+	relay(c->client, c->upstream, up.data, up.len);
 	buf_release(&up);
-	relay(c->client, c->upstream, c->head + rq.head_len, c->have - rq.head_len);
 }
 
 static void *conn_main(void *arg)

@@ -49,6 +49,7 @@ def make_wheel():
 
 
 WHEEL = make_wheel()
+BIG = bytes(range(256)) * 8192  # 2 MiB: more than the proxy buffers, both ways
 WHEEL_NAME = "tinypkg-0.1-py3-none-any.whl"
 
 
@@ -80,9 +81,16 @@ class Origin(http.server.BaseHTTPRequestHandler):
             return self.reply(page.encode(), "text/html")
         if self.path == "/files/" + WHEEL_NAME:
             return self.reply(WHEEL, "application/octet-stream")
+        if self.path == "/big":
+            return self.reply(BIG, "application/octet-stream")
         self.send_error(404)
 
     do_HEAD = do_GET
+
+    def do_POST(self):
+        Origin.seen.append((self.command, self.path, dict(self.headers)))
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.reply(hashlib.sha256(body).hexdigest().encode())
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -130,13 +138,20 @@ def allowed_host_through_the_proxy_python():
     code = (
         "import os, urllib.request\n"
         "print(os.environ['HTTPS_PROXY'], os.environ['HTTP_PROXY'], os.environ['ALL_PROXY'])\n"
-        "print(urllib.request.urlopen('http://127.0.0.1:%d/hello', timeout=30).read().decode())\n"
-        % PORT)
+        "print(urllib.request.urlopen('http://127.0.0.1:%(p)d/hello', timeout=30).read().decode())\n"
+        "import hashlib\n"
+        "big = urllib.request.urlopen('http://127.0.0.1:%(p)d/big', timeout=60).read()\n"
+        "print(len(big), hashlib.sha256(big).hexdigest())\n"
+        "up = urllib.request.urlopen('http://127.0.0.1:%(p)d/up', data=big, timeout=60).read()\n"
+        "print(up.decode())\n" % {"p": PORT})
     with scratch() as d:
         r = run(d, code, *NOPROXY)
     eq(r.status, 0, r)
-    eq(r.stdout.split("\n")[0], "http://127.0.0.1:3128 " * 2 + "http://127.0.0.1:3128", r)
-    check("hello from the origin" in r.stdout, r)
+    lines = r.stdout.splitlines()
+    eq(lines[0], "http://127.0.0.1:3128 " * 2 + "http://127.0.0.1:3128", r)
+    eq(lines[1], "hello from the origin", r)
+    sha = hashlib.sha256(BIG).hexdigest()
+    eq(lines[2:], ["%d %s" % (len(BIG), sha), sha], r)
 
 
 @test

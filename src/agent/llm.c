@@ -1,46 +1,28 @@
 /* The chat-completions client.  libcurl is loaded when the agent starts
- * rather than linked (as api/mhd.c does libmicrohttpd): linked, it would
- * bring OpenSSL, nghttp2, libssh2, LDAP and a dozen more libraries into
- * every `codecell run`, which would pay for loading them and for the page
- * tables each clone() copies.  Only `codecell agent` and a server given a
+ * (util/curl.h says why): only `codecell agent` and a server given a
  * model endpoint load it.
  *
  * Everything the endpoint sends is untrusted: the body is capped at
  * AGENT_REPLY_MAX, parsed by jansson, and quoted in messages only in
  * part, with control characters replaced. */
 #include <ctype.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
 #include "agent/internal.h"
+#include "util/curl.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
-#define CURL_LIBRARY "libcurl.so.4"
 #define CONNECT_TIMEOUT_MAX_MS 10000L
 
-static struct {
-	CURLcode (*global_init)(long);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	void (*easy_cleanup)(CURL *);
-	const char *(*easy_strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-} cc;
-
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+/* loaded by llm_new (util/curl.h) */
+static const struct curl_fns *cc;
 
 struct llm {
 	const struct agent_config *cfg;
@@ -49,44 +31,13 @@ struct llm {
 	CURL *h;
 };
 
-/* dlopen and curl_global_init once per process (the latter is not
- * thread-safe before 7.84; a server's threads share this). */
 static int load(struct buf *err)
 {
-	static const char *const names[] = {
-		"curl_global_init", "curl_easy_init",	 "curl_easy_setopt",
-		"curl_easy_perform", "curl_easy_getinfo", "curl_easy_cleanup",
-		"curl_easy_strerror", "curl_slist_append", "curl_slist_free_all",
-	};
-	void **slots = (void **)&cc;
-	void *lib;
-	int r = 0;
+	char msg[256];
+	int r = curl_fns_load(&cc, msg, sizeof(msg));
 
-	_Static_assert(sizeof(cc) == ARRAY_SIZE(names) * sizeof(void *), "one name per slot");
-	pthread_mutex_lock(&load_lock);
-	if (cc.easy_init)
-		goto out;
-	lib = dlopen(CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		(void)buf_printf(err, "cannot load %s (%s): install Debian's libcurl4", CURL_LIBRARY,
-				 dlerror());
-		r = -ENOENT;
-		goto out;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (!(slots[i] = dlsym(lib, names[i]))) {
-			(void)buf_printf(err, "%s has no %s: it is too old", CURL_LIBRARY, names[i]);
-			memset(&cc, 0, sizeof(cc));
-			r = -ENOENT;
-			goto out;
-		}
-	if (cc.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		(void)buf_puts(err, "cannot initialize libcurl");
-		memset(&cc, 0, sizeof(cc));
-		r = -EIO;
-	}
-out:
-	pthread_mutex_unlock(&load_lock);
+	if (r < 0)
+		(void)buf_puts(err, msg);
 	return r;
 }
 
@@ -113,21 +64,21 @@ int llm_new(const struct agent_config *cfg, struct llm **ret, struct buf *err)
 		n--;
 	if (asprintf(&l->url, "%.*s/chat/completions", (int)n, cfg->base_url) < 0)
 		l->url = NULL;
-	l->headers = cc.slist_append(NULL, "Content-Type: application/json");
+	l->headers = cc->slist_append(NULL, "Content-Type: application/json");
 	if (l->headers)
-		l->headers = cc.slist_append(l->headers, "Accept: application/json");
+		l->headers = cc->slist_append(l->headers, "Accept: application/json");
 	/* a large body must not wait a second for "100 Continue" */
 	if (l->headers)
-		l->headers = cc.slist_append(l->headers, "Expect:");
+		l->headers = cc->slist_append(l->headers, "Expect:");
 	if (l->headers && cfg->api_key && *cfg->api_key) {
 		char *auth;
 
 		if (asprintf(&auth, "Authorization: Bearer %s", cfg->api_key) >= 0) {
-			l->headers = cc.slist_append(l->headers, auth);
+			l->headers = cc->slist_append(l->headers, auth);
 			free(auth);
 		}
 	}
-	l->h = cc.easy_init();
+	l->h = cc->easy_init();
 	if (!l->url || !l->headers || !l->h) {
 		llm_free(l);
 		return -ENOMEM;
@@ -141,9 +92,9 @@ void llm_free(struct llm *l)
 	if (!l)
 		return;
 	if (l->h)
-		cc.easy_cleanup(l->h);
+		cc->easy_cleanup(l->h);
 	if (l->headers)
-		cc.slist_free_all(l->headers);
+		cc->slist_free_all(l->headers);
 	free(l->url);
 	free(l);
 }
@@ -238,7 +189,7 @@ static int transport_error(const struct llm *l, CURLcode c, const struct buf *bo
 				  l->cfg->llm_timeout_s), -ETIMEDOUT;
 	case CURLE_COULDNT_CONNECT:
 		return buf_printf(err, "cannot connect to the model endpoint '%s' (%s): is the server "
-				       "running? set OPENAI_BASE_URL", l->url, cc.easy_strerror(c)),
+				       "running? set OPENAI_BASE_URL", l->url, cc->easy_strerror(c)),
 		       -ECONNREFUSED;
 	case CURLE_COULDNT_RESOLVE_HOST:
 		return buf_printf(err, "cannot resolve the host of '%s': check OPENAI_BASE_URL", l->url),
@@ -246,7 +197,7 @@ static int transport_error(const struct llm *l, CURLcode c, const struct buf *bo
 	case CURLE_URL_MALFORMAT:
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		return buf_printf(err, "invalid OPENAI_BASE_URL '%s' (%s)", l->cfg->base_url,
-				  cc.easy_strerror(c)), -EINVAL;
+				  cc->easy_strerror(c)), -EINVAL;
 	case CURLE_WRITE_ERROR:
 		if (body->len + CURL_MAX_WRITE_SIZE > body->max)
 			return buf_printf(err, "the model endpoint's reply is larger than %u MiB: refused",
@@ -257,12 +208,12 @@ static int transport_error(const struct llm *l, CURLcode c, const struct buf *bo
 	case CURLE_RECV_ERROR:
 		return buf_printf(err, "the model endpoint's reply was cut off after %zu bytes (%s): "
 				       "the server closed the connection early; is it overloaded?",
-				  body->len, cc.easy_strerror(c)), -EPROTO;
+				  body->len, cc->easy_strerror(c)), -EPROTO;
 	default:
 		break;
 	}
 	return buf_printf(err, "cannot talk to the model endpoint '%s': %s", l->url,
-			  cc.easy_strerror(c)), -EIO;
+			  cc->easy_strerror(c)), -EIO;
 }
 
 /* POST once.  0 with the HTTP status and the body, or a transport error. */
@@ -274,28 +225,28 @@ static int post(struct llm *l, const char *data, size_t len, long *ret_status,
 	CURL *h = l->h;
 
 	buf_reset(body);
-	cc.easy_setopt(h, CURLOPT_URL, l->url);
-	cc.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	cc.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	cc.easy_setopt(h, CURLOPT_HTTPHEADER, l->headers);
-	cc.easy_setopt(h, CURLOPT_POST, 1L);
-	cc.easy_setopt(h, CURLOPT_POSTFIELDS, data);
-	cc.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	cc.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	cc.easy_setopt(h, CURLOPT_WRITEDATA, body);
+	cc->easy_setopt(h, CURLOPT_URL, l->url);
+	cc->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	cc->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	cc->easy_setopt(h, CURLOPT_HTTPHEADER, l->headers);
+	cc->easy_setopt(h, CURLOPT_POST, 1L);
+	cc->easy_setopt(h, CURLOPT_POSTFIELDS, data);
+	cc->easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	cc->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	cc->easy_setopt(h, CURLOPT_WRITEDATA, body);
 	*ret_retry_after = -1.0;
-	cc.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	cc.easy_setopt(h, CURLOPT_HEADERDATA, ret_retry_after);
-	cc.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	cc.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	cc.easy_setopt(h, CURLOPT_XFERINFODATA, l);
-	cc.easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	cc.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+	cc->easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	cc->easy_setopt(h, CURLOPT_HEADERDATA, ret_retry_after);
+	cc->easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	cc->easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cc->easy_setopt(h, CURLOPT_XFERINFODATA, l);
+	cc->easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	cc->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
 		       timeout_ms < CONNECT_TIMEOUT_MAX_MS ? timeout_ms : CONNECT_TIMEOUT_MAX_MS);
-	c = cc.easy_perform(h);
+	c = cc->easy_perform(h);
 	if (c != CURLE_OK)
 		return transport_error(l, c, body, err);
-	cc.easy_getinfo(h, CURLINFO_RESPONSE_CODE, ret_status);
+	cc->easy_getinfo(h, CURLINFO_RESPONSE_CODE, ret_status);
 	return 0;
 }
 

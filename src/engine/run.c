@@ -13,6 +13,7 @@
 #include "util/capture.h"
 #include "engine/engine.h"
 #include "engine/script.h"
+#include "sandbox/egress.h"
 #include "session/session.h"
 #include "session/workspace.h"
 #include "kernels.h"
@@ -492,7 +493,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		k = sandbox_egress_start(sb, req->egress);
 		if (k < 0) {
 			sandbox_free(sb);
-			step = "open the egress proxy inside the sandbox";
+			step = EGRESS_STEP(k);
 		}
 	}
 	close_fd(&f->out[1]);

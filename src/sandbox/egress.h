@@ -22,6 +22,7 @@
 #ifndef CODECELL_SANDBOX_EGRESS_H
 #define CODECELL_SANDBOX_EGRESS_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +36,14 @@
 #define EGRESS_MAX_CONNS 32
 #define EGRESS_BUF 16384
 #define EGRESS_HOST_MAX 253
+/* What a caller says after "cannot ": the step, and why -EPERM happens
+ * (entering the sandbox's network namespace takes CAP_SYS_ADMIN in
+ * codecell's own user namespace too, and the sandbox's init is not
+ * dumpable: an ordinary user cannot). */
+#define EGRESS_STEP(r)                                                                        \
+	((r) == -EPERM ? "open the egress proxy inside the sandbox (the allowlist network "    \
+			 "needs codecell to run as root)"                                      \
+		       : "open the egress proxy inside the sandbox")
 
 /* ---- the request head (pure; fuzzed by tests/fuzz/fuzz-egress.c) ---- */
 

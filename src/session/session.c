@@ -590,7 +590,7 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 	r = make_sandbox(s, &cfg, &step);
 	if (r == 0 && s->kind != KERNEL_TEMPLATE && s->opts.net == SANDBOX_NET_ALLOWLIST &&
 	    (r = sandbox_egress_start(s->sb, s->egress)) < 0)
-		step = "open the egress proxy inside the sandbox";
+		step = EGRESS_STEP(r);
 	if (r < 0) {
 		if (ret_error && asprintf(ret_error, "cannot %s: %s", step ? step : "create the sandbox",
 					  strerror(-r)) < 0)
@@ -745,7 +745,7 @@ static int start_from_pool(struct session *s, char **ret_error)
 	if (s->opts.net == SANDBOX_NET_ALLOWLIST) {
 		r = sandbox_egress_start(s->sb, s->egress);
 		if (r < 0) {
-			if (ret_error && asprintf(ret_error, "cannot open the egress proxy inside the sandbox: %s", strerror(-r)) < 0)
+			if (ret_error && asprintf(ret_error, "cannot %s: %s", EGRESS_STEP(r), strerror(-r)) < 0)
 				*ret_error = NULL;
 			if (old)
 				pool_bury(s->pool, old, old_tpl);

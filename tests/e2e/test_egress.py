@@ -302,6 +302,11 @@ def policy_refuses_allowlist_without_hosts_or_network():
         check(r.status != 0 and ":2: egress:" in r.stderr, r)
         r = run(d, "print(1)\n", net="everywhere")
         check(r.status != 0 and "none, loopback or allowlist" in r.stderr, r)
+        # an ordinary user cannot enter the sandbox's network namespace
+        r = codecell("run", "--policy", policy(d, "example.invalid"), "--net", "allowlist", "-",
+                     stdin="print(1)\n", user=1000)
+        eq(r.status, 125, r)
+        check("needs codecell to run as root" in r.stderr, r)
 
 
 @test

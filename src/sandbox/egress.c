@@ -439,7 +439,7 @@ static void start_conn(struct egress *e, int fd)
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256u << 10);
+	pthread_attr_setstacksize(&attr, 512u << 10); /* getaddrinfo, two relay buffers, sanitizers */
 	if (!c || pthread_create(&t, &attr, conn_main, c) != 0) {
 		free(c);
 		pthread_mutex_lock(&e->lock);

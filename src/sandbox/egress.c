@@ -387,6 +387,7 @@ static void *conn_main(void *arg)
 	struct conn *c = arg;
 	struct egress *e = c->e;
 
+	(void)pthread_setname_np(pthread_self(), "egress-conn"); /* seen in /proc: tests count them */
 	serve(c);
 	pthread_mutex_lock(&e->lock);
 	e->used[c->slot] = false;
@@ -456,6 +457,7 @@ static void *accept_main(void *arg)
 {
 	struct egress *e = arg;
 
+	(void)pthread_setname_np(pthread_self(), "egress-accept");
 	for (;;) {
 		struct pollfd p[2] = { { .fd = e->listen_fd, .events = POLLIN },
 				       { .fd = e->stop_fd, .events = POLLIN } };

@@ -328,6 +328,55 @@ def none_and_loopback_are_unchanged():
         eq(r.stdout.split("\n")[:2], ["[]", want], (net, r))
 
 
+def egress_threads(pid):
+    """The proxy threads of process pid, by their names."""
+    names = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return sorted(n for n in names if n.startswith("egress-"))
+
+
+@test
+def connections_are_capped_and_the_proxy_ends_with_its_session():
+    """32 connections at once per sandbox: the 33rd gets 503 at once.
+    Closing the session ends the proxy's threads, a tunnel still open
+    included."""
+    with scratch() as d:
+        p = policy(d, "127.0.0.1:%d" % PORT)
+        s = Serve("--pool", "0", "--policy", p)
+        try:
+            eq(egress_threads(s.pid), [])
+            st, j = s.request("POST", "/v1/sessions", {"network": "allowlist"})
+            eq(st, 201, j)
+            sid = j["id"]
+            code = RAW + (
+                "held = [socket.create_connection(('127.0.0.1', 3128), timeout=30) for _ in range(32)]\n"
+                "print(ask('CONNECT 127.0.0.1:%d HTTP/1.1\\r\\n\\r\\n'))\n"
+                "for h in held: h.close()\n"
+                "import time\n"
+                "tunnel = socket.create_connection(('127.0.0.1', 3128), timeout=30)\n"
+                "tunnel.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\n\\r\\n')\n"
+                "print(tunnel.recv(100).split(b'\\r\\n')[0].decode())\n" % (PORT, PORT))
+            st, j = s.request("POST", "/v1/sessions/%s/execute" % sid, {"code": code})
+            eq((st, j["status"]), (200, "ok"), j)
+            eq(j["logs"]["stdout"].splitlines(),
+               ["HTTP/1.1 503 codecell egress: too many connections at once from this sandbox",
+                "HTTP/1.1 200 Connection established"], j)
+            check("egress-accept" in egress_threads(s.pid), egress_threads(s.pid))
+            st, j = s.request("DELETE", "/v1/sessions/%s" % sid)
+            eq(st, 200, j)
+            deadline = time.monotonic() + 60
+            while egress_threads(s.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            eq(egress_threads(s.pid), [])
+        finally:
+            s.stop()
+
+
 FETCH = ("import urllib.request, os\n"
          "os.environ['NO_PROXY'] = os.environ['no_proxy'] = ''\n"
          "urllib.request.urlopen('http://127.0.0.1:%d/hello', timeout=30).read().decode()\n" % PORT)

@@ -385,7 +385,7 @@ FETCH = ("import urllib.request, os\n"
 @test
 def sessions_pooled_and_cold_over_the_api():
     """A pooled Python session takes a kernel made with lo only and gets
-    its proxy then; a restart gets a new one; a bash session (never
+    its proxy then; a restart and a fork get new ones; a bash session (never
     pooled) starts cold with it; a loopback session beside them has no
     proxy; a one-shot /v1/execute gets it too."""
     with scratch() as d:
@@ -406,6 +406,9 @@ def sessions_pooled_and_cold_over_the_api():
             st, j = s.request("POST", "/v1/sessions/%s/restart" % sid)
             eq(st, 200, j)
             eq(s.execute(sid, FETCH), "'hello from the origin'")
+            st, j = s.request("POST", "/v1/sessions/%s/fork" % sid)
+            eq(st, 201, j)
+            eq(s.execute(j["id"], FETCH), "'hello from the origin'")
 
             st, j = s.request("POST", "/v1/sessions", {"network": "allowlist", "language": "bash"})
             eq(st, 201, j)

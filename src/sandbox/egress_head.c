@@ -88,8 +88,10 @@ static int parse_authority(const char *s, size_t n, uint16_t def_port, struct eg
 			port = port * 10 + (unsigned long)(*p - '0');
 		}
 	}
+	if (!colon && !def_port)
+		return WHY("CONNECT needs host:port");
 	if (port == 0 || port > 65535)
-		return WHY(def_port ? "a bad port" : "CONNECT needs host:port");
+		return WHY("a bad port");
 	for (size_t i = 0; i < hlen; i++)
 		rq->host[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 : host[i]);
 	rq->host[hlen] = '\0';

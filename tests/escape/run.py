@@ -17,6 +17,7 @@ there (or say why it cannot, `control: n/a`), which shows its oracles can
 fire.
 """
 import argparse
+import atexit
 import concurrent.futures
 import http.client
 import json
@@ -284,6 +285,7 @@ def allowlist_args(attack):
     if not os.path.exists(path):
         with open(path, "w") as f:
             f.write("[default]\negress = example.invalid\n")
+        atexit.register(os.unlink, path)
     return ["--net", "allowlist", "--policy", path]
 
 

@@ -252,6 +252,7 @@ static void run_oneshot(struct exec_job *j)
 	rq.code_len = q->code_len;
 	rq.filename = "<code>"; /* a real file, main.py (see engine/run.c) */
 	api_request_apply(q, &rq.limits, &rq.output_limit, &rq.net);
+	rq.egress = q->egress;
 	rq.env = q->n_env ? (const char *const *)q->env : NULL;
 	rq.has_seed = q->has_seed;
 	rq.seed = q->seed;

@@ -177,6 +177,7 @@ static void take_limits(struct api_request *req, const struct run_request *rq)
 	req->timeout_s = rq->limits.timeout_s;
 	req->set |= API_SET_TIMEOUT | API_SET_NET;
 	req->net = rq->net;
+	req->egress = rq->egress;
 }
 
 int api_check_exec(struct api_call *c, struct api_session *entry, struct api_request *req,

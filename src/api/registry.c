@@ -288,7 +288,7 @@ json_t *api_session_json(struct api_session *e)
 			      (json_int_t)__atomic_load_n(&e->executions, __ATOMIC_RELAXED), "busy",
 			      __atomic_load_n(&e->busy, __ATOMIC_RELAXED) != 0, "idle_timeout",
 			      e->idle_timeout_s, "network",
-			      e->net == SANDBOX_NET_NONE ? "none" : "loopback", "limits",
+			      sandbox_net_name(e->net), "limits",
 			      limits_json(e), "pooled", e->pooled);
 
 	if (!j)

@@ -134,9 +134,11 @@ static int net_field(json_t *v, struct api_request *r, struct api_error *e)
 		r->net = SANDBOX_NET_LOOPBACK;
 	else if (!strcmp(s, "none"))
 		r->net = SANDBOX_NET_NONE;
+	else if (!strcmp(s, "allowlist"))
+		r->net = SANDBOX_NET_ALLOWLIST;
 	else
 		return api_error_set(e, 400, "invalid_value",
-				     "'network' must be \"loopback\" or \"none\", not \"%.64s\"", s);
+				     "'network' must be \"loopback\", \"none\" or \"allowlist\", not \"%.64s\"", s);
 	r->set |= API_SET_NET;
 	return 0;
 }

@@ -68,6 +68,7 @@ struct api_request {
 	struct engine_limit_values lv;
 	unsigned limits_set;
 	enum sandbox_net net;
+	const char *egress; /* the policy's, for SANDBOX_NET_ALLOWLIST (borrowed) */
 	char *env[SESSION_MAX_ENV + 1]; /* "KEY=VALUE", NULL-terminated */
 	size_t n_env;
 	char *preload; /* "numpy,pandas" (validated module names) */

@@ -28,7 +28,9 @@ const char run_usage[] =
 	"  --json               print one result object on stdout instead\n"
 	"%s" /* the limits, from the engine's table */
 	"  --net MODE           loopback (default): own network, lo only;\n"
-	"                       none: own network, no interface up\n"
+	"                       none: own network, no interface up;\n"
+	"                       allowlist: lo, and an HTTP proxy (HTTP_PROXY, HTTPS_PROXY\n"
+	"                       set inside) to the hosts of the policy's egress list\n"
 	"  --file PATH          copy PATH into the workspace (repeatable)\n"
 	"  --workspace DIR      start from DIR's contents and copy the workspace\n"
 	"                       back to DIR afterwards (created if missing)\n"
@@ -242,8 +244,10 @@ static int o_net(struct run_opts *o, const char *name, const char *arg, struct b
 		o->req.net = SANDBOX_NET_NONE;
 	else if (!strcmp(arg, "loopback"))
 		o->req.net = SANDBOX_NET_LOOPBACK;
+	else if (!strcmp(arg, "allowlist"))
+		o->req.net = SANDBOX_NET_ALLOWLIST;
 	else
-		return bad(err, name, arg, "none or loopback (there is no outside network yet)");
+		return bad(err, name, arg, "none, loopback or allowlist (the hosts of --policy's egress list)");
 	return 0;
 }
 

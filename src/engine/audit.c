@@ -141,7 +141,7 @@ json_t *engine_audit_run_args(const struct run_request *req, unsigned asked)
 	}
 	json_object_set_new(o, "limits", lim);
 	json_object_set_new(o, "network",
-			    json_string(req->net == SANDBOX_NET_NONE ? "none" : "loopback"));
+			    json_string(sandbox_net_name(req->net)));
 	json_object_set_new(o, "env", env);
 	json_object_set_new(o, "filename", json_string(req->filename ? req->filename : ""));
 	return o;

@@ -69,6 +69,9 @@ struct run_request {
 	struct sandbox_limits limits;
 	uint64_t output_limit; /* bytes kept per stream */
 	enum sandbox_net net;
+	/* SANDBOX_NET_ALLOWLIST: the policy's egress list (engine_check_run
+	 * sets it; borrowed) */
+	const char *egress;
 	bool strict;
 	bool has_seed; /* random, numpy.random, Math.random, $RANDOM, hashes */
 	uint64_t seed;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/macro.h"
+#include "util/netguard.h"
 #include "util/parse.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
@@ -545,6 +546,24 @@ static int tool_key(struct parser *p, size_t k, const char *key, char *v)
 	}
 }
 
+/* egress = host, host:port, *.example.com, ...: the allowlist network's
+ * hosts, checked here and kept as text (the sandbox's proxy parses it) */
+static int egress_key(struct parser *p, const char *v)
+{
+	struct netguard_list l;
+	char msg[256];
+
+	if (p->pol->egress[0])
+		return fail(p, "'egress' is set twice in this section");
+	if (!*v)
+		return fail(p, "'egress' has no value: list hosts such as pypi.org, *.example.com:443");
+	if (netguard_list_parse(v, &l, msg, sizeof(msg)) < 0)
+		return fail(p, "egress: %s", msg);
+	netguard_list_release(&l);
+	snprintf(p->pol->egress, sizeof(p->pol->egress), "%s", v);
+	return 0;
+}
+
 static int policy_key(struct parser *p, const char *key, char *v)
 {
 	struct engine_policy *pol = p->pol;
@@ -563,13 +582,16 @@ static int policy_key(struct parser *p, const char *key, char *v)
 			return fail(p, "%s", msg);
 		return 0;
 	}
+	if (!strcmp(key, "egress"))
+		return egress_key(p, v);
 	for (k = 0; k < ARRAY_SIZE(policy_keys); k++)
 		if (!strcmp(key, policy_keys[k]))
 			break;
 	if (k == ARRAY_SIZE(policy_keys))
 		return fail(p, "unknown key '%.64s' in a policy (known: languages, network, approval, "
 			       "max_file, max_sessions, max_executions, rate, burst, approval_timeout, "
-			       "tools, sql.databases, sql.workspace, sql.writes, limit.NAME)", key);
+			       "tools, sql.databases, sql.workspace, sql.writes, http.hosts, "
+			       "http.max_response, egress, limit.NAME)", key);
 	if (p->seen & (1u << k))
 		return fail(p, "'%s' is set twice in this section", key);
 	p->seen |= 1u << k;
@@ -973,6 +995,13 @@ static int check_static(const struct engine_policy *p, struct engine_call *call,
 		*call->net = SANDBOX_NET_NONE;
 		net_on = false;
 	}
+	if (net_on && *call->net == SANDBOX_NET_ALLOWLIST) {
+		if (!p->egress[0])
+			return deny(v, p, "egress", 403, "the allowlist network reaches only the hosts of the "
+				    "policy's 'egress' list, and it has none: add egress = HOST, HOST:PORT, ...");
+		if (call->egress)
+			*call->egress = p->egress;
+	}
 	if (call->action == ACTION_WRITE_FILE && call->bytes > p->max_file) {
 		char most[32];
 
@@ -1089,6 +1118,7 @@ int engine_check_run(struct engine_client *c, enum engine_door door, struct run_
 	struct engine_call call = {
 		.door = door, .action = ACTION_RUN, .lang = req->lang, .has_lang = true,
 		.limits = &lv, .asked = asked, .net = &req->net, .net_asked = net_asked,
+		.egress = &req->egress,
 	};
 
 	engine_limit_defaults(&lv);
@@ -1110,6 +1140,7 @@ int engine_check_session(struct engine_client *c, enum engine_door door, struct 
 	struct engine_call call = {
 		.door = door, .action = ACTION_SESSION_CREATE, .lang = engine_lang_of_session(so->lang),
 		.has_lang = true, .limits = &lv, .asked = asked, .net = &so->net, .net_asked = net_asked,
+		.egress = &so->egress,
 	};
 
 	engine_limit_from_sandbox(&so->limits, &lv);

@@ -81,6 +81,10 @@ struct engine_policy {
 	 * response body it keeps */
 	struct netguard_list http_hosts;
 	uint64_t http_max_response;
+	/* the hosts the allowlist network reaches (util/netguard.h's list
+	 * syntax, checked when the file is read); "": none, the mode is
+	 * refused */
+	char egress[POLICY_LINE_MAX];
 };
 
 /* A [host NAME] section: headers the http tool adds to every request to
@@ -185,6 +189,9 @@ struct engine_call {
 	unsigned asked;
 	enum sandbox_net *net; /* NULL: the call makes no sandbox */
 	bool net_asked;
+	/* out: the policy's egress list when *net is SANDBOX_NET_ALLOWLIST
+	 * (borrowed from the policy) */
+	const char **egress;
 	uint64_t bytes; /* ACTION_WRITE_FILE: the file's size */
 };
 

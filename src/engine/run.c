@@ -13,6 +13,7 @@
 #include "util/capture.h"
 #include "engine/engine.h"
 #include "engine/script.h"
+#include "sandbox/egress.h"
 #include "session/session.h"
 #include "session/workspace.h"
 #include "kernels.h"
@@ -23,7 +24,7 @@
 #include "util/banned.h"
 
 #define MAX_ARGV (ENGINE_MAX_ARGS + 16)
-#define MAX_ENVP (ENGINE_MAX_ENV + 16)
+#define MAX_ENVP (ENGINE_MAX_ENV + 24)
 
 void run_request_init(struct run_request *req)
 {
@@ -471,7 +472,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 
 	choose_script(req, &sc);
 	build_argv(req, &sc, argv);
-	session_envp(req->env, false, envp);
+	session_envp_net(req->env, false, req->net, envp);
 	cfg.argv = argv;
 	cfg.envp = envp;
 	cfg.stdin_fd = req->lang == LANG_SQL || sc.via == VIA_STDIN ? f->code : req->stdin_fd;
@@ -488,6 +489,13 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	cfg.net = req->net;
 	cfg.strict = req->strict;
 	k = sandbox_new(&cfg, &sb, &step);
+	if (k == 0 && req->net == SANDBOX_NET_ALLOWLIST) {
+		k = sandbox_egress_start(sb, req->egress);
+		if (k < 0) {
+			sandbox_free(sb);
+			step = EGRESS_STEP(k);
+		}
+	}
 	close_fd(&f->out[1]);
 	close_fd(&f->err[1]);
 	close_fd(&f->rep[1]);

@@ -726,7 +726,7 @@ static void init_build(struct child_ctx *c)
 		fail(c, STEP_ROOTFS, -errno);
 	if ((r = rootfs_apply(c->fs, NEWROOT)) < 0)
 		fail(c, STEP_ROOTFS, r);
-	if (c->cfg->net == SANDBOX_NET_LOOPBACK && (r = loopback_up()) < 0)
+	if (c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)
 		fail(c, STEP_LOOPBACK, r);
 	if (sethostname(SANDBOX_HOSTNAME, strlen(SANDBOX_HOSTNAME)) < 0 ||
 	    setdomainname("(none)", 6) < 0)

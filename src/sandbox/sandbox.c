@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "sandbox/cgroup.h"
+#include "sandbox/egress.h"
 #include "sandbox/ids.h"
 #include "sandbox/internal.h"
 #include "sandbox/landlock.h"
@@ -64,6 +65,7 @@ struct sandbox {
 	bool started;
 	bool reaped;
 	bool cell; /* not our child: watched through the pidfd */
+	struct egress *egress; /* SANDBOX_NET_ALLOWLIST's proxy, or NULL */
 	bool born_in_cgroup; /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
 	enum sandbox_end kill_cause; /* valid when killed */
 	bool killed;
@@ -737,6 +739,20 @@ int sandbox_pidfd(const struct sandbox *sb)
 	return sb->pidfd;
 }
 
+const char *sandbox_net_name(enum sandbox_net n)
+{
+	return n == SANDBOX_NET_NONE ? "none" : n == SANDBOX_NET_ALLOWLIST ? "allowlist" : "loopback";
+}
+
+int sandbox_egress_start(struct sandbox *sb, const char *allow)
+{
+	if (sb->egress)
+		return -EEXIST;
+	if (sb->reaped || sb->pidfd < 0)
+		return -ESRCH;
+	return egress_start(sb->pidfd, allow, &sb->egress);
+}
+
 bool sandbox_is_cell(const struct sandbox *sb)
 {
 	return sb->cell;
@@ -1277,6 +1293,7 @@ void sandbox_free(struct sandbox *sb)
 		kill_tree(sb, SANDBOX_END_KILLED, 0);
 		reap(sb);
 	}
+	egress_stop(TAKE_PTR(sb->egress));
 	close_fd(&sb->ws_fd);
 	close_fd(&sb->timer_fd);
 	close_fd(&sb->ep);

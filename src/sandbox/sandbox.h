@@ -39,7 +39,12 @@
 enum sandbox_net {
 	SANDBOX_NET_LOOPBACK, /* own network namespace, lo up (default) */
 	SANDBOX_NET_NONE,     /* own network namespace, no interface up */
+	/* as LOOPBACK, and sandbox_egress_start() opens codecell's proxy
+	 * (sandbox/egress.h) at 127.0.0.1:3128 inside: the only way out */
+	SANDBOX_NET_ALLOWLIST,
 };
+/* "loopback", "none", "allowlist" */
+const char *sandbox_net_name(enum sandbox_net n);
 
 /* A limit of 0 means "not set" for every field. */
 struct sandbox_limits {
@@ -210,6 +215,12 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
  * sandbox; readable once the init has exited).  For watching only. */
 pid_t sandbox_pid(const struct sandbox *sb);
 int sandbox_pidfd(const struct sandbox *sb);
+/* Open the egress proxy inside sb's network namespace for the egress
+ * list `allow` (sandbox/egress.h: egress_start); it lives until
+ * sandbox_free().  Before the program runs code it was not built with: a
+ * new sandbox before sandbox_start(), a pool's kernel when it is taken.
+ * -EEXIST if it has one already. */
+int sandbox_egress_start(struct sandbox *sb, const char *allow);
 /* Whether sb was made by sandbox_new_cell(). */
 bool sandbox_is_cell(const struct sandbox *sb);
 /* A cell's program (its init's first child: a pooled session's kernel)

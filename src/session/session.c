@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "kernels.h"
+#include "sandbox/egress.h"
 #include "session/events.h"
 #include "session/workspace.h"
 #include "util/buf.h"
@@ -49,6 +50,7 @@ struct session {
 	char **env;	/* owned copy of opts.env */
 	char **files;	/* owned copy of opts.files */
 	char *workspace_dir; /* owned copy */
+	char *egress;	/* owned copy of opts.egress */
 	char *preload;	/* owned copy of opts.preload */
 	char *preloaded; /* what the kernel said it imported */
 	char *preload_failed; /* and what it could not */
@@ -106,6 +108,12 @@ static bool same_key(const char *a, const char *b)
 
 void session_envp(const char *const *extra, bool inline_plots, const char **envp)
 {
+	session_envp_net(extra, inline_plots, SANDBOX_NET_LOOPBACK, envp);
+}
+
+void session_envp_net(const char *const *extra, bool inline_plots, enum sandbox_net net,
+		      const char **envp)
+{
 	const char *const base[] = {
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" SANDBOX_HOME,
@@ -125,6 +133,9 @@ void session_envp(const char *const *extra, bool inline_plots, const char **envp
 
 	for (size_t i = 0; base[i]; i++)
 		envp[n++] = base[i];
+	/* before extra: a caller may point them elsewhere, or set NO_PROXY */
+	for (size_t i = 0; net == SANDBOX_NET_ALLOWLIST && egress_env[i]; i++)
+		envp[n++] = egress_env[i];
 	for (size_t i = 0; extra && extra[i] && i < SESSION_MAX_ENV; i++) {
 		size_t k;
 
@@ -537,7 +548,7 @@ static int fill_workspace(struct session *s, int from_ws, char **ret_error)
  * workspace) in if given, start it.  The sandbox is s->sb after. */
 static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 {
-	const char *argv[10], *envp[SESSION_MAX_ENV + 16], *step = NULL;
+	const char *argv[10], *envp[SESSION_MAX_ENV + 24], *step = NULL;
 	struct sandbox_config cfg = { 0 };
 	int req[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, ev[2] = { -1, -1 };
 	int cell_so = -1;
@@ -558,7 +569,8 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 		}
 	}
 	kernel_argv(s, argv);
-	session_envp((const char *const *)s->env, s->opts.lang == SESSION_PYTHON, envp);
+	session_envp_net((const char *const *)s->env, s->opts.lang == SESSION_PYTHON,
+			 s->kind == KERNEL_TEMPLATE ? SANDBOX_NET_LOOPBACK : s->opts.net, envp);
 	cfg.argv = argv;
 	cfg.envp = envp;
 	cfg.stdin_fd = -1;
@@ -583,6 +595,9 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 	if (s->kind != KERNEL_COLD)
 		cfg.cpu_weight = POOL_CPU_WEIGHT;
 	r = make_sandbox(s, &cfg, &step);
+	if (r == 0 && s->kind != KERNEL_TEMPLATE && s->opts.net == SANDBOX_NET_ALLOWLIST &&
+	    (r = sandbox_egress_start(s->sb, s->egress)) < 0)
+		step = EGRESS_STEP(r);
 	if (r < 0) {
 		if (ret_error && asprintf(ret_error, "cannot %s: %s", step ? step : "create the sandbox",
 					  strerror(-r)) < 0)
@@ -684,10 +699,20 @@ static int send_env(struct session *s)
 	json_t *env;
 	int id;
 
-	if (!s->env || !s->env[0])
+	bool proxy = s->opts.net == SANDBOX_NET_ALLOWLIST;
+
+	if ((!s->env || !s->env[0]) && !proxy)
 		return 0;
 	env = json_object();
-	for (size_t i = 0; env && s->env[i]; i++) {
+	for (size_t i = 0; env && proxy && egress_env[i]; i++) {
+		const char *eq = strchr(egress_env[i], '=');
+		char *key = strndup(egress_env[i], (size_t)(eq - egress_env[i]));
+
+		if (key)
+			json_object_set_new(env, key, json_string(eq + 1));
+		free(key);
+	}
+	for (size_t i = 0; env && s->env && s->env[i]; i++) {
 		const char *eq = strchr(s->env[i], '=');
 		char *key = eq ? strndup(s->env[i], (size_t)(eq - s->env[i])) : NULL;
 
@@ -722,6 +747,20 @@ static int start_from_pool(struct session *s, char **ret_error)
 	if (old)
 		sandbox_kill(old);
 	kernel_move(s, k);
+	/* the pool's kernels are made with lo only; the proxy comes with
+	 * the session that takes one, before any code of its runs */
+	if (s->opts.net == SANDBOX_NET_ALLOWLIST) {
+		r = sandbox_egress_start(s->sb, s->egress);
+		if (r < 0) {
+			if (ret_error && asprintf(ret_error, "cannot %s: %s", EGRESS_STEP(r), strerror(-r)) < 0)
+				*ret_error = NULL;
+			if (old)
+				pool_bury(s->pool, old, old_tpl);
+			else
+				tpl_unref(old_tpl);
+			return r;
+		}
+	}
 	r = fill_workspace(s, old ? sandbox_workspace_fd(old) : -1, ret_error);
 	if (old)
 		pool_bury(s->pool, old, old_tpl);
@@ -794,13 +833,15 @@ static struct session *session_alloc(const struct session_opts *o)
 	s->files = copy_env(o->files);
 	s->preload = o->preload ? strdup(o->preload) : NULL;
 	s->workspace_dir = o->workspace_dir ? strdup(o->workspace_dir) : NULL;
+	s->egress = o->egress ? strdup(o->egress) : NULL;
+	s->opts.egress = NULL;
 	s->opts.env = NULL;
 	s->opts.files = NULL;
 	s->opts.preload = NULL;
 	s->opts.workspace_dir = NULL;
 	s->opts.pool = NULL;
 	if (!s->env || !s->files || (o->preload && !s->preload) ||
-	    (o->workspace_dir && !s->workspace_dir)) {
+	    (o->workspace_dir && !s->workspace_dir) || (o->egress && !s->egress)) {
 		session_free(s);
 		return NULL;
 	}
@@ -922,6 +963,7 @@ void session_free(struct session *s)
 		free(s->files[i]);
 	free(s->files);
 	free(s->workspace_dir);
+	free(s->egress);
 	free(s->preload);
 	free(s->preloaded);
 	free(s->preload_failed);
@@ -1327,6 +1369,7 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
 	if (!s->sb)
 		return -ESRCH;
 	o.env = (const char *const *)s->env;
+	o.egress = s->egress;
 	o.preload = s->preload;
 	o.files = NULL;
 	o.workspace_dir = NULL; /* the fork's workspace stays its own */
@@ -1689,7 +1732,9 @@ static bool preload_subset(const char *want, const char *have)
 static bool pool_matches(const struct session_pool *p, const struct session_opts *o)
 {
 	return o->lang == SESSION_PYTHON && preload_subset(o->preload, p->preload) &&
-	       same_limits(&p->opts.limits, &o->limits) && o->net == p->opts.net &&
+	       same_limits(&p->opts.limits, &o->limits) &&
+	       (o->net == p->opts.net ||
+		(o->net == SANDBOX_NET_ALLOWLIST && p->opts.net == SANDBOX_NET_LOOPBACK)) &&
 	       o->strict == p->opts.strict;
 }
 
@@ -2080,6 +2125,11 @@ int session_pool_new(const struct session_opts *o, unsigned size, struct session
 	p->opts.files = NULL;
 	p->opts.workspace_dir = NULL;
 	p->opts.pool = NULL;
+	/* its kernels have lo only: an allowlist session that takes one
+	 * gets its own proxy then (start_from_pool) */
+	p->opts.egress = NULL;
+	if (p->opts.net == SANDBOX_NET_ALLOWLIST)
+		p->opts.net = SANDBOX_NET_LOOPBACK;
 	p->preload = o->preload ? strdup(o->preload) : NULL;
 	p->opts.preload = p->preload;
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -63,8 +63,12 @@ static inline uint64_t codecell_flood_cap(uint64_t output_limit)
 /* The sandboxed program's environment: our defaults, then extra
  * (KEY=VALUE); a later KEY replaces an earlier one (interpreters disagree
  * on which duplicate they read).  inline_plots selects the kernel's
- * matplotlib backend.  envp needs room for SESSION_MAX_ENV + 16. */
+ * matplotlib backend.  envp needs room for SESSION_MAX_ENV + 24. */
 void session_envp(const char *const *extra, bool inline_plots, const char **envp);
+/* The same, with the proxy variables of net (SANDBOX_NET_ALLOWLIST:
+ * sandbox/egress.h's egress_env) before extra. */
+void session_envp_net(const char *const *extra, bool inline_plots, enum sandbox_net net,
+		      const char **envp);
 
 enum session_lang { SESSION_PYTHON, SESSION_JAVASCRIPT, SESSION_BASH };
 
@@ -81,6 +85,8 @@ struct session_opts {
 	const char *workspace_dir;    /* host dir copied in at start, or NULL */
 	const char *const *files;     /* host files copied in at start, or NULL */
 	enum sandbox_net net;
+	/* SANDBOX_NET_ALLOWLIST: the policy's egress list (copied) */
+	const char *egress;
 	bool strict;
 	double idle_timeout_s; /* 0: never expires */
 	/* Take the kernel from this warm pool (see session_pool_new), or

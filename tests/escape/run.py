@@ -17,6 +17,7 @@ there (or say why it cannot, `control: n/a`), which shows its oracles can
 fire.
 """
 import argparse
+import atexit
 import concurrent.futures
 import http.client
 import json
@@ -279,6 +280,20 @@ def naive_step(ws, step, world):
     return "bad step %r" % step
 
 
+def allowlist_args(attack):
+    """`# net: allowlist`: the allowlist network, whose proxy may reach only
+    example.invalid (a name that never resolves): every host listener
+    stays out of reach."""
+    if attack.get("net") != "allowlist":
+        return []
+    path = os.path.join(tempfile.gettempdir(), "codecell-escape-egress-%d.ini" % os.getpid())
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write("[default]\negress = example.invalid\n")
+        atexit.register(os.unlink, path)
+    return ["--net", "allowlist", "--policy", path]
+
+
 class Codecell(Base):
     """codecell: one-shot runs (`codecell run`), and sessions, forked
     sessions and the file API through a `codecell serve` started here."""
@@ -356,7 +371,7 @@ class Codecell(Base):
         code = world.substitute(attack.source)
         if mode == "run":
             cmd = net.wrap([CODECELL, "run", "--json", "--lang", attack.lang,
-                            "--timeout", "%g" % attack.timeout, "-"])
+                            "--timeout", "%g" % attack.timeout] + allowlist_args(attack) + ["-"])
             out, hung = run_capped(cmd, code, attack.timeout + 30, env=launcher_env(world.secret),
                                    cwd="/", pass_fds=world.leaked)
             try:

@@ -281,7 +281,7 @@ static void run_option_errors(void **state)
 		{ "--memory", "1K", "at least" },
 		{ "--pids", "-1", "invalid --pids '-1'" },
 		{ "--pids", "0", "invalid --pids '0'" },
-		{ "--net", "host", "none or loopback" },
+		{ "--net", "host", "none, loopback or allowlist" },
 		{ "--cpus", "0", "a number of cores from 0.01 to 64" },
 		{ "--cpus", "0.001", "the floor of 'cpus'" },
 		{ "--cpus", "2000", "the ceiling of 'cpus'" },

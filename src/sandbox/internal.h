@@ -28,6 +28,7 @@ enum step {
 	STEP_PIVOT_ROOT,
 	STEP_TIME_NS,
 	STEP_WORKSPACE,
+	STEP_SCRIPT,
 	STEP_FORK,
 	STEP_SIGNALS,
 	STEP_SETSID,
@@ -191,6 +192,7 @@ struct child_ctx {
 	/* the fds the worker gets, as the init renumbered them (-1: none) */
 	int fd_stdin, fd_stdout, fd_stderr;
 	int fd_pass[SANDBOX_MAX_PASS_FDS];
+	int fd_script; /* cfg->script_fd, renumbered; -1: none */
 	const struct rootfs *fs;
 	const struct sock_fprog *seccomp;
 	int sock;	  /* child end of the socketpair */

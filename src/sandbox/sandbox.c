@@ -62,6 +62,7 @@ struct sandbox {
 	int id_lock_fd; /* holds ws_uid/ws_gid of the id range (ids.h), or -1 */
 	uint64_t start_ns;
 	bool started;
+	bool autostart; /* the init starts the program itself (sandbox_config) */
 	bool reaped;
 	bool cell; /* not our child: watched through the pidfd */
 	bool born_in_cgroup; /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
@@ -90,6 +91,7 @@ static const char *const step_names[_STEP_MAX] = {
 	[STEP_PIVOT_ROOT] = "pivot_root into the new root",
 	[STEP_TIME_NS] = "create the time namespace",
 	[STEP_WORKSPACE] = "open the workspace",
+	[STEP_SCRIPT] = "write the script into the workspace",
 	[STEP_FORK] = "fork the program",
 	[STEP_SIGNALS] = "reset signals",
 	[STEP_SETSID] = "start a new session",
@@ -460,6 +462,7 @@ static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
 				 .fd_stdin = cfg->stdin_fd,
 				 .fd_stdout = cfg->stdout_fd, .fd_stderr = cfg->stderr_fd,
 				 .sock = -1, .parent_sock = -1,
+				 .fd_script = cfg->script_name ? cfg->script_fd : -1,
 				 .mode = cfg->template ? CHILD_TEMPLATE : CHILD_EXEC };
 	for (size_t i = 0; i < cfg->n_pass_fds; i++)
 		c->fd_pass[i] = cfg->pass_fds[i];
@@ -559,6 +562,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 		sandbox_free(sb);
 		return r;
 	}
+	sb->autostart = cfg->autostart;
 	r = child_ctx_init(&c, cfg, &fs, sb->unenforced, privileged);
 	if (r == 0)
 		r = spawn(sb, &c, privileged, &step);
@@ -764,6 +768,8 @@ int sandbox_start(struct sandbox *sb)
 		return -EALREADY;
 	sb->start_ns = now_ns();
 	sb->started = true;
+	if (sb->autostart)
+		return 0; /* the init did not wait for it */
 	if (send(sb->sock, "s", 1, MSG_NOSIGNAL) != 1)
 		return -errno;
 	return 0;

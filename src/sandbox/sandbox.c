@@ -310,6 +310,13 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 		if (r < 0)
 			return r;
 	}
+	/* Pin the init to its CPUs now, while it waits for "go": a sleeping
+	 * task takes the new mask at once, where the init pinning itself
+	 * (child.c, which stays for cells) waited for the kernel to migrate
+	 * it, mostly on a busy host.  Its own call is then a no-op.  A hint
+	 * like that one: a failure is no reason to stop. */
+	if (sb->n_cpus)
+		(void)sched_setaffinity(sb->pid, sizeof(sb->cpus), &sb->cpus);
 	*ret_step = STEP_SYNC;
 	r = send_with_fds(sb->sock, "g", 1, join, (size_t)n_join);
 	for (int i = 0; i < n_join; i++)

@@ -336,6 +336,8 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 		return -EBADMSG;
 	}
 	sb->ws_fd = fd;
+	/* autostart: the init forks the program right after READY */
+	sb->start_ns = now_ns();
 	return 0;
 }
 
@@ -773,10 +775,10 @@ int sandbox_start(struct sandbox *sb)
 {
 	if (sb->started)
 		return -EALREADY;
-	sb->start_ns = now_ns();
 	sb->started = true;
 	if (sb->autostart)
-		return 0; /* the init did not wait for it */
+		return 0; /* the init did not wait for it; the start was READY */
+	sb->start_ns = now_ns();
 	if (send(sb->sock, "s", 1, MSG_NOSIGNAL) != 1)
 		return -errno;
 	return 0;

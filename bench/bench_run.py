@@ -241,11 +241,10 @@ def main():
         shutil.rmtree(work)
         return
     script = os.path.join(work, "p.py")
-    bare = [PY, "-I", "-S", "-c", "print(1+1)"]
     # Memory: the supervisor and the init are what codecell adds.
     bare_rss = peak_rss_kb(["/bin/bash", os.path.join(work, "t.sh")])
     cc_rss = peak_rss_kb([CODECELL, "run", "--lang", "bash", os.path.join(work, "t.sh")])
-    py_rss = peak_rss_kb(bare)
+    py_rss = peak_rss_kb([PY, script])  # what codecell runs: python3 p.py
     ccpy_rss = peak_rss_kb([CODECELL, "run", script])
     print("peak RSS (largest process of the tree):")
     print("  bash exit 0: bare %d KiB, under codecell %d KiB (codecell's supervisor is the largest)"

@@ -25,7 +25,8 @@ LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c src/sandbox/cell.c,$(wildca
 POLICY_OBJ := $(BUILD)/src/sandbox/seccomp_policy.o
 CLI_SRC := $(wildcard src/cli/*.c src/api/*.c src/mcp/*.c src/agent/*.c) src/main.c
 GEN_SRC := $(BUILD)/gen/kernels.c
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernels.o $(BUILD)/gen/seccomp_bpf.o
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernels.o $(BUILD)/gen/seccomp_bpf.o \
+	   $(BUILD)/gen/site_py.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 KERNELS := $(wildcard kernels/*.py kernels/*.js)
 
@@ -73,11 +74,20 @@ $(BUILD)/gen/kernels.c $(BUILD)/gen/kernels.h &: $(KERNELS) $(BUILD)/cell.so scr
 # gen-seccomp depend on every header instead.
 CELL_SRC := src/sandbox/cell.c src/sandbox/child.c src/sandbox/rootfs.c src/sandbox/landlock.c \
 	    src/sandbox/seccomp.c src/util/fs.c
-$(BUILD)/cell.so: $(CELL_SRC) $(BUILD)/gen/seccomp_bpf.c $(wildcard src/*/*.h)
+$(BUILD)/cell.so: $(CELL_SRC) $(BUILD)/gen/seccomp_bpf.c $(BUILD)/gen/site_py.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared \
 		-Wl,--no-undefined -Wl,-z,relro,-z,now -Isrc -I$(BUILD)/gen -o $@ \
-		$(CELL_SRC) $(BUILD)/gen/seccomp_bpf.c
+		$(CELL_SRC) $(BUILD)/gen/seccomp_bpf.c $(BUILD)/gen/site_py.c
+
+# The sandbox's sitecustomize, with its .pyc compiled by the host's Python
+# (scripts/embed-site.sh says why).
+$(BUILD)/gen/site_py.c: src/sandbox/sitecustomize.py scripts/embed-site.sh
+	@mkdir -p $(BUILD)/gen
+	sh scripts/embed-site.sh $@ src/sandbox/sitecustomize.py
+
+$(BUILD)/gen/site_py.o: $(BUILD)/gen/site_py.c
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 $(BUILD)/gen/kernels.o: $(BUILD)/gen/kernels.c
 	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) -c -o $@ $<
@@ -207,13 +217,13 @@ FUZZ_LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.
 # the pure parsers of `codecell serve` (no libmicrohttpd calls in them)
 FUZZ_API_SRC := src/api/request.c src/api/route.c src/api/text.c src/api/connect.c
 fuzz: setup
-	$(MAKE) BUILD=build-fuzz build-fuzz/gen/kernels.h build-fuzz/gen/seccomp_bpf.c
+	$(MAKE) BUILD=build-fuzz build-fuzz/gen/kernels.h build-fuzz/gen/seccomp_bpf.c build-fuzz/gen/site_py.c
 	@mkdir -p build-fuzz/fuzz
 	@set -e; for f in $(FUZZ_SRC); do \
 		name=$$(basename $$f .c); \
 		clang -std=gnu11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 			-Isrc -Ibuild-fuzz/gen $(PKG_CFLAGS) -o build-fuzz/fuzz/$$name $$f \
-			$(FUZZ_LIB_SRC) $(FUZZ_API_SRC) build-fuzz/gen/kernels.c build-fuzz/gen/seccomp_bpf.c \
+			$(FUZZ_LIB_SRC) $(FUZZ_API_SRC) build-fuzz/gen/kernels.c build-fuzz/gen/seccomp_bpf.c build-fuzz/gen/site_py.c \
 			$(LIBS) $(SECCOMP_LIBS); \
 		seed=tests/fuzz/corpus/$${name#fuzz-}; work=build-fuzz/corpus-$${name#fuzz-}; \
 		mkdir -p $$work; \

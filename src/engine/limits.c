@@ -34,7 +34,8 @@ const struct engine_limit engine_limits[_LIMIT_MAX] = {
 		"N", "processes and threads" },
 	/* 0.01: the kernel's smallest quota, 1 ms of every 100 ms period */
 	[LIMIT_CPUS] = { "cpus", "--cpus", UNIT_CORES, 0.01, CODECELL_DEFAULT_CPUS, 64,
-		"N", "CPU quota of the whole process tree in cores, e.g. 0.5" },
+		"N", "CPU quota of the whole process tree in cores, e.g. 0.5;\n"
+		"the tree is pinned to ceil(N) of the host's CPUs\n(all of them when N is that many or more)" },
 	/* default 0: no RLIMIT_CPU (the timeout and the quota bound it) */
 	[LIMIT_CPU_TIME] = { "cpu_time", "--cpu-time", UNIT_COUNT, 1, 0, 86400,
 		"SECONDS", "CPU seconds per process" },
@@ -281,6 +282,19 @@ int engine_env_key_check(const char *key, size_t len, char *err, size_t n)
 	return -EINVAL;
 }
 
+/* A help of several lines ("\n"): each indented under the first. */
+static int put_help(struct buf *out, const char *help)
+{
+	for (const char *h = help; *h;) {
+		size_t n = strcspn(h, "\n");
+
+		if (buf_printf(out, "%*s%.*s\n", h == help ? 0 : 23, "", (int)n, h) < 0)
+			return -E2BIG;
+		h += n + (h[n] == '\n');
+	}
+	return 0;
+}
+
 int engine_limits_usage(unsigned which, struct buf *out)
 {
 	for (size_t i = 0; i < _LIMIT_MAX; i++) {
@@ -293,9 +307,12 @@ int engine_limits_usage(unsigned which, struct buf *out)
 		engine_limit_format(l->unit, l->def, def, sizeof(def));
 		engine_limit_format(l->unit, l->floor, lo, sizeof(lo));
 		engine_limit_format(l->unit, l->ceiling, hi, sizeof(hi));
-		if (buf_printf(out, "  %-20s %s%s\n%23s(default %s; %s to %s)\n", lead,
-			       strlen(lead) > 20 ? " " : "", l->help, "",
-			       l->def ? def : "none", lo, hi) < 0)
+		if (buf_printf(out, "  %-20s %s", lead, strlen(lead) > 20 ? " " : "") < 0)
+			return -E2BIG;
+		if (put_help(out, l->help) < 0)
+			return -E2BIG;
+		if (buf_printf(out, "%23s(default %s; %s to %s)\n", "", l->def ? def : "none", lo,
+			       hi) < 0)
 			return -E2BIG;
 	}
 	return 0;

@@ -468,9 +468,14 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	struct sandbox_exit x;
 	struct sandbox *sb = NULL;
 	struct script sc;
+	bool fill;
 	int k;
 
 	choose_script(req, &sc);
+	/* Nothing from the host to copy in: the init writes the script
+	 * itself and starts the program without waiting for us (sandbox.h,
+	 * autostart) */
+	fill = req->workspace_dir || (req->files && req->files[0]) || req->db_path;
 	build_argv(req, &sc, argv);
 	session_envp_net(req->env, false, req->net, envp);
 	cfg.argv = argv;
@@ -488,6 +493,12 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	cfg.limits = req->limits;
 	cfg.net = req->net;
 	cfg.strict = req->strict;
+	cfg.autostart = !fill;
+	if (!fill && sc.via == VIA_FILE) {
+		cfg.script_name = sc.name;
+		cfg.script_fd = f->code;
+		sc.created = true;
+	}
 	k = sandbox_new(&cfg, &sb, &step);
 	if (k == 0 && req->net == SANDBOX_NET_ALLOWLIST) {
 		k = sandbox_egress_start(sb, req->egress);
@@ -504,13 +515,20 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		reject_strict(r);
 		return 0;
 	}
+	if (k < 0 && step && !strcmp(step, "write the script into the workspace")) {
+		/* the init wrote it (autostart): the request's fault, as when
+		 * script_place() below fails */
+		reject(r, false, "cannot write '%s' into the workspace: %s%s", sc.name, strerror(-k),
+		       k == -ENOSPC ? " (raise --workspace-size)" : "");
+		return 0;
+	}
 	if (k < 0) {
 		reject(r, true, "cannot %s: %s%s", step ? step : "create the sandbox", strerror(-k),
 		       namespace_hint(step, k));
 		return 0;
 	}
 	r->limits_unenforced = sandbox_limits_unenforced(sb);
-	{
+	if (fill) {
 		struct ws_owner o = { .chown = geteuid() == 0 };
 		char *msg = NULL;
 

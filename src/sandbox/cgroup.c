@@ -128,10 +128,32 @@ static char *path_join3(const char *a, const char *b, const char *c)
 	return p;
 }
 
+/* Supervisors found alive by this probe.  Every codecell process probes
+ * once, and a host running sessions and pools has hundreds of sb-*
+ * directories of a few live supervisors in each hierarchy: asking the
+ * kernel once per pid, not once per directory and hierarchy, took
+ * hundreds of system calls off each one-shot run. */
+struct live_pids {
+	pid_t pid[256];
+	size_t n;
+};
+
+static bool pid_alive(struct live_pids *lp, pid_t pid)
+{
+	for (size_t i = 0; i < lp->n; i++)
+		if (lp->pid[i] == pid)
+			return true;
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return false;
+	if (lp->n < ARRAY_SIZE(lp->pid))
+		lp->pid[lp->n++] = pid;
+	return true;
+}
+
 /* A supervisor killed with SIGKILL cannot remove its cgroup: remove the
  * sb-<pid>-<n> directories of supervisors that are gone (rmdir fails
  * while a cgroup still has tasks, so this never disturbs a live one). */
-static void collect_stale(const char *parent)
+static void collect_stale(const char *parent, struct live_pids *lp)
 {
 	DIR *d = opendir(parent);
 	struct dirent *de;
@@ -148,7 +170,7 @@ static void collect_stale(const char *parent)
 		pid = strtol(de->d_name + 3, &end, 10);
 		if (end == de->d_name + 3 || *end != '-' || pid <= 0)
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		if (pid_alive(lp, (pid_t)pid))
 			continue;
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) < sizeof(path))
 			(void)rmdir(path);
@@ -158,6 +180,7 @@ static void collect_stale(const char *parent)
 
 static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 {
+	struct live_pids lp = { .n = 0 };
 	char rel[4096];
 
 	h->version = CGROUP_V1;
@@ -190,7 +213,7 @@ static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 			free(parent);
 			continue;
 		}
-		collect_stale(parent);
+		collect_stale(parent, &lp);
 		h->parent[c] = parent;
 	}
 }
@@ -249,7 +272,7 @@ static void probe_v2(const char *root, const char *env_override, struct cgroup_h
 	}
 	if (!parent)
 		return;
-	collect_stale(parent);
+	collect_stale(parent, &(struct live_pids){ .n = 0 });
 	/* one directory; a controller counts only if delegated to it.
 	 * CPU usage (cpu.stat) is there in every v2 cgroup. */
 	if (v2_has(parent, "memory"))

@@ -218,6 +218,38 @@ static int send_fd(int sock, int kind, int fd)
 	return r;
 }
 
+/* The one-shot's script into the workspace, as the sandbox user (its
+ * owner, like everything the program makes there).  A stack buffer: no
+ * allocation in the init. */
+static int write_script(const struct child_ctx *c)
+{
+	char chunk[16384];
+	off_t off = 0;
+	ssize_t n;
+	int dir, fd, r = 0;
+
+	dir = open(SANDBOX_HOME, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	fd = openat(dir, c->cfg->script_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0644);
+	r = fd < 0 ? -errno : 0;
+	close(dir);
+	while (r == 0 && (n = pread(c->fd_script, chunk, sizeof(chunk), off)) != 0) {
+		if (n < 0) {
+			r = errno == EINTR ? 0 : -errno;
+			continue;
+		}
+		for (ssize_t done = 0, w; r == 0 && done < n; done += w)
+			if ((w = write(fd, chunk + done, (size_t)(n - done))) < 0)
+				r = -errno;
+		off += n;
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 static int send_workspace(int sock)
 {
 	int fd = open(SANDBOX_HOME, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -445,8 +477,8 @@ __attribute__((noreturn)) static void worker_main(struct child_ctx *c)
  * CVE-2024-21626).  Host stdio becomes /dev/null. */
 static int keep_only_needed_fds(struct child_ctx *c)
 {
-	int *slots[3 + SANDBOX_MAX_PASS_FDS + 1];
-	int tmp[3 + SANDBOX_MAX_PASS_FDS + 1];
+	int *slots[3 + SANDBOX_MAX_PASS_FDS + 2];
+	int tmp[3 + SANDBOX_MAX_PASS_FDS + 2];
 	int n = 0, null;
 
 	slots[n++] = &c->sock;
@@ -456,6 +488,8 @@ static int keep_only_needed_fds(struct child_ctx *c)
 		slots[n++] = &c->fd_stdin;
 	for (size_t i = 0; i < c->cfg->n_pass_fds; i++)
 		slots[n++] = &c->fd_pass[i];
+	if (c->fd_script >= 0)
+		slots[n++] = &c->fd_script;
 	/* above every target first, so no dup3 clobbers a source */
 	for (int i = 0; i < n; i++) {
 		tmp[i] = fcntl(*slots[i], F_DUPFD_CLOEXEC, 3 + n);
@@ -746,9 +780,15 @@ static void init_build(struct child_ctx *c)
 	/* /proc/1 must not be a way to our fds or our binary
 	 * (CVE-2019-5736, CVE-2024-21626). */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (c->fd_script >= 0) {
+		if ((r = write_script(c)) < 0)
+			fail(c, STEP_SCRIPT, r);
+		close(c->fd_script);
+		c->fd_script = -1;
+	}
 	if ((r = send_workspace(c->sock)) < 0)
 		fail(c, STEP_WORKSPACE, r);
-	if ((r = wait_byte(c->sock)) < 0)
+	if (!c->cfg->autostart && (r = wait_byte(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);
 }
 

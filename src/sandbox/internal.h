@@ -28,6 +28,7 @@ enum step {
 	STEP_PIVOT_ROOT,
 	STEP_TIME_NS,
 	STEP_WORKSPACE,
+	STEP_SCRIPT,
 	STEP_FORK,
 	STEP_SIGNALS,
 	STEP_SETSID,
@@ -123,7 +124,16 @@ struct rootfs_op {
 	const char *data; /* OP_FILE content, OP_TMPFS mount options */
 	unsigned long flags;
 	bool is_dir; /* OP_BIND_RO: the source is a directory */
+	size_t len;  /* OP_FILE: data is len bytes (0: a string) */
 };
+
+/* The sandbox's sitecustomize.py, and the same compiled by the build's
+ * python3.N (N: _minor) as a .pyc; _len 0 when there was none (build's
+ * gen/site_py.c, scripts/embed-site.sh). */
+extern const char sandbox_site_py[];
+extern const unsigned char sandbox_site_pyc[];
+extern const unsigned long sandbox_site_pyc_len;
+extern const int sandbox_site_pyc_minor;
 
 #define ROOTFS_MAX_OPS 128
 
@@ -182,6 +192,7 @@ struct child_ctx {
 	/* the fds the worker gets, as the init renumbered them (-1: none) */
 	int fd_stdin, fd_stdout, fd_stderr;
 	int fd_pass[SANDBOX_MAX_PASS_FDS];
+	int fd_script; /* cfg->script_fd, renumbered; -1: none */
 	const struct rootfs *fs;
 	const struct sock_fprog *seccomp;
 	int sock;	  /* child end of the socketpair */

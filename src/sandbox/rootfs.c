@@ -88,7 +88,7 @@ static int add(struct rootfs *fs, enum rootfs_op_type t, const char *src,
 {
 	if (fs->n >= ROOTFS_MAX_OPS)
 		return -E2BIG;
-	fs->ops[fs->n++] = (struct rootfs_op){ t, src, dst, data, flags, false };
+	fs->ops[fs->n++] = (struct rootfs_op){ t, src, dst, data, flags, false, 0 };
 	return 0;
 }
 
@@ -454,114 +454,45 @@ static int add_devpts(struct rootfs *fs)
 	return r;
 }
 
+/* The compiled sitecustomize for python3.v: written under /etc and bound
+ * over the host's .pyc (which must exist: a mount needs a target) after
+ * pivot_root, read-only like the root it comes from. */
+static int add_python_site_pyc(struct rootfs *fs, int v)
+{
+	char host[96], *dir = NULL, *file = NULL, *dst = NULL;
+	struct stat st;
+	int r;
+
+	snprintf(host, sizeof(host), "/usr/lib/python3.%d/__pycache__/sitecustomize.cpython-3%d.pyc",
+		 v, v);
+	if (stat(host, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	if (asprintf(&dir, "etc/python3.%d/__pycache__", v) < 0 || !keep(fs, dir))
+		return -ENOMEM;
+	if (asprintf(&file, "%s/sitecustomize.cpython-3%d.pyc", dir, v) < 0 || !keep(fs, file))
+		return -ENOMEM;
+	dst = strdup(host + 1);
+	if (!keep(fs, dst))
+		return -ENOMEM;
+	r = add(fs, OP_DIR, NULL, dir, NULL, 0);
+	if (r == 0)
+		r = add(fs, OP_FILE, NULL, file, (const char *)sandbox_site_pyc, 0);
+	if (r == 0)
+		fs->ops[fs->n - 1].len = sandbox_site_pyc_len;
+	if (r == 0)
+		r = add(fs, OP_MASK, file, dst, NULL, 0);
+	return r;
+}
+
 /* Python's sitecustomize in the sandbox.  Debian links
  * /usr/lib/python3.N/sitecustomize.py to /etc/python3.N/, which the
- * generated /etc lacks: codecell puts its own there.  With CODECELL_SEED
- * (the seed option) random, and numpy.random when it is imported, start
- * from it, in a one-shot program run as `python3 FILE` (no driver) and in
- * the Python processes it starts.  And a one-shot program's stdout and
- * stderr keep their order (outputs[]; a session's kernel does that
- * itself). */
-static const char python_site[] =
-	"# codecell's sitecustomize: the seed option (CODECELL_SEED) seeds random\n"
-	"# and, once imported, numpy.random; nothing else\n"
-	"def _codecell_seed():\n"
-	"    import os\n"
-	"    import sys\n"
-	"    n = os.environ.get('CODECELL_SEED', '')\n"
-	"    if not n.isdigit():\n"
-	"        return\n"
-	"    n = int(n)\n"
-	"    import random\n"
-	"    random.seed(n)\n"
-	"\n"
-	"    class _SeedNumpy:\n"
-	"        def find_spec(self, name, path=None, target=None):\n"
-	"            if name != 'numpy.random':\n"
-	"                return None\n"
-	"            sys.meta_path.remove(self)\n"
-	"            import importlib.util\n"
-	"            spec = importlib.util.find_spec(name)\n"
-	"            if spec is None or spec.loader is None:\n"
-	"                return spec\n"
-	"            run = spec.loader.exec_module\n"
-	"\n"
-	"            def exec_module(m):\n"
-	"                run(m)\n"
-	"                m.seed(n % 2**32)\n"
-	"            spec.loader.exec_module = exec_module\n"
-	"            return spec\n"
-	"\n"
-	"    sys.meta_path.insert(0, _SeedNumpy())\n"
-	"\n"
-	"\n"
-	"_codecell_seed()\n"
-	"del _codecell_seed\n"
-	"\n"
-	"\n"
-	"# a one-shot program (python3 FILE, the init's child): stdout and stderr\n"
-	"# are two pipes, and a write to one waits (half a second at most) until\n"
-	"# codecell has read what the other holds, so that it reads them in the\n"
-	"# order they were written (the result's outputs)\n"
-	"def _codecell_order():\n"
-	"    import io\n"
-	"    import os\n"
-	"    import stat\n"
-	"    import sys\n"
-	"    if os.getppid() != 1 or not sys.argv or sys.argv[0] in ('', '-c', '-m'):\n"
-	"        return\n"
-	"    try:\n"
-	"        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (1, 2)):\n"
-	"            return\n"
-	"    except OSError:\n"
-	"        return\n"
-	"    last = [0]\n"
-	"\n"
-	"    def drained(fd):\n"
-	"        import fcntl\n"
-	"        import time\n"
-	"        n = bytearray(4)\n"
-	"        deadline, delay = None, 0.00005\n"
-	"        while True:\n"
-	"            try:\n"
-	"                fcntl.ioctl(fd, 0x541B, n)  # FIONREAD\n"
-	"            except OSError:\n"
-	"                return\n"
-	"            if not int.from_bytes(n, sys.byteorder):\n"
-	"                return\n"
-	"            now = time.monotonic()\n"
-	"            if deadline is None:\n"
-	"                deadline = now + 0.5\n"
-	"            elif now > deadline:\n"
-	"                return\n"
-	"            time.sleep(delay)\n"
-	"            delay = min(delay * 2, 0.002)\n"
-	"\n"
-	"    class _Ordered(io.FileIO):\n"
-	"        def write(self, b):\n"
-	"            fd = self.fileno()\n"
-	"            if last[0] and last[0] != fd:\n"
-	"                drained(last[0])\n"
-	"            last[0] = fd\n"
-	"            return io.FileIO.write(self, b)\n"
-	"\n"
-	"    for name, fd in (('stdout', 1), ('stderr', 2)):\n"
-	"        old = getattr(sys, name)\n"
-	"        if old is None:\n"
-	"            continue\n"
-	"        try:\n"
-	"            raw = _Ordered(fd, 'wb', closefd=False)\n"
-	"        except (OSError, ValueError):\n"
-	"            continue\n"
-	"        new = io.TextIOWrapper(raw, encoding=old.encoding, errors=old.errors,\n"
-	"                               line_buffering=old.line_buffering, write_through=True)\n"
-	"        setattr(sys, name, new)\n"
-	"        setattr(sys, '__%s__' % name, new)\n"
-	"\n"
-	"\n"
-	"_codecell_order()\n"
-	"del _codecell_order\n";
-
+ * generated /etc lacks: codecell puts its own there (sitecustomize.py
+ * here: the seed option, and the order of a one-shot program's stdout and
+ * stderr).  And, for the Python it was compiled by at build time, its
+ * .pyc over the host's in /usr/lib/python3.N/__pycache__, where Python
+ * looks for it: a file written fresh each run has no valid .pyc, and
+ * compiling it cost every Python start in the sandbox about 12 million
+ * instructions (scripts/embed-site.sh). */
 static int add_python_site(struct rootfs *fs)
 {
 	for (int v = 6; v <= 40; v++) {
@@ -585,9 +516,11 @@ static int add_python_site(struct rootfs *fs)
 		}
 		r = add(fs, OP_DIR, NULL, keep(fs, dir), NULL, 0);
 		if (r == 0)
-			r = add(fs, OP_FILE, NULL, keep(fs, file), python_site, 0);
+			r = add(fs, OP_FILE, NULL, keep(fs, file), sandbox_site_py, 0);
 		else
 			free(file);
+		if (r == 0 && v == sandbox_site_pyc_minor && sandbox_site_pyc_len)
+			r = add_python_site_pyc(fs, v);
 		if (r < 0)
 			return r;
 	}
@@ -709,7 +642,8 @@ static int remount_ro(const char *path, unsigned long extra)
 	return mount(NULL, path, NULL, f, NULL) < 0 ? -errno : 0;
 }
 
-static int make_file(const char *path, const char *data)
+/* data: len bytes, or (len 0) a string */
+static int make_file(const char *path, const char *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	int r = 0;
@@ -717,7 +651,7 @@ static int make_file(const char *path, const char *data)
 	if (fd < 0)
 		return -errno;
 	if (data)
-		r = write_all(fd, data, strlen(data));
+		r = write_all(fd, data, len ? len : strlen(data));
 	close(fd);
 	return r;
 }
@@ -764,14 +698,14 @@ static int apply_op(const struct rootfs_op *op)
 			r = -errno;
 		return r;
 	case OP_BIND_RO:
-		r = op->is_dir ? mkdir_ok(op->dst, 0755) : make_file(op->dst, NULL);
+		r = op->is_dir ? mkdir_ok(op->dst, 0755) : make_file(op->dst, NULL, 0);
 		if (r < 0)
 			return r;
 		if (mount(op->src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 			return -errno;
 		return remount_ro(op->dst, MS_NOSUID | MS_NODEV);
 	case OP_BIND_DEV:
-		r = make_file(op->dst, NULL);
+		r = make_file(op->dst, NULL, 0);
 		if (r == 0 && mount(op->src, op->dst, NULL, MS_BIND, NULL) < 0)
 			r = -errno;
 		return r;
@@ -780,7 +714,7 @@ static int apply_op(const struct rootfs_op *op)
 	case OP_SYMLINK:
 		return symlink(op->src, op->dst) < 0 ? -errno : 0;
 	case OP_FILE:
-		return make_file(op->dst, op->data);
+		return make_file(op->dst, op->data, op->len);
 	case OP_COPY:
 		return copy_file(op->src, op->dst);
 	case OP_PROC:
@@ -797,7 +731,7 @@ static int apply_op(const struct rootfs_op *op)
 			r = -errno;
 		return op->is_dir ? 0 : r;
 	case OP_VIRT:
-		r = make_file(op->src, op->data);
+		r = make_file(op->src, op->data, 0);
 		if (r == 0 && mount(op->src, op->dst, NULL, MS_BIND, NULL) < 0)
 			r = -errno;
 		if (r == 0)

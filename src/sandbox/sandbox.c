@@ -63,6 +63,7 @@ struct sandbox {
 	int id_lock_fd; /* holds ws_uid/ws_gid of the id range (ids.h), or -1 */
 	uint64_t start_ns;
 	bool started;
+	bool autostart; /* the init starts the program itself (sandbox_config) */
 	bool reaped;
 	bool cell; /* not our child: watched through the pidfd */
 	struct egress *egress; /* SANDBOX_NET_ALLOWLIST's proxy, or NULL */
@@ -92,6 +93,7 @@ static const char *const step_names[_STEP_MAX] = {
 	[STEP_PIVOT_ROOT] = "pivot_root into the new root",
 	[STEP_TIME_NS] = "create the time namespace",
 	[STEP_WORKSPACE] = "open the workspace",
+	[STEP_SCRIPT] = "write the script into the workspace",
 	[STEP_FORK] = "fork the program",
 	[STEP_SIGNALS] = "reset signals",
 	[STEP_SETSID] = "start a new session",
@@ -310,6 +312,13 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 		if (r < 0)
 			return r;
 	}
+	/* Pin the init to its CPUs now, while it waits for "go": a sleeping
+	 * task takes the new mask at once, where the init pinning itself
+	 * (child.c, which stays for cells) waited for the kernel to migrate
+	 * it, mostly on a busy host.  Its own call is then a no-op.  A hint
+	 * like that one: a failure is no reason to stop. */
+	if (sb->n_cpus)
+		(void)sched_setaffinity(sb->pid, sizeof(sb->cpus), &sb->cpus);
 	*ret_step = STEP_SYNC;
 	r = send_with_fds(sb->sock, "g", 1, join, (size_t)n_join);
 	for (int i = 0; i < n_join; i++)
@@ -329,6 +338,8 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 		return -EBADMSG;
 	}
 	sb->ws_fd = fd;
+	/* autostart: the init forks the program right after READY */
+	sb->start_ns = now_ns();
 	return 0;
 }
 
@@ -462,6 +473,7 @@ static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
 				 .fd_stdin = cfg->stdin_fd,
 				 .fd_stdout = cfg->stdout_fd, .fd_stderr = cfg->stderr_fd,
 				 .sock = -1, .parent_sock = -1,
+				 .fd_script = cfg->script_name ? cfg->script_fd : -1,
 				 .mode = cfg->template ? CHILD_TEMPLATE : CHILD_EXEC };
 	for (size_t i = 0; i < cfg->n_pass_fds; i++)
 		c->fd_pass[i] = cfg->pass_fds[i];
@@ -561,6 +573,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 		sandbox_free(sb);
 		return r;
 	}
+	sb->autostart = cfg->autostart;
 	r = child_ctx_init(&c, cfg, &fs, sb->unenforced, privileged);
 	if (r == 0)
 		r = spawn(sb, &c, privileged, &step);
@@ -778,8 +791,10 @@ int sandbox_start(struct sandbox *sb)
 {
 	if (sb->started)
 		return -EALREADY;
-	sb->start_ns = now_ns();
 	sb->started = true;
+	if (sb->autostart)
+		return 0; /* the init did not wait for it; the start was READY */
+	sb->start_ns = now_ns();
 	if (send(sb->sock, "s", 1, MSG_NOSIGNAL) != 1)
 		return -errno;
 	return 0;

@@ -100,6 +100,17 @@ struct sandbox_config {
 	 * starts bash so, and bash's own children (a bomb) stay in bash's
 	 * group: bash and its state survive the clean-up. */
 	bool keep_group_leaders;
+	/* One-shot runs whose workspace the caller does not fill: the init
+	 * writes script_fd's contents (from its start) into the workspace
+	 * as script_name (a plain name, no '/'; NULL: none), and with
+	 * autostart runs the program as soon as the root is built, without
+	 * waiting for sandbox_start() (which then only marks the start).
+	 * That saves a round trip between the supervisor and the init, two
+	 * waits for a CPU on a loaded host.  script_fd: only read when
+	 * script_name is set. */
+	const char *script_name;
+	int script_fd;
+	bool autostart;
 };
 
 /* Limits that were asked for but could not be enforced on this host, and

@@ -8,6 +8,7 @@ statements, writes under a read-only policy, a query that runs forever,
 results over the row and byte caps, symlinks out of the workspace, and a
 password that must appear nowhere."""
 import atexit
+import http.client
 import json
 import os
 import pwd
@@ -300,12 +301,31 @@ def postgres_values_are_typed_and_parameters_are_never_sql():
         st, j = srv.post("/v1/tools/sql", {"arguments": {"database": "pg", "query": "SELECT $1",
                                                          "params": {"a": 1}}})
         eq(st, 400, j)
+        # the server's /mcp: the same tool, through the same protocol.c
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        c.request("POST", "/mcp", body=json.dumps(init), headers=h)
+        r = c.getresponse()
+        r.read()
+        h.update({"Mcp-Session-Id": r.getheader("Mcp-Session-Id"),
+                  "MCP-Protocol-Version": "2025-06-18"})
+        c.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                                   "params": {"name": "sql", "arguments": {
+                                                       "database": "pg", "query": "SELECT 40 + $1",
+                                                       "params": [2]}}}), headers=h)
+        j = json.loads(c.getresponse().read())
+        c.close()
+        eq(j["result"]["structuredContent"]["rows"], [[42]], j)
     finally:
         # 0: a clean exit (under ASan, no leak either)
         eq(srv.stop(), 0, srv.log())
     lines = [json.loads(x) for x in open(audit)]
     os.unlink(audit)
-    check(lines and all(x["tool"] == "sql" and x["door"] == "api" for x in lines), lines)
+    check(lines and all(x["tool"] == "sql" for x in lines), lines)
+    eq([x["door"] for x in lines][-2:], ["api", "mcp"])
     eq(lines[0]["arguments"]["database"], "pg")
     eq(lines[0]["status"], "ok")
 

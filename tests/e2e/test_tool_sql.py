@@ -615,13 +615,27 @@ def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
                 eq(j["rows"], [["approved value"]])
             else:
                 check("denied" in j["error"]["message"], j)
+        # at once with Prefer: respond-async, then again with the approval's id
+        body = {"arguments": {"database": "a", "query": "SELECT v FROM t"}}
+        st, j = srv.request("POST", "/v1/tools/sql", body, {"Prefer": "respond-async"})
+        eq((st, j["status"]), (202, "pending"), j)
+        aid = j["approval_id"]
+        st, j = srv.request("POST", "/v1/tools/sql", body, {"X-Approval-Id": aid})
+        eq(st, 202, j)  # not decided yet
+        eq(srv.post("/v1/approvals/" + aid, {"decision": "approve"})[0], 200)
+        st, j = srv.request("POST", "/v1/tools/sql", body, {"X-Approval-Id": aid})
+        eq((st, j.get("rows")), (200, [["approved value"]]), j)
+        st, j = srv.request("POST", "/v1/tools/sql", body, {"X-Approval-Id": aid})
+        eq(st, 403, j)  # good for one call
+        check("used already" in j["error"]["message"], j)
     finally:
         srv.stop()
         shutil.rmtree(host)
     lines = [json.loads(x) for x in open(audit)]
     os.unlink(audit)
     eq([(x["decision"], x["approval"]["state"]) for x in lines],
-       [("allowed", "approved"), ("rejected", "denied")])
+       [("allowed", "approved"), ("rejected", "denied"), ("pending", "pending"),
+        ("pending", "pending"), ("allowed", "approved"), ("rejected", "used")])
 
 
 @test

@@ -409,19 +409,25 @@ static json_t *sq_value(sqlite3_stmt *st, int c, struct sql_out *o)
 		const char *s;
 		json_t *j;
 
+		/* text, then bytes: the order SQLite documents (a UTF-16
+		 * database converts in column_text, bounded by
+		 * SQLITE_LIMIT_LENGTH) */
+		s = (const char *)sq.column_text(st, c);
 		len = (size_t)sq.column_bytes(st, c);
 		if (!sql_out_room(o, len))
 			return NULL;
-		s = (const char *)sq.column_text(st, c);
 		j = s ? json_stringn(s, len) : json_string("");
 		return j ? j : sql_binary(s, len);
 	}
-	default:
+	default: {
+		const void *b = sq.column_blob(st, c);
+
 		len = (size_t)sq.column_bytes(st, c);
 		/* base64 is 4/3 the size */
 		if (!sql_out_room(o, len + len / 3))
 			return NULL;
-		return sql_binary(sq.column_blob(st, c), len);
+		return sql_binary(b, len);
+	}
 	}
 }
 

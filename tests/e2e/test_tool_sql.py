@@ -111,6 +111,8 @@ class Postgres:
                   "active bool, info jsonb, balance numeric);"
                   "INSERT INTO people VALUES (1, 'alice', '\\x0102ff', 1.5, true, '{\"k\": [1]}', 10.25),"
                   " (2, 'bob', NULL, NULL, false, NULL, NULL);")
+        self.psql("CREATE DATABASE latin ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
+                  "TEMPLATE template0")
 
     def ready(self, sock):
         if not os.path.exists(sock):
@@ -175,7 +177,7 @@ def pg_policy(extra=""):
     p = pg()
     return policy_file("""[default]
 tools = sql
-sql.databases = pg, pgw, slow, small, bad
+sql.databases = pg, pgw, slow, small, bad, latin
 %s
 [database pg]
 driver = postgresql
@@ -200,8 +202,11 @@ connection = %s
 [database bad]
 driver = postgresql
 connection = %s
+[database latin]
+driver = postgresql
+connection = %s
 """ % (extra, p.conninfo(), PASSWORD, p.dir, p.port, p.conninfo(), p.conninfo(), p.conninfo(),
-       p.conninfo(WRONG)))
+       p.conninfo(WRONG), p.conninfo().replace("dbname=postgres", "dbname=latin")))
 
 
 def sql(srv, database, query, params=None, session=None, status=200):
@@ -296,6 +301,8 @@ def postgres_values_are_typed_and_parameters_are_never_sql():
             eq(j["rows"], [], evil)
         j = sql(srv, "pg", "SELECT name FROM people WHERE name = $1", ["alice"])
         eq(j["rows"], [["alice"]])
+        # a LATIN1 database's text comes back as text (client_encoding UTF8)
+        eq(sql(srv, "latin", "SELECT $1::text || chr(233)", ["caf"])["rows"], [["café"]])
         eq(pg().psql("SELECT count(*) FROM people").strip(), "2")
         # PostgreSQL has no named parameters
         st, j = srv.post("/v1/tools/sql", {"arguments": {"database": "pg", "query": "SELECT $1",

@@ -65,12 +65,16 @@ int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
 	return -EPERM;
 }
 
-/* The workspace of the body's session_id, as a fd of our own (the
- * session's lock is not held while the tool runs).  -1 and no answer
- * without session_id; -2 with the answer in *ret. */
+/* The workspace of the body's session_id (or the arguments'), as a fd
+ * of our own (the session's lock is not held while the tool runs).  -1
+ * and no answer without session_id; -2 with the answer in *ret. */
 static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Result *ret)
 {
 	json_t *id = json_object_get(body, "session_id");
+
+	/* or among the arguments, where MCP clients put it */
+	if (!id || json_is_null(id))
+		id = json_object_get(json_object_get(body, "arguments"), "session_id");
 	struct api_session *e;
 	struct ws_ctx w;
 	int fd = -1;

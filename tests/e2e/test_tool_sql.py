@@ -518,6 +518,10 @@ def sqlite_in_the_workspace_is_read_only_single_statement_and_bound():
         eq(j["rows"], [[1, "alice", {"base64": "AP8="}, 0.5], [2, "bob", None, None]])
         eq(sql(srv, "/home/user/data.db", "SELECT name FROM t WHERE name = :n", {"n": "bob"},
                session=sid)["rows"], [["bob"]])
+        # session_id among the arguments, as MCP takes it
+        st, j = srv.post("/v1/tools/sql", {"arguments": {"database": "data.db", "session_id": sid,
+                                                         "query": "SELECT count(*) FROM t"}})
+        eq((st, j.get("rows")), (200, [[2]]), j)
         for evil in ("alice' OR '1'='1", "x'; DELETE FROM t; --"):
             eq(sql(srv, "data.db", "SELECT id FROM t WHERE name = ?", [evil], session=sid)["rows"], [])
         check("more than one statement" in sql_error(

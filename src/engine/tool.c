@@ -163,8 +163,8 @@ static void audit(const struct engine_tool_ctx *ctx, const struct engine_tool_re
 		(void)engine_audit_write(rq->audit, &rec);
 }
 
-/* The policy, and a person's approval where it wants one.  0, or -EPERM
- * with v set. */
+/* The policy, and a person's approval where it wants one.  0; -EPERM
+ * with v set; -EINPROGRESS: held, approval_id says which. */
 static int policy_step(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
 		       const struct engine_tool *t, struct engine_verdict *v, char approval_id[17],
 		       const char **state)

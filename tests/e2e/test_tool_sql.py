@@ -173,6 +173,13 @@ def policy_file(text):
     return path
 
 
+def audit_path():
+    """A path for an audit log, removed at exit whatever happens."""
+    path = tempfile.mktemp(prefix="cc-sql-audit-")
+    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+    return path
+
+
 def pg_policy(extra=""):
     p = pg()
     return policy_file("""[default]
@@ -284,7 +291,7 @@ def the_api_lists_the_tool_and_checks_its_arguments():
 @test
 @skip_without_postgres
 def postgres_values_are_typed_and_parameters_are_never_sql():
-    audit = tempfile.mktemp(prefix="cc-sql-audit-")
+    audit = audit_path()
     srv = Serve("--policy", pg_policy(), "--audit", audit)
     try:
         j = sql(srv, "pg", "SELECT * FROM people WHERE id >= $1 ORDER BY id", [0])
@@ -395,7 +402,7 @@ def postgres_caps_time_rows_and_bytes():
 @test
 @skip_without_postgres
 def the_password_appears_in_no_output_and_no_audit_line():
-    audit = tempfile.mktemp(prefix="cc-sql-audit-")
+    audit = audit_path()
     srv = Serve("--policy", pg_policy(), "--audit", audit)
     seen = []
     try:
@@ -469,7 +476,7 @@ def the_agent_is_offered_the_tool_and_reads_its_result():
                   "The first person is alice."]) as s:
         e = dict(os.environ, OPENAI_BASE_URL=s.url, CODECELL_MODEL="standin")
         e.pop("OPENAI_API_KEY", None)
-        audit = tempfile.mktemp(prefix="cc-sql-audit-")
+        audit = audit_path()
         r = codecell("agent", "--policy", pg_policy(), "--audit", audit, "--json", "-v",
                      "who is first?", env=e, timeout=120)
         eq(r.status, 0, r)
@@ -591,7 +598,7 @@ def sqlite_writes_where_the_policy_allows_them_and_caps_rows_and_bytes():
 @test
 def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
     import threading
-    audit = tempfile.mktemp(prefix="cc-sql-audit-")
+    audit = audit_path()
     host = tempfile.mkdtemp(prefix="cc-sql-host-")
     c = sqlite3.connect(host + "/a.db")
     c.execute("CREATE TABLE t (v TEXT)")

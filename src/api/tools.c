@@ -125,6 +125,14 @@ enum MHD_Result api_handle_tool_call(struct api_call *c)
 	ctx.client = c->client;
 	ctx.policies = c->srv->policies;
 	ctx.stop_flag = &c->srv->stopping;
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* a client that hangs up stops its query */
+		if (ci)
+			ctx.hangup_fd = ci->connect_fd;
+	}
 	ctx.workspace_fd = session_ws(c, body, sid, &ret);
 	if (ctx.workspace_fd == -2) {
 		json_decref(body);

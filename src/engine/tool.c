@@ -44,6 +44,7 @@ void engine_tool_ctx_init(struct engine_tool_ctx *ctx, enum engine_door door)
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->door = door;
 	ctx->workspace_fd = -1;
+	ctx->hangup_fd = -1;
 }
 
 json_t *engine_tools_json(const struct engine_policy *p)

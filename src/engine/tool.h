@@ -45,9 +45,12 @@ struct engine_tool_ctx {
 	 * before workspace when >= 0; -1: none.  Zero is a valid fd, so a
 	 * door sets this explicitly (engine_tool_ctx_init). */
 	int workspace_fd;
+	/* a socket whose peer may go away (an HTTP client's), or -1: when
+	 * it hangs up (POLLRDHUP), the call gives up as on stop_flag */
+	int hangup_fd;
 };
 
-/* Zeroed, workspace_fd -1, door door. */
+/* Zeroed, workspace_fd and hangup_fd -1, door door. */
 void engine_tool_ctx_init(struct engine_tool_ctx *ctx, enum engine_door door);
 
 struct engine_tool {

@@ -15,6 +15,7 @@ import pwd
 import random
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -184,7 +185,7 @@ def pg_policy(extra=""):
     p = pg()
     return policy_file("""[default]
 tools = sql
-sql.databases = pg, pgw, slow, small, bad, latin
+sql.databases = pg, pgw, slow, small, bad, latin, long
 %s
 [database pg]
 driver = postgresql
@@ -212,8 +213,12 @@ connection = %s
 [database latin]
 driver = postgresql
 connection = %s
+[database long]
+driver = postgresql
+connection = %s
+timeout = 1h
 """ % (extra, p.conninfo(), PASSWORD, p.dir, p.port, p.conninfo(), p.conninfo(), p.conninfo(),
-       p.conninfo(WRONG), p.conninfo().replace("dbname=postgres", "dbname=latin")))
+       p.conninfo(WRONG), p.conninfo().replace("dbname=postgres", "dbname=latin"), p.conninfo()))
 
 
 def sql(srv, database, query, params=None, session=None, status=200):
@@ -393,6 +398,20 @@ def postgres_caps_time_rows_and_bytes():
         eq(j["truncated"], {"rows": False, "bytes": True})
         check(0 < len(j["rows"]) < 5, len(j["rows"]))
         eq(j["limits"]["max_bytes"], 2048)
+        # a client that hangs up stops its query (its time cap is an hour)
+        sleeping = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(3600)%'"
+        body = json.dumps({"arguments": {"database": "long", "query": "SELECT pg_sleep(3600) -- x"}})
+        conn = socket.create_connection(("127.0.0.1", srv.port))
+        conn.sendall(("POST /v1/tools/sql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+        deadline = time.monotonic() + 60
+        while pg().psql(sleeping).strip() != "1":
+            check(time.monotonic() < deadline, "the query never started")
+            time.sleep(0.1)
+        conn.close()
+        while pg().psql(sleeping).strip() != "0":
+            check(time.monotonic() < deadline, "the query went on after its client hung up")
+            time.sleep(0.2)
         # the server is fine afterwards
         eq(sql(srv, "pg", "SELECT 1 AS one")["rows"], [[1]])
     finally:

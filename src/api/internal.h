@@ -405,7 +405,7 @@ int api_check_file(struct api_call *c, struct api_session *e, enum engine_action
  * approval, or the call held until a person decides.  cls: the api_call. */
 struct engine_tool;
 int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
-		     struct engine_verdict *v, char ret_id[17]);
+		     struct engine_verdict *v, char ret_id[17], const char **ret_state);
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
 		    const char *approval_id, struct api_session *entry, const struct api_request *req,
 		    const struct run_result *res, uint64_t t0);

@@ -19,11 +19,12 @@ enum MHD_Result api_handle_tools_list(struct api_call *c)
 }
 
 int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
-		     struct engine_verdict *v, char ret_id[17])
+		     struct engine_verdict *v, char ret_id[17], const char **ret_state)
 {
 	struct api_call *c = cls;
 	struct engine_approvals *ap = c->srv->approvals;
 	const char *given = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-Approval-Id");
+	const char *prefer = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Prefer");
 	char what[160];
 	int st, k;
 
@@ -37,18 +38,25 @@ int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
 		snprintf(what, sizeof(what), "%s tool call by client '%s'", t->name, c->client->name);
 		st = engine_approval_hold(ap, c->client->name, t->action, what, args,
 					  v->approval_timeout_s, ret_id);
-		if (st == 0)
+		/* Prefer: respond-async: 202 now, the call again later with
+		 * X-Approval-Id (as for code) */
+		if (st == 0 && prefer && strstr(prefer, "respond-async"))
+			st = APPROVAL_PENDING;
+		else if (st == 0)
 			st = engine_approval_wait(ap, ret_id);
 	}
+	snprintf(c->approval_id, sizeof(c->approval_id), "%s", st >= 0 ? ret_id : "");
+	*ret_state = st >= 0 ? approval_state_name((enum approval_state)st) : NULL;
 	if (st == APPROVAL_APPROVED)
 		return 0;
+	if (st == APPROVAL_PENDING)
+		return -EINPROGRESS;
 	k = snprintf(v->message, sizeof(v->message), "rejected by policy '%s', rule 'approval': ",
 		     c->client->policy->name);
 	if (k > 0 && (size_t)k < sizeof(v->message))
 		snprintf(v->message + k, sizeof(v->message) - (size_t)k, "%s",
 			 st == -EBUSY		   ? "too many calls are held for approval; try again later"
 			 : st < 0		   ? "no such approval for this client, tool and arguments"
-			 : st == APPROVAL_PENDING ? "the approval is not decided yet: send the call again later"
 			 : st == APPROVAL_EXPIRED ? "the approval was not decided in time: denied"
 			 : st == APPROVAL_USED	   ? "the approval was used already"
 						   : "a person denied it");
@@ -57,12 +65,16 @@ int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
 	return -EPERM;
 }
 
-/* The workspace of the body's session_id, as a fd of our own (the
- * session's lock is not held while the tool runs).  -1 and no answer
- * without session_id; -2 with the answer in *ret. */
+/* The workspace of the body's session_id (or the arguments'), as a fd
+ * of our own (the session's lock is not held while the tool runs).  -1
+ * and no answer without session_id; -2 with the answer in *ret. */
 static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Result *ret)
 {
 	json_t *id = json_object_get(body, "session_id");
+
+	/* or among the arguments, where MCP clients put it */
+	if (!id || json_is_null(id))
+		id = json_object_get(json_object_get(body, "arguments"), "session_id");
 	struct api_session *e;
 	struct ws_ctx w;
 	int fd = -1;
@@ -113,6 +125,14 @@ enum MHD_Result api_handle_tool_call(struct api_call *c)
 	ctx.client = c->client;
 	ctx.policies = c->srv->policies;
 	ctx.stop_flag = &c->srv->stopping;
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* a client that hangs up stops its query */
+		if (ci)
+			ctx.hangup_fd = ci->connect_fd;
+	}
 	ctx.workspace_fd = session_ws(c, body, sid, &ret);
 	if (ctx.workspace_fd == -2) {
 		json_decref(body);
@@ -130,6 +150,15 @@ enum MHD_Result api_handle_tool_call(struct api_call *c)
 	json_decref(body);
 	if (k == 0)
 		return api_respond_json(c, 200, res);
+	if (k == -EINPROGRESS)
+		return api_respond_json(
+			c, 202,
+			json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "status", "pending", "approval_id",
+				  c->approval_id, "rule", "approval", "message",
+				  "held for a person's approval: once it is approved (POST "
+				  "/v1/approvals/ID, codecell approvals approve ID), send the same call "
+				  "again with the header 'X-Approval-Id: ID'",
+				  "approval", "id", c->approval_id, "state", "pending"));
 	return api_respond_errorf(c, http,
 				  k == -ENOENT ? "tool_not_found"
 				  : k == -EINVAL ? "invalid_arguments"

@@ -44,6 +44,7 @@ void engine_tool_ctx_init(struct engine_tool_ctx *ctx, enum engine_door door)
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->door = door;
 	ctx->workspace_fd = -1;
+	ctx->hangup_fd = -1;
 }
 
 json_t *engine_tools_json(const struct engine_policy *p)
@@ -142,7 +143,7 @@ static int check_args(const struct engine_tool *t, json_t *args, char *msg, size
 
 static void audit(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
 		  const struct engine_tool *t, const struct engine_verdict *v, const char *status,
-		  const char *approval_id, uint64_t t0, json_t *res)
+		  const char *approval_id, const char *approval_state, uint64_t t0, json_t *res)
 {
 	struct engine_audit_record rec = {
 		.request_id = rq->request_id,
@@ -155,8 +156,7 @@ static void audit(const struct engine_tool_ctx *ctx, const struct engine_tool_re
 		.duration_ms = (double)(now_ns() - t0) / 1e6,
 		.status = status,
 		.approval_id = approval_id && *approval_id ? approval_id : NULL,
-		.approval_state = approval_id && *approval_id ? (v->allowed ? "approved" : "denied")
-							      : NULL,
+		.approval_state = approval_id && *approval_id ? approval_state : NULL,
 		.bytes = res ? json_dumpb(res, NULL, 0, JSON_COMPACT) : 0,
 	};
 
@@ -169,11 +169,14 @@ static void audit(const struct engine_tool_ctx *ctx, const struct engine_tool_re
 		json_decref(rec.args);
 }
 
-/* The policy, and a person's approval where it wants one.  0, or -EPERM
- * with v set. */
+/* The policy, and a person's approval where it wants one.  0; -EPERM
+ * with v set; -EINPROGRESS: held, approval_id says which. */
 static int policy_step(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
-		       const struct engine_tool *t, struct engine_verdict *v, char approval_id[17])
+		       const struct engine_tool *t, struct engine_verdict *v, char approval_id[17],
+		       const char **state)
 {
+	int r;
+
 	memset(v, 0, sizeof(*v));
 	if (!ctx->client) {
 		snprintf(v->message, sizeof(v->message), "no client: tools need a policy");
@@ -185,8 +188,9 @@ static int policy_step(const struct engine_tool_ctx *ctx, const struct engine_to
 		return 0;
 	if (!v->needs_approval || !rq->approve)
 		return -EPERM;
-	if (rq->approve(rq->approve_cls, t, rq->args, v, approval_id) < 0)
-		return -EPERM;
+	r = rq->approve(rq->approve_cls, t, rq->args, v, approval_id, state);
+	if (r < 0)
+		return r == -EINPROGRESS ? r : -EPERM;
 	v->approved = true;
 	return engine_check_tool(ctx->client, ctx->door, t->action, v);
 }
@@ -197,6 +201,7 @@ int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool
 	const struct engine_tool *t = engine_tool_find(rq->name);
 	struct engine_verdict v;
 	char approval_id[17] = "";
+	const char *state = NULL;
 	uint64_t t0 = now_ns();
 	json_t *res = NULL;
 	int r;
@@ -212,13 +217,20 @@ int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool
 		*ret_http = 400;
 		memset(&v, 0, sizeof(v));
 		v.allowed = true;
-		audit(ctx, rq, t, &v, "invalid", NULL, t0, NULL);
+		audit(ctx, rq, t, &v, "invalid", NULL, NULL, t0, NULL);
 		return r;
 	}
-	if (policy_step(ctx, rq, t, &v, approval_id) < 0) {
+	r = policy_step(ctx, rq, t, &v, approval_id, &state);
+	if (r == -EINPROGRESS) {
+		*ret_http = 202;
+		snprintf(msg, n, "held for a person's approval '%s'", approval_id);
+		audit(ctx, rq, t, &v, "pending", approval_id, state, t0, NULL);
+		return r;
+	}
+	if (r < 0) {
 		*ret_http = v.http ? v.http : 403;
 		snprintf(msg, n, "%s", v.message);
-		audit(ctx, rq, t, &v, "rejected", approval_id, t0, NULL);
+		audit(ctx, rq, t, &v, "rejected", approval_id, state, t0, NULL);
 		return -EPERM;
 	}
 	msg[0] = '\0';
@@ -234,11 +246,11 @@ int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool
 			v.rule = "tools";
 		}
 		audit(ctx, rq, t, &v, r == -EINVAL ? "invalid" : r == -EPERM ? "refused" : "error",
-		      approval_id, t0, NULL);
+		      approval_id, state, t0, NULL);
 		return r;
 	}
 	*ret_http = 200;
-	audit(ctx, rq, t, &v, json_object_get(res, "error") ? "error" : "ok", approval_id, t0, res);
+	audit(ctx, rq, t, &v, json_object_get(res, "error") ? "error" : "ok", approval_id, state, t0, res);
 	*ret = res;
 	return 0;
 }

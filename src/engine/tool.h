@@ -45,9 +45,12 @@ struct engine_tool_ctx {
 	 * before workspace when >= 0; -1: none.  Zero is a valid fd, so a
 	 * door sets this explicitly (engine_tool_ctx_init). */
 	int workspace_fd;
+	/* a socket whose peer may go away (an HTTP client's), or -1: when
+	 * it hangs up (POLLRDHUP), the call gives up as on stop_flag */
+	int hangup_fd;
 };
 
-/* Zeroed, workspace_fd -1, door door. */
+/* Zeroed, workspace_fd and hangup_fd -1, door door. */
 void engine_tool_ctx_init(struct engine_tool_ctx *ctx, enum engine_door door);
 
 struct engine_tool {
@@ -85,10 +88,13 @@ struct engine_tool_request {
 	const char *session;	    /* the session named, for the record, or NULL */
 	/* A person's decision, when the policy holds the call for one (the
 	 * server's doors can ask; NULL: such a call is refused).  0:
-	 * approved (its id into ret_id); -EPERM: not, v->message says why
-	 * (ret_id: the approval's id, or "" for none). */
+	 * approved (its id into ret_id); -EINPROGRESS: held, not decided
+	 * yet (its id into ret_id; the door answers "pending"); -EPERM:
+	 * not, v->message says why (ret_id: the approval's id, or "").
+	 * *ret_state: the approval's state for the audit record ("approved",
+	 * "pending", "denied", "expired", "used"; static), or NULL. */
 	int (*approve)(void *cls, const struct engine_tool *t, json_t *args,
-		       struct engine_verdict *v, char ret_id[17]);
+		       struct engine_verdict *v, char ret_id[17], const char **ret_state);
 	void *approve_cls;
 };
 
@@ -101,7 +107,8 @@ struct engine_tool_request {
  * act on, such as SQLError, is a result too); or -errno with a message
  * in msg (n bytes) and *ret_http what an HTTP door answers: -ENOENT (404:
  * no such tool), -EINVAL (400: the arguments), -EPERM (403 or 429: the
- * policy; v says which rule), another -errno (500). */
+ * policy), -EINPROGRESS (202: held for a person's approval, which the
+ * approve callback has the id of), another -errno (500). */
 int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
 		     json_t **ret, int *ret_http, char *msg, size_t n);
 

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,7 +127,16 @@ void sql_out_error(struct sql_out *o, const char *message, const char *sqlstate)
 
 bool sql_stopped(const struct sql_query *q)
 {
-	return q->stop_flag && __atomic_load_n(q->stop_flag, __ATOMIC_SEQ_CST);
+	static __thread uint64_t next_ns;
+	struct pollfd p = { .fd = q->hangup_fd, .events = POLLRDHUP };
+	uint64_t now;
+
+	if (q->stop_flag && __atomic_load_n(q->stop_flag, __ATOMIC_SEQ_CST))
+		return true;
+	if (q->hangup_fd < 0 || (now = now_ns()) < next_ns)
+		return false;
+	next_ns = now + 100000000;
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* ---- SQLite ---- */
@@ -409,19 +419,25 @@ static json_t *sq_value(sqlite3_stmt *st, int c, struct sql_out *o)
 		const char *s;
 		json_t *j;
 
+		/* text, then bytes: the order SQLite documents (a UTF-16
+		 * database converts in column_text, bounded by
+		 * SQLITE_LIMIT_LENGTH) */
+		s = (const char *)sq.column_text(st, c);
 		len = (size_t)sq.column_bytes(st, c);
 		if (!sql_out_room(o, len))
 			return NULL;
-		s = (const char *)sq.column_text(st, c);
 		j = s ? json_stringn(s, len) : json_string("");
 		return j ? j : sql_binary(s, len);
 	}
-	default:
+	default: {
+		const void *b = sq.column_blob(st, c);
+
 		len = (size_t)sq.column_bytes(st, c);
 		/* base64 is 4/3 the size */
 		if (!sql_out_room(o, len + len / 3))
 			return NULL;
-		return sql_binary(sq.column_blob(st, c), len);
+		return sql_binary(b, len);
+	}
 	}
 }
 
@@ -691,7 +707,8 @@ static int sql_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **re
 	struct engine_database ws;
 	const struct engine_database *db = NULL;
 	struct sql_out o = { .columns = json_array(), .rows = json_array(), .changed = -1 };
-	struct sql_query q = { .stop_flag = ctx->stop_flag, .params = json_object_get(args, "params") };
+	struct sql_query q = { .stop_flag = ctx->stop_flag, .hangup_fd = ctx->hangup_fd,
+			       .params = json_object_get(args, "params") };
 	const char *name = NULL, *file = NULL;
 	char fdpath[64 + 256];
 	int fd = -1, r;

@@ -27,6 +27,7 @@ struct sql_query {
 	const char *text;
 	json_t *params; /* array, object or NULL */
 	const int *stop_flag;
+	int hangup_fd; /* the caller's socket, or -1 */
 };
 
 /* What comes back, built under the caps. */
@@ -50,7 +51,9 @@ json_t *sql_binary(const void *p, size_t n);
 /* The error result: message (cut at SQL_MESSAGE_MAX, made UTF-8), the
  * SQLSTATE or NULL. */
 void sql_out_error(struct sql_out *o, const char *message, const char *sqlstate);
-/* Has the stop flag been raised? */
+/* Has the stop flag been raised, or the caller hung up?  The socket is
+ * looked at once per 100 ms at most (a poll(2) per check would slow a
+ * SQLite query down: the check runs every 1000 VM steps). */
 bool sql_stopped(const struct sql_query *q);
 
 /* Run q.  0 with o filled (an SQL error is o->error); -EINVAL with msg

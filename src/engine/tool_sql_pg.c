@@ -415,9 +415,11 @@ static void pg_notice(void *arg, const char *message)
 static PGconn *pg_connect(const struct sql_query *q, struct sql_out *o)
 {
 	/* dbname with expand_dbname: the policy's string may be a URI or
-	 * key=value pairs, and its values win over the ones before it */
-	const char *const keys[] = { "connect_timeout", "application_name", "dbname", NULL };
-	const char *const vals[] = { PG_CONNECT_TIMEOUT, "codecell", q->db->conninfo, NULL };
+	 * key=value pairs, and its values win over the ones before it.
+	 * UTF8: the server converts text, so it comes back as JSON text */
+	const char *const keys[] = { "connect_timeout", "application_name", "client_encoding",
+				     "dbname", NULL };
+	const char *const vals[] = { PG_CONNECT_TIMEOUT, "codecell", "UTF8", q->db->conninfo, NULL };
 	PGconn *c = pq.connectdb_params(keys, vals, 1);
 
 	if (!c || pq.status(c) != CONNECTION_OK) {

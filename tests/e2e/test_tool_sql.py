@@ -8,12 +8,14 @@ statements, writes under a read-only policy, a query that runs forever,
 results over the row and byte caps, symlinks out of the workspace, and a
 password that must appear nowhere."""
 import atexit
+import http.client
 import json
 import os
 import pwd
 import random
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -110,6 +112,8 @@ class Postgres:
                   "active bool, info jsonb, balance numeric);"
                   "INSERT INTO people VALUES (1, 'alice', '\\x0102ff', 1.5, true, '{\"k\": [1]}', 10.25),"
                   " (2, 'bob', NULL, NULL, false, NULL, NULL);")
+        self.psql("CREATE DATABASE latin ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
+                  "TEMPLATE template0")
 
     def ready(self, sock):
         if not os.path.exists(sock):
@@ -170,11 +174,18 @@ def policy_file(text):
     return path
 
 
+def audit_path():
+    """A path for an audit log, removed at exit whatever happens."""
+    path = tempfile.mktemp(prefix="cc-sql-audit-")
+    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+    return path
+
+
 def pg_policy(extra=""):
     p = pg()
     return policy_file("""[default]
 tools = sql
-sql.databases = pg, pgw, slow, small, bad
+sql.databases = pg, pgw, slow, small, bad, latin, long
 %s
 [database pg]
 driver = postgresql
@@ -199,8 +210,15 @@ connection = %s
 [database bad]
 driver = postgresql
 connection = %s
+[database latin]
+driver = postgresql
+connection = %s
+[database long]
+driver = postgresql
+connection = %s
+timeout = 1h
 """ % (extra, p.conninfo(), PASSWORD, p.dir, p.port, p.conninfo(), p.conninfo(), p.conninfo(),
-       p.conninfo(WRONG)))
+       p.conninfo(WRONG), p.conninfo().replace("dbname=postgres", "dbname=latin"), p.conninfo()))
 
 
 def sql(srv, database, query, params=None, session=None, status=200):
@@ -278,7 +296,7 @@ def the_api_lists_the_tool_and_checks_its_arguments():
 @test
 @skip_without_postgres
 def postgres_values_are_typed_and_parameters_are_never_sql():
-    audit = tempfile.mktemp(prefix="cc-sql-audit-")
+    audit = audit_path()
     srv = Serve("--policy", pg_policy(), "--audit", audit)
     try:
         j = sql(srv, "pg", "SELECT * FROM people WHERE id >= $1 ORDER BY id", [0])
@@ -295,16 +313,38 @@ def postgres_values_are_typed_and_parameters_are_never_sql():
             eq(j["rows"], [], evil)
         j = sql(srv, "pg", "SELECT name FROM people WHERE name = $1", ["alice"])
         eq(j["rows"], [["alice"]])
+        # a LATIN1 database's text comes back as text (client_encoding UTF8)
+        eq(sql(srv, "latin", "SELECT $1::text || chr(233)", ["caf"])["rows"], [["café"]])
         eq(pg().psql("SELECT count(*) FROM people").strip(), "2")
         # PostgreSQL has no named parameters
         st, j = srv.post("/v1/tools/sql", {"arguments": {"database": "pg", "query": "SELECT $1",
                                                          "params": {"a": 1}}})
         eq(st, 400, j)
+        # the server's /mcp: the same tool, through the same protocol.c
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+        c.request("POST", "/mcp", body=json.dumps(init), headers=h)
+        r = c.getresponse()
+        r.read()
+        h.update({"Mcp-Session-Id": r.getheader("Mcp-Session-Id"),
+                  "MCP-Protocol-Version": "2025-06-18"})
+        c.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                                   "params": {"name": "sql", "arguments": {
+                                                       "database": "pg", "query": "SELECT 40 + $1",
+                                                       "params": [2]}}}), headers=h)
+        j = json.loads(c.getresponse().read())
+        c.close()
+        eq(j["result"]["structuredContent"]["rows"], [[42]], j)
     finally:
-        srv.stop()
+        # 0: a clean exit (under ASan, no leak either)
+        eq(srv.stop(), 0, srv.log())
     lines = [json.loads(x) for x in open(audit)]
     os.unlink(audit)
-    check(lines and all(x["tool"] == "sql" and x["door"] == "api" for x in lines), lines)
+    check(lines and all(x["tool"] == "sql" for x in lines), lines)
+    eq([x["door"] for x in lines][-2:], ["api", "mcp"])
     eq(lines[0]["arguments"]["database"], "pg")
     eq(lines[0]["status"], "ok")
 
@@ -358,6 +398,20 @@ def postgres_caps_time_rows_and_bytes():
         eq(j["truncated"], {"rows": False, "bytes": True})
         check(0 < len(j["rows"]) < 5, len(j["rows"]))
         eq(j["limits"]["max_bytes"], 2048)
+        # a client that hangs up stops its query (its time cap is an hour)
+        sleeping = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(3600)%'"
+        body = json.dumps({"arguments": {"database": "long", "query": "SELECT pg_sleep(3600) -- x"}})
+        conn = socket.create_connection(("127.0.0.1", srv.port))
+        conn.sendall(("POST /v1/tools/sql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+        deadline = time.monotonic() + 60
+        while pg().psql(sleeping).strip() != "1":
+            check(time.monotonic() < deadline, "the query never started")
+            time.sleep(0.1)
+        conn.close()
+        while pg().psql(sleeping).strip() != "0":
+            check(time.monotonic() < deadline, "the query went on after its client hung up")
+            time.sleep(0.2)
         # the server is fine afterwards
         eq(sql(srv, "pg", "SELECT 1 AS one")["rows"], [[1]])
     finally:
@@ -367,7 +421,7 @@ def postgres_caps_time_rows_and_bytes():
 @test
 @skip_without_postgres
 def the_password_appears_in_no_output_and_no_audit_line():
-    audit = tempfile.mktemp(prefix="cc-sql-audit-")
+    audit = audit_path()
     srv = Serve("--policy", pg_policy(), "--audit", audit)
     seen = []
     try:
@@ -441,7 +495,7 @@ def the_agent_is_offered_the_tool_and_reads_its_result():
                   "The first person is alice."]) as s:
         e = dict(os.environ, OPENAI_BASE_URL=s.url, CODECELL_MODEL="standin")
         e.pop("OPENAI_API_KEY", None)
-        audit = tempfile.mktemp(prefix="cc-sql-audit-")
+        audit = audit_path()
         r = codecell("agent", "--policy", pg_policy(), "--audit", audit, "--json", "-v",
                      "who is first?", env=e, timeout=120)
         eq(r.status, 0, r)
@@ -490,6 +544,10 @@ def sqlite_in_the_workspace_is_read_only_single_statement_and_bound():
         eq(j["rows"], [[1, "alice", {"base64": "AP8="}, 0.5], [2, "bob", None, None]])
         eq(sql(srv, "/home/user/data.db", "SELECT name FROM t WHERE name = :n", {"n": "bob"},
                session=sid)["rows"], [["bob"]])
+        # session_id among the arguments, as MCP takes it
+        st, j = srv.post("/v1/tools/sql", {"arguments": {"database": "data.db", "session_id": sid,
+                                                         "query": "SELECT count(*) FROM t"}})
+        eq((st, j.get("rows")), (200, [[2]]), j)
         for evil in ("alice' OR '1'='1", "x'; DELETE FROM t; --"):
             eq(sql(srv, "data.db", "SELECT id FROM t WHERE name = ?", [evil], session=sid)["rows"], [])
         check("more than one statement" in sql_error(
@@ -553,13 +611,13 @@ def sqlite_writes_where_the_policy_allows_them_and_caps_rows_and_bytes():
         check("too big" in sql_error(sql(srv, "data.db", "SELECT length(randomblob(200000000))",
                                          session=sid)))
     finally:
-        srv.stop()
+        eq(srv.stop(), 0, srv.log())
 
 
 @test
 def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
     import threading
-    audit = tempfile.mktemp(prefix="cc-sql-audit-")
+    audit = audit_path()
     host = tempfile.mkdtemp(prefix="cc-sql-host-")
     c = sqlite3.connect(host + "/a.db")
     c.execute("CREATE TABLE t (v TEXT)")
@@ -594,13 +652,27 @@ def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
                 eq(j["rows"], [["approved value"]])
             else:
                 check("denied" in j["error"]["message"], j)
+        # at once with Prefer: respond-async, then again with the approval's id
+        body = {"arguments": {"database": "a", "query": "SELECT v FROM t"}}
+        st, j = srv.request("POST", "/v1/tools/sql", body, {"Prefer": "respond-async"})
+        eq((st, j["status"]), (202, "pending"), j)
+        aid = j["approval_id"]
+        st, j = srv.request("POST", "/v1/tools/sql", body, {"X-Approval-Id": aid})
+        eq(st, 202, j)  # not decided yet
+        eq(srv.post("/v1/approvals/" + aid, {"decision": "approve"})[0], 200)
+        st, j = srv.request("POST", "/v1/tools/sql", body, {"X-Approval-Id": aid})
+        eq((st, j.get("rows")), (200, [["approved value"]]), j)
+        st, j = srv.request("POST", "/v1/tools/sql", body, {"X-Approval-Id": aid})
+        eq(st, 403, j)  # good for one call
+        check("used already" in j["error"]["message"], j)
     finally:
         srv.stop()
         shutil.rmtree(host)
     lines = [json.loads(x) for x in open(audit)]
     os.unlink(audit)
     eq([(x["decision"], x["approval"]["state"]) for x in lines],
-       [("allowed", "approved"), ("rejected", "denied")])
+       [("allowed", "approved"), ("rejected", "denied"), ("pending", "pending"),
+        ("pending", "pending"), ("allowed", "approved"), ("rejected", "used")])
 
 
 @test

@@ -267,8 +267,25 @@ static void mp_next_part(struct api_call *c)
 		return;
 	}
 	e = api_registry_get(&c->srv->reg, c->route.session_id);
-	r = e ? api_upload_finish(c, e, &replaced) : -ESRCH;
+	r = e ? 0 : -ESRCH;
+	if (e) {
+		/* POST /v1's check of an upload, each part its own; a refusal
+		 * is answered once the body is read (api_e2b_refuse) */
+		enum MHD_Result ignored;
+
+		x->answer_later = true;
+		if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.size, &ignored) < 0)
+			r = -EPERM;
+		x->answer_later = false;
+	}
+	if (r == 0)
+		r = api_upload_finish(c, e, &replaced);
 	api_session_unref(e);
+	if (r == -EPERM) {
+		x->upload_err = r;
+		api_upload_release(c);
+		return;
+	}
 	if (r < 0) {
 		x->upload_err = r;
 		snprintf(x->upload_why, sizeof(x->upload_why), "%s", c->route.path);
@@ -346,6 +363,8 @@ static enum MHD_Result files_post(struct api_call *c)
 		api_upload_release(c);
 		return api_respond_errorf(c, 400, "bad_upload", "%s", x->upload_why);
 	}
+	if (x->upload_err == -EPERM)
+		return api_respond_error(c, &x->refusal);
 	if (x->upload_err < 0)
 		return fs_error(c, x->upload_err, "write", x->upload_why);
 	if (!c->route.path_len)
@@ -353,6 +372,13 @@ static enum MHD_Result files_post(struct api_call *c)
 	e = e2b_sandbox_session(c, &ret);
 	if (!e)
 		return ret;
+	/* PUT /v1/sessions/{id}/files' check: the file's size against the
+	 * policy's max_file, the client's rate, approvals */
+	if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.size, &ret) < 0) {
+		api_session_unref(e);
+		api_upload_release(c);
+		return ret;
+	}
 	r = api_upload_finish(c, e, &replaced);
 	api_session_unref(e);
 	if (r < 0)
@@ -626,6 +652,28 @@ static int move(const struct ws_ctx *w, const char *from, const char *to)
 	return r;
 }
 
+/* The policy check and audit record of a change: MakeDir is a write
+ * (of nothing), Remove a delete, and Move a delete too (it takes the
+ * source's name away and may replace the destination); /v1's uploads
+ * and DELETEs pass the same.  0, or answered. */
+static int fs_check(struct api_call *c, enum e2b_route route, const struct api_route *r,
+		    const struct api_route *to, enum MHD_Result *ret)
+{
+	struct api_session *e = e2b_sandbox_session(c, ret);
+	int k;
+
+	if (!e)
+		return -ESRCH;
+	memcpy(c->route.session_id, c->e2b->id, sizeof(c->route.session_id));
+	memcpy(c->route.path, r->path, r->path_len + 1);
+	c->route.path_len = r->path_len;
+	k = route == E2B_R_FS_MAKEDIR ? api_check_file(c, e, ACTION_WRITE_FILE, 0, ret)
+	    : route == E2B_R_FS_MOVE  ? api_check_file_to(c, e, ACTION_DELETE_FILE, 0, to->path, ret)
+				      : api_check_file(c, e, ACTION_DELETE_FILE, 0, ret);
+	api_session_unref(e);
+	return k;
+}
+
 enum MHD_Result e2b_handle_fs(struct api_call *c)
 {
 	enum e2b_route route = c->e2b->route;
@@ -650,6 +698,8 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 		return ret;
 	}
 	json_decref(body);
+	if (route != E2B_R_FS_STAT && fs_check(c, route, &r, &to, &ret) < 0)
+		return ret;
 	if (ws_lock(c, &e, &w, &ret) < 0)
 		return ret;
 	switch (route) {
@@ -716,6 +766,14 @@ static int helper(struct api_session *e, const char *call, struct run_result *re
 struct proc_stream {
 	struct api_server *srv;
 	struct api_session *e;
+	/* a command started here (not a stream reattached): the policy's
+	 * execution slot it holds, and its audit record at the end */
+	struct engine_client *client;
+	bool holds;
+	char *code; /* what ran (command_text), NULL: nothing to record */
+	char request_id[AUDIT_ID_LEN + 1], approval_id[AUDIT_ID_LEN + 1];
+	uint64_t t0;
+	struct run_result res; /* status, exit code, signal, output bytes */
 	unsigned pid;
 	uint64_t deadline_ms; /* monotonic; 0: none */
 	uint64_t last_ms;     /* the last frame */
@@ -751,6 +809,11 @@ static void frame_error(struct proc_stream *p, const char *code, const char *msg
 
 static void frame_output(struct proc_stream *p, const char *key, const char *data, size_t n)
 {
+	/* counted, not kept: the audit record's output_bytes */
+	if (!strcmp(key, "stdout"))
+		p->res.out_len += n;
+	else
+		p->res.err_len += n;
 	for (size_t i = 0; i < n; i += PROC_FRAME_DATA) {
 		size_t k = n - i < PROC_FRAME_DATA ? n - i : PROC_FRAME_DATA;
 		char *enc = base64(data + i, k);
@@ -783,6 +846,10 @@ static void frame_end(struct proc_stream *p, long rc)
 		snprintf(status, sizeof(status), "%s", signal_status((int)-rc));
 	else
 		snprintf(status, sizeof(status), "exit status %ld", rc);
+	p->res.status = rc == 0 ? RESULT_OK : rc > 0 ? RESULT_ERROR : RESULT_KILLED;
+	p->res.has_exit_code = rc >= 0;
+	p->res.exit_code = rc >= 0 ? (int)rc : 0;
+	p->res.signal = rc < 0 ? (int)-rc : 0;
 	frame(p, 0, json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode", rc < 0 ? -1 : (int)rc,
 			      "exited", rc >= 0, "status", status));
 	frame(p, CONNECT_FLAG_END, json_object());
@@ -839,6 +906,7 @@ static void proc_step(struct proc_stream *p)
 	}
 	if (p->deadline_ms && api_now_ms() >= p->deadline_ms) {
 		proc_kill(p);
+		p->res.status = RESULT_TIMEOUT;
 		frame_error(p, "deadline_exceeded", "the command ran past its timeout and was killed");
 		return;
 	}
@@ -898,10 +966,28 @@ static ssize_t proc_read(void *cls, uint64_t pos, char *out, size_t max)
 	}
 }
 
+/* The command's record, as /v1's execution's (api_audit_exec), and its
+ * execution slot back.  A command whose stream ended first (the client
+ * went away, a background command) goes on in the sandbox, as in E2B:
+ * its record says "detached". */
+static void command_done(struct proc_stream *p)
+{
+	if (p->code && p->e)
+		api_audit_command(p->srv, p->client, p->request_id, p->approval_id, p->e, p->code,
+				  strlen(p->code), p->ended ? &p->res : NULL, p->t0,
+				  p->ended ? NULL : "detached");
+	if (p->holds)
+		engine_release(p->client, ACTION_SESSION_EXEC);
+	p->holds = false;
+	free(p->code);
+	p->code = NULL;
+}
+
 static void proc_free(void *cls)
 {
 	struct proc_stream *p = cls;
 
+	command_done(p);
 	api_session_unref(p->e);
 	buf_release(&p->out);
 	free(p);
@@ -928,7 +1014,7 @@ static enum MHD_Result stream_answer(struct api_call *c, struct proc_stream *p)
 
 /* Start's errors: Connect streams carry them in their end message, with
  * HTTP 200 (an HTTP status would reach the SDK as another code). */
-static enum MHD_Result stream_error(struct api_call *c, const struct api_error *err)
+enum MHD_Result e2b_stream_error(struct api_call *c, const struct api_error *err)
 {
 	struct proc_stream *p = calloc(1, sizeof(*p));
 	size_t len;
@@ -955,7 +1041,7 @@ static enum MHD_Result stream_errorf(struct api_call *c, int http, const char *f
 	va_start(ap, fmt);
 	vsnprintf(err.message, sizeof(err.message), fmt, ap);
 	va_end(ap);
-	return stream_error(c, &err);
+	return e2b_stream_error(c, &err);
 }
 
 /* {"process": {"cmd", "args", "envs", "cwd"}} as a helper call. */
@@ -1080,6 +1166,47 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	return stream_answer(c, p);
 }
 
+/* What a command runs, for its audit record: the script of `bash -c
+ * SCRIPT` (what commands.run was given: the SDK sends "/bin/bash", "-l",
+ * "-c", SCRIPT), else cmd and its args joined by spaces.  NULL on
+ * ENOMEM. */
+static char *command_text(json_t *req)
+{
+	json_t *proc = json_object_get(req, "process"), *args = json_object_get(proc, "args"), *v;
+	const char *cmd = json_string_value(json_object_get(proc, "cmd"));
+	size_t n = json_array_size(args), i;
+	struct buf b;
+	char *out;
+
+	if (n >= 2 && !strcmp(json_string_value(json_array_get(args, n - 2)) ?: "", "-c") &&
+	    json_is_string(json_array_get(args, n - 1)))
+		return strdup(json_string_value(json_array_get(args, n - 1)));
+	buf_init(&b, E2B_JSON_MAX);
+	(void)buf_puts(&b, cmd ? cmd : "");
+	json_array_foreach(args, i, v)
+		(void)buf_printf(&b, " %s", json_string_value(v) ?: "");
+	out = strdup(buf_str(&b));
+	buf_release(&b);
+	return out;
+}
+
+/* The sandbox of the request with a new reference to its session, or
+ * NULL. */
+static struct api_session *sandbox_ref(struct api_call *c)
+{
+	struct api_session *e = NULL;
+	struct e2b_sandbox *sb;
+
+	pthread_mutex_lock(&c->srv->e2b->lock);
+	sb = e2b_find(c->srv->e2b, c->e2b->id);
+	if (sb) {
+		e = sb->entry;
+		api_session_ref(e);
+	}
+	pthread_mutex_unlock(&c->srv->e2b->lock);
+	return e;
+}
+
 static enum MHD_Result proc_start(struct api_call *c)
 {
 	const union MHD_ConnectionInfo *ci;
@@ -1088,7 +1215,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	struct proc_stream *p;
 	struct run_result res;
 	struct api_error err;
-	struct api_session *e;
+	struct engine_verdict v = { 0 };
 	enum MHD_Result ret;
 	size_t len;
 	char *call = NULL;
@@ -1103,24 +1230,49 @@ static enum MHD_Result proc_start(struct api_call *c)
 		return stream_errorf(c, 400, "the Connect message is not a JSON object");
 	}
 	r = start_call(req, &call, &err);
+	p = r < 0 ? NULL : calloc(1, sizeof(*p));
+	if (p && !(p->code = command_text(req))) {
+		free(p);
+		p = NULL;
+	}
 	json_decref(req);
 	if (r < 0)
-		return stream_error(c, &err);
-	pthread_mutex_lock(&c->srv->e2b->lock);
-	e = NULL;
-	{
-		struct e2b_sandbox *sb = e2b_find(c->srv->e2b, c->e2b->id);
-
-		if (sb) {
-			e = sb->entry;
-			api_session_ref(e);
-		}
+		return e2b_stream_error(c, &err);
+	if (!p) {
+		free(call);
+		return MHD_NO;
 	}
-	pthread_mutex_unlock(&c->srv->e2b->lock);
-	r = e ? helper(e, call, &res) : -ESRCH;
+	p->srv = c->srv;
+	p->client = c->client;
+	p->client_fd = -1;
+	p->res.status = RESULT_KILLED; /* until its end event says otherwise */
+	buf_init(&p->out, PROC_PENDING_MAX);
+	p->e = sandbox_ref(c);
+	if (!p->e) {
+		free(call);
+		proc_free(p);
+		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
+				     c->e2b->id);
+	}
+	/* POST /v1/sessions/{id}/execute's check, in bash: the language,
+	 * the timeout against the policy's, the client's rate and an
+	 * execution slot held while the command runs */
+	if (api_check_command(c, p->e, p->code, strlen(p->code),
+			      (double)c->e2b->timeout_ms / 1000.0, &v, &ret) < 0) {
+		free(call);
+		free(p->code);
+		p->code = NULL; /* recorded already */
+		proc_free(p);
+		return ret;
+	}
+	p->holds = v.holds_execution;
+	p->t0 = now_ns();
+	memcpy(p->request_id, c->request_id, sizeof(p->request_id));
+	memcpy(p->approval_id, c->approval_id, sizeof(p->approval_id));
+	r = helper(p->e, call, &res);
 	free(call);
 	if (r < 0) {
-		api_session_unref(e);
+		proc_free(p);
 		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
 				     c->e2b->id);
 	}
@@ -1130,22 +1282,15 @@ static enum MHD_Result proc_start(struct api_call *c)
 				    res.error_name ? res.error_name : "error",
 				    res.error_value ? res.error_value : "no pid");
 		run_result_release(&res);
-		api_session_unref(e);
+		p->ended = true;
+		p->res.status = RESULT_ERROR;
+		proc_free(p);
 		return ret;
 	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		run_result_release(&res);
-		api_session_unref(e);
-		return MHD_NO;
-	}
-	p->srv = c->srv;
-	p->e = e;
 	p->pid = (unsigned)strtoul(t, NULL, 10);
 	run_result_release(&res);
 	p->last_ms = api_now_ms();
 	p->deadline_ms = c->e2b->timeout_ms ? p->last_ms + c->e2b->timeout_ms : 0;
-	buf_init(&p->out, PROC_PENDING_MAX);
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	p->client_fd = ci ? ci->connect_fd : -1;
 	return stream_answer(c, p);
@@ -1174,6 +1319,11 @@ static enum MHD_Result proc_signal(struct api_call *c, json_t *body)
 	e = e2b_sandbox_session(c, &ret);
 	if (!e)
 		return ret;
+	/* POST /v1/sessions/{id}/interrupt's check and record */
+	if (api_check_action(c, e, ACTION_SESSION_INTERRUPT, &ret) < 0) {
+		api_session_unref(e);
+		return ret;
+	}
 	snprintf(call, sizeof(call), "kill(%d, %d)", (int)json_integer_value(pid), s);
 	r = helper(e, call, &res);
 	api_session_unref(e);

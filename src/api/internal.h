@@ -398,6 +398,17 @@ int api_check_action(struct api_call *c, struct api_session *e, enum engine_acti
 		     enum MHD_Result *ret);
 int api_check_file(struct api_call *c, struct api_session *e, enum engine_action a,
 		   uint64_t bytes, enum MHD_Result *ret);
+/* The same, its record's arguments naming a destination too (a move). */
+int api_check_file_to(struct api_call *c, struct api_session *e, enum engine_action a,
+		      uint64_t bytes, const char *to, enum MHD_Result *ret);
+/* A command (E2B's process Start): bash code in e's sandbox, with the
+ * client's execution slot (engine_release() it when the command ends)
+ * and rate; its record comes at its end (api_audit_command). */
+int api_check_command(struct api_call *c, struct api_session *e, const char *cmd, size_t len,
+		      double timeout_s, struct engine_verdict *v, enum MHD_Result *ret);
+void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
+		       const char *approval_id, struct api_session *e, const char *cmd, size_t len,
+		       const struct run_result *res, uint64_t t0, const char *status);
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
 		    const char *approval_id, struct api_session *entry, const struct api_request *req,
 		    const struct run_result *res, uint64_t t0);

@@ -32,8 +32,6 @@
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
-#define LIST_MAX 10000		 /* entries of one ListDir */
-#define LIST_DEPTH_MAX 32	 /* levels of one ListDir */
 #define PROC_POLL_S "0.2"	 /* how long one poll cell waits for output */
 #define PROC_KEEPALIVE_MS 20000	 /* under the SDK's 50 s */
 #define PROC_FRAME_DATA (48u << 10) /* bytes of output per data event */
@@ -42,36 +40,15 @@
 
 /* ---- errors ---- */
 
+/* The engine's table, envd's statuses (E2B's SDK maps 400, 404 and 507
+ * to its own errors). */
 static enum MHD_Result fs_error(struct api_call *c, int err, const char *what, const char *path)
 {
-	switch (-err) {
-	case ENOENT:
-		return api_respond_errorf(c, 404, "file_not_found", "%s: no such file or directory: '%s'", what, path);
-	case EXDEV:
-	case ELOOP:
-		return api_respond_errorf(c, 400, "invalid_path", "'%s' leads out of the workspace (through a symlink)", path);
-	case ENOTDIR:
-		return api_respond_errorf(c, 400, "invalid_path", "a component of '%s' is not a directory", path);
-	case EISDIR:
-		return api_respond_errorf(c, 400, "is_a_directory", "'%s' is a directory", path);
-	case EEXIST:
-		return api_respond_errorf(c, 409, "already_exists", "'%s' already exists", path);
-	case ENOSPC:
-	case EDQUOT:
-		return api_respond_errorf(c, 507, "workspace_full", "the workspace is full (%s '%s'): remove files", what, path);
-	case E2BIG:
-		return api_respond_errorf(c, 413, "body_too_large", "the file is over the limit of %u bytes", API_FILE_MAX);
-	case ESTALE:
-		return api_respond_errorf(c, 409, "sandbox_restarting", "the sandbox restarted during the upload of '%s': send it again", path);
-	case EMLINK:
-		return api_respond_errorf(c, 409, "too_deep", "'%s' is nested too deep and was removed only in part", path);
-	default:
-		return api_respond_errorf(c, 500, "file_error", "cannot %s '%s': %s", what, path, strerror(-err));
-	}
+	return api_files_error(c, err, what, path, true);
 }
 
 /* The sandbox's session and workspace, locked: 0, or answered. */
-static int ws_lock(struct api_call *c, struct api_session **ret_e, struct ws_ctx *w, enum MHD_Result *ret)
+static int ws_lock(struct api_call *c, struct api_session **ret_e, struct engine_ws *w, enum MHD_Result *ret)
 {
 	struct api_session *e = e2b_sandbox_session(c, ret);
 	int r;
@@ -274,7 +251,7 @@ static void mp_next_part(struct api_call *c)
 		enum MHD_Result ignored;
 
 		x->answer_later = true;
-		if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.size, &ignored) < 0)
+		if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.u.size, &ignored) < 0)
 			r = -EPERM;
 		x->answer_later = false;
 	}
@@ -374,7 +351,7 @@ static enum MHD_Result files_post(struct api_call *c)
 		return ret;
 	/* PUT /v1/sessions/{id}/files' check: the file's size against the
 	 * policy's max_file, the client's rate, approvals */
-	if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.size, &ret) < 0) {
+	if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.u.size, &ret) < 0) {
 		api_session_unref(e);
 		api_upload_release(c);
 		return ret;
@@ -406,7 +383,7 @@ static enum MHD_Result files_get(struct api_call *c)
 	char path[API_PATH_MAX + 64];
 	struct api_session *e;
 	struct api_error err;
-	struct ws_ctx w;
+	struct engine_ws w;
 	struct stat st;
 	enum MHD_Result ret;
 	int k = e2b_query(c, "path", path, sizeof(path), &err), fd;
@@ -417,12 +394,13 @@ static enum MHD_Result files_get(struct api_call *c)
 		return api_respond_error(c, &err);
 	if (ws_lock(c, &e, &w, &ret) < 0)
 		return ret;
-	fd = openat_beneath(w.ws, c->route.path_len ? c->route.path : ".", O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	fd = engine_files_open(&w, c->route.path, &st);
 	ws_unlock(e);
-	if (fd < 0)
-		return fs_error(c, fd == -ENXIO ? -EINVAL : fd, "read", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	if (fd < 0 && fd != -ENXIO)
+		return fs_error(c, fd, "read", path);
+	if (fd < 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
 		return api_respond_errorf(c, 400, "not_a_file", "'%s' is not a file", path);
 	}
 	return api_send_file(c, fd, &st);
@@ -445,15 +423,18 @@ static void permissions(mode_t m, char out[11])
 	out[10] = '\0';
 }
 
-/* E2B's EntryInfo of name in dir (rel: its workspace path). */
-static json_t *entry_info(int dir, const char *name, const char *rel)
+/* E2B's EntryInfo of name in dir (rel: its workspace path; stp its
+ * stat, or NULL to take it). */
+static json_t *entry_info(int dir, const char *name, const char *rel, const struct stat *stp)
 {
 	char abs[API_PATH_MAX + 32], perm[11], mtime[48];
 	struct stat st;
 	struct tm tm;
 	json_t *j;
 
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (stp)
+		st = *stp;
+	else if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return NULL;
 	e2b_abs_path(rel, abs, sizeof(abs));
 	permissions(st.st_mode, perm);
@@ -484,43 +465,19 @@ static json_t *entry_info(int dir, const char *name, const char *rel)
 	return j;
 }
 
-/* Entries of the directory fd (its workspace path rel), depth levels
- * down; names that are not UTF-8, and uploads in progress, left out. */
-static void list_dir(int fd, const char *rel, unsigned depth, json_t *arr)
+/* An entry of a ListDir (engine_files_list): its EntryInfo. */
+static int list_entry(void *arg, int dir, const char *name, const char *rel, const struct stat *st)
 {
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
+	json_t *j;
 
-	if (!d) {
-		close(fd);
-		return;
+	if (strlen(rel) > API_PATH_MAX)
+		return 0;
+	j = entry_info(dir, name, rel, st);
+	if (!j || !json_string_value(json_object_get(j, "path"))) {
+		json_decref(j);
+		return 0;
 	}
-	while ((de = readdir(d)) && json_array_size(arr) < LIST_MAX) {
-		char sub[API_PATH_MAX + 1];
-		uint64_t bad;
-		json_t *j;
-		int n;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    !strncmp(de->d_name, WS_UPLOAD_PREFIX, sizeof(WS_UPLOAD_PREFIX) - 1))
-			continue;
-		n = snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
-		if (n < 0 || (size_t)n >= sizeof(sub) || !utf8_valid(de->d_name, strlen(de->d_name), &bad))
-			continue;
-		j = entry_info(dirfd(d), de->d_name, sub);
-		if (!j || !json_string_value(json_object_get(j, "path"))) {
-			json_decref(j);
-			continue;
-		}
-		json_array_append_new(arr, j);
-		if (depth > 1 && de->d_type == DT_DIR) {
-			int sfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sfd >= 0)
-				list_dir(sfd, sub, depth - 1, arr);
-		}
-	}
-	closedir(d);
+	return json_array_append_new(arg, j) < 0 ? -ENOMEM : 0;
 }
 
 /* A string field that is a workspace path, into r. */
@@ -548,40 +505,33 @@ static bool unary_json(struct api_call *c, struct api_error *e)
 static enum MHD_Result fs_listdir(struct api_call *c, json_t *body, const struct api_route *r)
 {
 	json_t *jd = json_object_get(body, "depth"), *arr;
-	unsigned depth = 1;
+	struct engine_files_listing l = { .depth = 1 };
 	struct api_session *e;
-	struct ws_ctx w;
+	struct engine_ws w;
 	enum MHD_Result ret;
-	struct stat st;
-	int fd;
+	int k;
 
 	if (jd && !json_is_null(jd)) {
 		if (!json_is_integer(jd) || json_integer_value(jd) < 0)
 			return api_respond_errorf(c, 400, "invalid_argument", "'depth' must be a whole number");
-		depth = json_integer_value(jd) == 0 ? 1
-			: json_integer_value(jd) > LIST_DEPTH_MAX ? LIST_DEPTH_MAX
+		/* the engine caps it (FILES_DEPTH_MAX) */
+		l.depth = json_integer_value(jd) > FILES_DEPTH_MAX ? FILES_DEPTH_MAX
 								   : (unsigned)json_integer_value(jd);
 	}
 	if (ws_lock(c, &e, &w, &ret) < 0)
 		return ret;
-	fd = openat_beneath(w.ws, r->path_len ? r->path : ".", O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))) {
-		close(fd);
-		fd = -ENOTDIR;
-	}
 	arr = json_array();
-	if (fd >= 0)
-		list_dir(fd, r->path, depth, arr);
+	k = engine_files_list(&w, r->path, &l, list_entry, arr);
 	ws_unlock(e);
-	if (fd < 0) {
+	if (k < 0) {
 		json_decref(arr);
-		return fs_error(c, fd, "list", r->path_len ? r->path : ".");
+		return fs_error(c, k, "list", r->path);
 	}
 	return api_respond_json(c, 200, json_pack("{s:o}", "entries", arr));
 }
 
 /* Stat, and the answer of MakeDir and Move: {"entry": EntryInfo}. */
-static enum MHD_Result entry_answer(struct api_call *c, const struct ws_ctx *w, const char *rel)
+static enum MHD_Result entry_answer(struct api_call *c, const struct engine_ws *w, const char *rel)
 {
 	char parent[API_PATH_MAX + 1];
 	const char *name;
@@ -589,67 +539,18 @@ static enum MHD_Result entry_answer(struct api_call *c, const struct ws_ctx *w, 
 	int dir;
 
 	if (!*rel) {
-		j = entry_info(w->ws, ".", "");
+		j = entry_info(w->fd, ".", "", NULL);
 	} else {
-		api_split_path(rel, parent, sizeof(parent), &name);
-		dir = api_ws_open_dir(w, parent, false);
+		engine_files_split(rel, parent, sizeof(parent), &name);
+		dir = engine_files_open_dir(w, parent, false);
 		if (dir < 0)
 			return fs_error(c, dir, "stat", rel);
-		j = entry_info(dir, name, rel);
+		j = entry_info(dir, name, rel, NULL);
 		close(dir);
 	}
 	if (!j)
 		return fs_error(c, -ENOENT, "stat", rel);
 	return api_respond_json(c, 200, json_pack("{s:o}", "entry", j));
-}
-
-static int make_dir(const struct ws_ctx *w, const char *rel)
-{
-	char parent[API_PATH_MAX + 1];
-	const char *name;
-	struct ws_fsid prev;
-	int dir, r = 0;
-
-	if (!*rel)
-		return -EEXIST;
-	api_split_path(rel, parent, sizeof(parent), &name);
-	dir = api_ws_open_dir(w, parent, true);
-	if (dir < 0)
-		return dir;
-	prev = api_ws_become_owner(w);
-	if (mkdirat(dir, name, 0755) < 0)
-		r = -errno;
-	ws_restore_ids(prev);
-	close(dir);
-	return r;
-}
-
-static int move(const struct ws_ctx *w, const char *from, const char *to)
-{
-	char pf[API_PATH_MAX + 1], pt[API_PATH_MAX + 1];
-	const char *nf, *nt;
-	struct ws_fsid prev;
-	int df, dt, r = 0;
-
-	if (!*from || !*to)
-		return -EBUSY;
-	api_split_path(from, pf, sizeof(pf), &nf);
-	api_split_path(to, pt, sizeof(pt), &nt);
-	df = api_ws_open_dir(w, pf, false);
-	if (df < 0)
-		return df;
-	dt = api_ws_open_dir(w, pt, true);
-	if (dt < 0) {
-		close(df);
-		return dt;
-	}
-	prev = api_ws_become_owner(w);
-	if (renameat(df, nf, dt, nt) < 0)
-		r = -errno;
-	ws_restore_ids(prev);
-	close(df);
-	close(dt);
-	return r;
 }
 
 /* The policy check and audit record of a change: MakeDir is a write
@@ -680,7 +581,7 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 	struct api_route r, to;
 	struct api_session *e;
 	struct api_error err;
-	struct ws_ctx w;
+	struct engine_ws w;
 	enum MHD_Result ret;
 	json_t *body;
 	int k;
@@ -707,20 +608,16 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 		ret = entry_answer(c, &w, r.path);
 		break;
 	case E2B_R_FS_MAKEDIR:
-		k = make_dir(&w, r.path);
+		k = engine_files_mkdir(&w, r.path);
 		ret = k < 0 ? fs_error(c, k, "make the directory", r.path) : entry_answer(c, &w, r.path);
 		break;
 	case E2B_R_FS_MOVE:
-		k = move(&w, r.path, to.path);
-		ret = k == -EBUSY ? api_respond_errorf(c, 400, "invalid_argument", "the workspace itself cannot be moved")
-		      : k < 0	  ? fs_error(c, k, "move", r.path)
-				  : entry_answer(c, &w, to.path);
+		k = engine_files_move(&w, r.path, to.path);
+		ret = k < 0 ? fs_error(c, k, "move", r.path) : entry_answer(c, &w, to.path);
 		break;
 	default: /* Remove */
-		k = r.path_len ? api_ws_remove(&w, r.path) : -EBUSY;
-		ret = k == -EBUSY ? api_respond_errorf(c, 400, "invalid_argument", "the workspace itself cannot be removed")
-		      : k < 0	  ? fs_error(c, k, "remove", r.path)
-				  : api_respond_json(c, 200, json_object());
+		k = engine_files_remove(&w, r.path);
+		ret = k < 0 ? fs_error(c, k, "remove", r.path) : api_respond_json(c, 200, json_object());
 		break;
 	}
 	ws_unlock(e);

@@ -1169,6 +1169,8 @@ static enum MHD_Result proc_start(struct api_call *c)
 	r = helper(p->e, call, &res);
 	free(call);
 	if (r < 0) {
+		p->ended = true; /* recorded as an error, not as detached */
+		p->res.status = RESULT_ERROR;
 		proc_free(p);
 		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
 				     c->e2b->id);

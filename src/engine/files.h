@@ -121,7 +121,7 @@ struct engine_files_error {
 	int http;	  /* /v1's status */
 	int e2b_http;	  /* envd's, where E2B's SDK maps another to its own error */
 	const char *code; /* /v1's error code */
-	char message[512];
+	char message[400]; /* room for a door's hint in its own 512 */
 };
 void engine_files_error(int err, const char *what, const char *path, struct engine_files_error *out);
 

@@ -161,9 +161,9 @@ def e2b_commands_and_file_calls_pass_the_policy_and_are_audited():
         eq(rej, [("delete_file", "approval"), ("delete_file", "approval"),
                  ("session_exec", "languages"), ("write_file", "max_file"),
                  ("write_file", "max_file")])
-        cmd = [x for x in mine if x["tool"] == "session_exec"]
-        eq((cmd[0]["language"], cmd[0]["code_sha256"], cmd[0]["door"]),
-           ("bash", sha("echo hi > ran.txt"), "api"), cmd)
+        cmd = [x for x in mine if x["tool"] == "session_exec" and x["language"] == "bash"]
+        eq((cmd[0]["code_sha256"], cmd[0]["door"], cmd[0]["rule"]),
+           (sha("echo hi > ran.txt"), "api", "languages"), cmd)
         ok = sorted(x["tool"] for x in mine if x["decision"] == "allowed" and
                     x["tool"] in ("write_file", "delete_file", "session_interrupt"))
         # small.txt, p1.txt, MakeDir; the approved Remove; the kill
@@ -172,6 +172,33 @@ def e2b_commands_and_file_calls_pass_the_policy_and_are_audited():
         check({x["approval"]["state"] for x in held} >= {"denied", "approved"}, held)
         moved = [x for x in mine if x["tool"] == "delete_file" and "to" in (x.get("arguments") or {})]
         eq(len(moved), 1, "the Move's record names its destination")
+
+
+@test
+def e2b_run_code_is_checked_in_its_contexts_language():
+    """runCode in a JavaScript context runs in the Python kernel's
+    sandbox (e2b_jupyter.c) but is JavaScript: a policy without it
+    refuses it, as an error event naming the rule (it ran before)."""
+    with tempfile.TemporaryDirectory() as d:
+        pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")
+        write(pol, "[default]\nlanguages = python\n")
+        s = Serve("--policy", pol, "--audit", audit, "--pool", "0")
+        try:
+            sb = create(s)
+            jup = dict(to(sb), **{"E2b-Sandbox-Port": "49999"})
+            st, data = s.request("POST", "/execute", {"code": "1+1", "language": "javascript"},
+                                 headers=jup)
+            events = [json.loads(x) for x in data.splitlines()]
+            eq((st, [e["type"] for e in events]), (200, ["error", "end_of_execution"]), events)
+            check(events[0]["name"] == "rejected" and "rule 'languages'" in events[0]["value"], events)
+            st, data = s.request("POST", "/execute", {"code": "6*7"}, headers=jup)
+            check(b'"42"' in data, data)
+            eq(s.request("DELETE", "/sandboxes/" + sb["sandboxID"])[0], 204)
+        finally:
+            eq(s.stop(), 0, s.log()[-3000:])
+        runs = [(x["language"], x["decision"], x["rule"]) for x in audit_lines(audit)
+                if x["tool"] == "session_exec"]
+        eq(sorted(runs), [("javascript", "rejected", "languages"), ("python", "allowed", None)])
 
 
 @test

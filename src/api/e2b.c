@@ -394,7 +394,7 @@ static bool api_key_valid(const struct api_server *srv, const char *key)
 	size_t tlen = srv->cfg.token_len, klen;
 	unsigned char d = 0;
 
-	if (!key || strncmp(key, "e2b_", 4) != 0)
+	if (!t || !key || strncmp(key, "e2b_", 4) != 0)
 		return false;
 	key += 4;
 	klen = strlen(key);
@@ -411,7 +411,26 @@ static bool api_key_valid(const struct api_server *srv, const char *key)
 	return d == 0;
 }
 
-int api_e2b_auth(struct api_server *srv, struct MHD_Connection *conn, struct api_error *e)
+/* The client whose key the SDK sent (E2B_API_KEY): a policy file's
+ * client key as it is or after "e2b_" (E2B's keys begin so, and some
+ * tools insist on it), compared by digest as /v1's Bearer keys are; or
+ * the server's token (the default policy's).  NULL: none. */
+static struct engine_client *key_client(struct api_server *srv, const char *key)
+{
+	struct engine_client *c;
+
+	if (!key)
+		return NULL;
+	c = engine_policies_client(srv->policies, key, strlen(key));
+	if (!c && !strncmp(key, "e2b_", 4))
+		c = engine_policies_client(srv->policies, key + 4, strlen(key + 4));
+	if (!c && api_key_valid(srv, key))
+		c = &srv->policies->clients[0];
+	return c;
+}
+
+int api_e2b_auth(struct api_server *srv, struct MHD_Connection *conn,
+		 struct engine_client **ret_client, struct api_error *e)
 {
 	const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-API-Key");
 	const char *id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
@@ -419,26 +438,83 @@ int api_e2b_auth(struct api_server *srv, struct MHD_Connection *conn, struct api
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Access-Token"),
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2B-Traffic-Access-Token"),
 	};
-	bool ok = false;
+	struct engine_client *client = key_client(srv, key);
 
-	if (api_key_valid(srv, key))
+	if (client) {
+		*ret_client = client;
 		return 0;
+	}
 	if (!id)
 		return api_error_set(e, 401, "unauthorized",
-				     key ? "the API key is wrong: it is 'e2b_' followed by the server's token (see 'Coming from E2B' in the README)"
-					 : "this server needs an API key: set E2B_API_KEY to 'e2b_' followed by the server's token");
+				     key ? "the API key is wrong: it is one of the policy file's client keys, or 'e2b_' followed by the server's token (see 'Coming from E2B' in the README)"
+					 : "this server needs an API key: set E2B_API_KEY to your client key (or 'e2b_' followed by the server's token)");
+	/* a sandbox's own calls carry its access token instead, and are its
+	 * maker's: the same client, the same policy */
 	pthread_mutex_lock(&srv->e2b->lock);
 	{
 		struct e2b_sandbox *sb = e2b_find(srv->e2b, id);
 
-		for (size_t i = 0; sb && i < ARRAY_SIZE(tokens); i++)
+		for (size_t i = 0; sb && !client && i < ARRAY_SIZE(tokens); i++)
 			if (tokens[i] && sb->access[0] &&
 			    secret_equal(tokens[i], strlen(tokens[i]), sb->access, strlen(sb->access)))
-				ok = true;
+				client = sb->entry->client ? sb->entry->client : &srv->policies->clients[0];
 	}
 	pthread_mutex_unlock(&srv->e2b->lock);
-	return ok ? 0 : api_error_set(e, 401, "unauthorized",
-				      "the sandbox's access token (X-Access-Token) is missing or wrong");
+	if (!client)
+		return api_error_set(e, 401, "unauthorized",
+				     "the sandbox's access token (X-Access-Token) is missing or wrong");
+	*ret_client = client;
+	return 0;
+}
+
+/* runCode refused: the stream of an execution whose error is the
+ * rejection, as a limit or a timeout is (exec.c), so the SDK's
+ * execution.error names the rule (an HTTP error reaches the caller as
+ * "403 Forbidden" and no more). */
+static enum MHD_Result refuse_execution(struct api_call *c, const struct api_error *e)
+{
+	json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", "rejected", "value",
+			       e->message, "traceback", "");
+	char *line = ev ? json_dumps(ev, JSON_FLAGS) : NULL;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char *body = NULL;
+	int n;
+
+	json_decref(ev);
+	n = line ? asprintf(&body, "%s\n{\"type\":\"end_of_execution\"}\n", line) : -1;
+	free(line);
+	if (n < 0)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	api_response_headers(r, "application/x-ndjson");
+	ret = MHD_queue_response(c->conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+enum MHD_Result api_e2b_refuse(struct api_call *c, const struct engine_verdict *v)
+{
+	struct api_error e = { .http = v->http ? v->http : 403, .code = "rejected" };
+	struct e2b_call *x = c->e2b;
+
+	snprintf(e.message, sizeof(e.message), "%s", v->message);
+	if (x && x->answer_later) {
+		/* a part of a multipart upload, refused while the body is
+		 * read: files_post answers once it is */
+		x->refusal = e;
+		x->refused = true;
+		return MHD_YES;
+	}
+	if (x && (x->route == E2B_R_PROC_START || x->route == E2B_R_PROC_CONNECT))
+		return e2b_stream_error(c, &e);
+	if (x && x->route == E2B_R_EXECUTE)
+		return refuse_execution(c, &e);
+	return api_e2b_respond_error(c, &e);
 }
 
 /* ---- answers ---- */
@@ -735,7 +811,10 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 		r = get_metadata(body, &meta, e);
 	if (r == 0 && !(sb = calloc(1, sizeof(*sb))))
 		r = api_error_set(e, 500, "internal", "out of memory");
-	if (r == 0 && srv->token && random_hex(sb->access, API_ID_LEN / 2) < 0)
+	/* with keys to check, the sandbox's own calls carry a token of
+	 * its own, which says whose sandbox it is (api_e2b_auth) */
+	if (r == 0 && (srv->token || engine_policies_has_clients(srv->policies)) &&
+	    random_hex(sb->access, API_ID_LEN / 2) < 0)
 		r = api_error_set(e, 500, "internal", "no random bytes for the access token");
 	if (r == 0 && api_registry_reserve(&srv->reg) < 0)
 		r = api_error_set(e, 429, "too_many_sessions",

@@ -22,6 +22,8 @@
 struct api_server;
 struct api_call;
 struct api_error;
+struct engine_client;
+struct engine_verdict;
 
 /* The E2B door's state in the server (sandboxes, their contexts and
  * commands).  0 or -ENOMEM. */
@@ -33,11 +35,19 @@ bool api_e2b_claims(struct MHD_Connection *conn, const char *url);
 /* Route it (c->e2b, c->style): 0, or -EINVAL with e set (404 unknown
  * route or sandbox, 400 bad path). */
 int api_e2b_start(struct api_call *c, const char *url, struct api_error *e);
-/* With a server token: the API key (X-API-Key: e2b_ + the token, or its
- * bytes in hex) on the control plane, the sandbox's access token
- * (X-Access-Token or E2B-Traffic-Access-Token) or the API key on a
- * sandbox's routes.  0, or -EINVAL with e set (401). */
-int api_e2b_auth(struct api_server *srv, struct MHD_Connection *conn, struct api_error *e);
+/* With a server token or a policy file's client keys: the API key
+ * (X-API-Key: a client's key, with or without "e2b_" before it; or e2b_ +
+ * the token, or its bytes in hex) on the control plane; the sandbox's
+ * access token (X-Access-Token or E2B-Traffic-Access-Token) or the API
+ * key on a sandbox's routes.  0 and the client (a sandbox's access
+ * token: the client that made it), or -EINVAL with e set (401). */
+int api_e2b_auth(struct api_server *srv, struct MHD_Connection *conn,
+		 struct engine_client **ret_client, struct api_error *e);
+/* A call the policy refused, in the door's shape: {"code": 403,
+ * "message": "rejected by policy ..."} (REST), Connect's
+ * permission_denied / resource_exhausted (unary calls, or the end of a
+ * process stream).  The audit record is written already. */
+enum MHD_Result api_e2b_refuse(struct api_call *c, const struct engine_verdict *v);
 /* The most body bytes this request may send. */
 size_t api_e2b_body_max(const struct api_call *c);
 /* A chunk of the body: true if the door took it (an upload), false to

@@ -32,8 +32,6 @@
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
-#define LIST_MAX 10000		 /* entries of one ListDir */
-#define LIST_DEPTH_MAX 32	 /* levels of one ListDir */
 #define PROC_POLL_S "0.2"	 /* how long one poll cell waits for output */
 #define PROC_KEEPALIVE_MS 20000	 /* under the SDK's 50 s */
 #define PROC_FRAME_DATA (48u << 10) /* bytes of output per data event */
@@ -42,36 +40,15 @@
 
 /* ---- errors ---- */
 
+/* The engine's table, envd's statuses (E2B's SDK maps 400, 404 and 507
+ * to its own errors). */
 static enum MHD_Result fs_error(struct api_call *c, int err, const char *what, const char *path)
 {
-	switch (-err) {
-	case ENOENT:
-		return api_respond_errorf(c, 404, "file_not_found", "%s: no such file or directory: '%s'", what, path);
-	case EXDEV:
-	case ELOOP:
-		return api_respond_errorf(c, 400, "invalid_path", "'%s' leads out of the workspace (through a symlink)", path);
-	case ENOTDIR:
-		return api_respond_errorf(c, 400, "invalid_path", "a component of '%s' is not a directory", path);
-	case EISDIR:
-		return api_respond_errorf(c, 400, "is_a_directory", "'%s' is a directory", path);
-	case EEXIST:
-		return api_respond_errorf(c, 409, "already_exists", "'%s' already exists", path);
-	case ENOSPC:
-	case EDQUOT:
-		return api_respond_errorf(c, 507, "workspace_full", "the workspace is full (%s '%s'): remove files", what, path);
-	case E2BIG:
-		return api_respond_errorf(c, 413, "body_too_large", "the file is over the limit of %u bytes", API_FILE_MAX);
-	case ESTALE:
-		return api_respond_errorf(c, 409, "sandbox_restarting", "the sandbox restarted during the upload of '%s': send it again", path);
-	case EMLINK:
-		return api_respond_errorf(c, 409, "too_deep", "'%s' is nested too deep and was removed only in part", path);
-	default:
-		return api_respond_errorf(c, 500, "file_error", "cannot %s '%s': %s", what, path, strerror(-err));
-	}
+	return api_files_error(c, err, what, path, true);
 }
 
 /* The sandbox's session and workspace, locked: 0, or answered. */
-static int ws_lock(struct api_call *c, struct api_session **ret_e, struct ws_ctx *w, enum MHD_Result *ret)
+static int ws_lock(struct api_call *c, struct api_session **ret_e, struct engine_ws *w, enum MHD_Result *ret)
 {
 	struct api_session *e = e2b_sandbox_session(c, ret);
 	int r;
@@ -267,8 +244,25 @@ static void mp_next_part(struct api_call *c)
 		return;
 	}
 	e = api_registry_get(&c->srv->reg, c->route.session_id);
-	r = e ? api_upload_finish(c, e, &replaced) : -ESRCH;
+	r = e ? 0 : -ESRCH;
+	if (e) {
+		/* POST /v1's check of an upload, each part its own; a refusal
+		 * is answered once the body is read (api_e2b_refuse) */
+		enum MHD_Result ignored;
+
+		x->answer_later = true;
+		if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.u.size, &ignored) < 0)
+			r = -EPERM;
+		x->answer_later = false;
+	}
+	if (r == 0)
+		r = api_upload_finish(c, e, &replaced);
 	api_session_unref(e);
+	if (r == -EPERM) {
+		x->upload_err = r;
+		api_upload_release(c);
+		return;
+	}
 	if (r < 0) {
 		x->upload_err = r;
 		snprintf(x->upload_why, sizeof(x->upload_why), "%s", c->route.path);
@@ -346,6 +340,8 @@ static enum MHD_Result files_post(struct api_call *c)
 		api_upload_release(c);
 		return api_respond_errorf(c, 400, "bad_upload", "%s", x->upload_why);
 	}
+	if (x->upload_err == -EPERM)
+		return api_respond_error(c, &x->refusal);
 	if (x->upload_err < 0)
 		return fs_error(c, x->upload_err, "write", x->upload_why);
 	if (!c->route.path_len)
@@ -353,6 +349,13 @@ static enum MHD_Result files_post(struct api_call *c)
 	e = e2b_sandbox_session(c, &ret);
 	if (!e)
 		return ret;
+	/* PUT /v1/sessions/{id}/files' check: the file's size against the
+	 * policy's max_file, the client's rate, approvals */
+	if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.u.size, &ret) < 0) {
+		api_session_unref(e);
+		api_upload_release(c);
+		return ret;
+	}
 	r = api_upload_finish(c, e, &replaced);
 	api_session_unref(e);
 	if (r < 0)
@@ -380,7 +383,7 @@ static enum MHD_Result files_get(struct api_call *c)
 	char path[API_PATH_MAX + 64];
 	struct api_session *e;
 	struct api_error err;
-	struct ws_ctx w;
+	struct engine_ws w;
 	struct stat st;
 	enum MHD_Result ret;
 	int k = e2b_query(c, "path", path, sizeof(path), &err), fd;
@@ -391,12 +394,13 @@ static enum MHD_Result files_get(struct api_call *c)
 		return api_respond_error(c, &err);
 	if (ws_lock(c, &e, &w, &ret) < 0)
 		return ret;
-	fd = openat_beneath(w.ws, c->route.path_len ? c->route.path : ".", O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	fd = engine_files_open(&w, c->route.path, &st);
 	ws_unlock(e);
-	if (fd < 0)
-		return fs_error(c, fd == -ENXIO ? -EINVAL : fd, "read", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	if (fd < 0 && fd != -ENXIO)
+		return fs_error(c, fd, "read", path);
+	if (fd < 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
 		return api_respond_errorf(c, 400, "not_a_file", "'%s' is not a file", path);
 	}
 	return api_send_file(c, fd, &st);
@@ -419,15 +423,18 @@ static void permissions(mode_t m, char out[11])
 	out[10] = '\0';
 }
 
-/* E2B's EntryInfo of name in dir (rel: its workspace path). */
-static json_t *entry_info(int dir, const char *name, const char *rel)
+/* E2B's EntryInfo of name in dir (rel: its workspace path; stp its
+ * stat, or NULL to take it). */
+static json_t *entry_info(int dir, const char *name, const char *rel, const struct stat *stp)
 {
 	char abs[API_PATH_MAX + 32], perm[11], mtime[48];
 	struct stat st;
 	struct tm tm;
 	json_t *j;
 
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (stp)
+		st = *stp;
+	else if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return NULL;
 	e2b_abs_path(rel, abs, sizeof(abs));
 	permissions(st.st_mode, perm);
@@ -458,43 +465,19 @@ static json_t *entry_info(int dir, const char *name, const char *rel)
 	return j;
 }
 
-/* Entries of the directory fd (its workspace path rel), depth levels
- * down; names that are not UTF-8, and uploads in progress, left out. */
-static void list_dir(int fd, const char *rel, unsigned depth, json_t *arr)
+/* An entry of a ListDir (engine_files_list): its EntryInfo. */
+static int list_entry(void *arg, int dir, const char *name, const char *rel, const struct stat *st)
 {
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
+	json_t *j;
 
-	if (!d) {
-		close(fd);
-		return;
+	if (strlen(rel) > API_PATH_MAX)
+		return 0;
+	j = entry_info(dir, name, rel, st);
+	if (!j || !json_string_value(json_object_get(j, "path"))) {
+		json_decref(j);
+		return 0;
 	}
-	while ((de = readdir(d)) && json_array_size(arr) < LIST_MAX) {
-		char sub[API_PATH_MAX + 1];
-		uint64_t bad;
-		json_t *j;
-		int n;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    !strncmp(de->d_name, WS_UPLOAD_PREFIX, sizeof(WS_UPLOAD_PREFIX) - 1))
-			continue;
-		n = snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
-		if (n < 0 || (size_t)n >= sizeof(sub) || !utf8_valid(de->d_name, strlen(de->d_name), &bad))
-			continue;
-		j = entry_info(dirfd(d), de->d_name, sub);
-		if (!j || !json_string_value(json_object_get(j, "path"))) {
-			json_decref(j);
-			continue;
-		}
-		json_array_append_new(arr, j);
-		if (depth > 1 && de->d_type == DT_DIR) {
-			int sfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sfd >= 0)
-				list_dir(sfd, sub, depth - 1, arr);
-		}
-	}
-	closedir(d);
+	return json_array_append_new(arg, j) < 0 ? -ENOMEM : 0;
 }
 
 /* A string field that is a workspace path, into r. */
@@ -522,40 +505,33 @@ static bool unary_json(struct api_call *c, struct api_error *e)
 static enum MHD_Result fs_listdir(struct api_call *c, json_t *body, const struct api_route *r)
 {
 	json_t *jd = json_object_get(body, "depth"), *arr;
-	unsigned depth = 1;
+	struct engine_files_listing l = { .depth = 1 };
 	struct api_session *e;
-	struct ws_ctx w;
+	struct engine_ws w;
 	enum MHD_Result ret;
-	struct stat st;
-	int fd;
+	int k;
 
 	if (jd && !json_is_null(jd)) {
 		if (!json_is_integer(jd) || json_integer_value(jd) < 0)
 			return api_respond_errorf(c, 400, "invalid_argument", "'depth' must be a whole number");
-		depth = json_integer_value(jd) == 0 ? 1
-			: json_integer_value(jd) > LIST_DEPTH_MAX ? LIST_DEPTH_MAX
+		/* the engine caps it (FILES_DEPTH_MAX) */
+		l.depth = json_integer_value(jd) > FILES_DEPTH_MAX ? FILES_DEPTH_MAX
 								   : (unsigned)json_integer_value(jd);
 	}
 	if (ws_lock(c, &e, &w, &ret) < 0)
 		return ret;
-	fd = openat_beneath(w.ws, r->path_len ? r->path : ".", O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))) {
-		close(fd);
-		fd = -ENOTDIR;
-	}
 	arr = json_array();
-	if (fd >= 0)
-		list_dir(fd, r->path, depth, arr);
+	k = engine_files_list(&w, r->path, &l, list_entry, arr);
 	ws_unlock(e);
-	if (fd < 0) {
+	if (k < 0) {
 		json_decref(arr);
-		return fs_error(c, fd, "list", r->path_len ? r->path : ".");
+		return fs_error(c, k, "list", r->path);
 	}
 	return api_respond_json(c, 200, json_pack("{s:o}", "entries", arr));
 }
 
 /* Stat, and the answer of MakeDir and Move: {"entry": EntryInfo}. */
-static enum MHD_Result entry_answer(struct api_call *c, const struct ws_ctx *w, const char *rel)
+static enum MHD_Result entry_answer(struct api_call *c, const struct engine_ws *w, const char *rel)
 {
 	char parent[API_PATH_MAX + 1];
 	const char *name;
@@ -563,13 +539,13 @@ static enum MHD_Result entry_answer(struct api_call *c, const struct ws_ctx *w, 
 	int dir;
 
 	if (!*rel) {
-		j = entry_info(w->ws, ".", "");
+		j = entry_info(w->fd, ".", "", NULL);
 	} else {
-		api_split_path(rel, parent, sizeof(parent), &name);
-		dir = api_ws_open_dir(w, parent, false);
+		engine_files_split(rel, parent, sizeof(parent), &name);
+		dir = engine_files_open_dir(w, parent, false);
 		if (dir < 0)
 			return fs_error(c, dir, "stat", rel);
-		j = entry_info(dir, name, rel);
+		j = entry_info(dir, name, rel, NULL);
 		close(dir);
 	}
 	if (!j)
@@ -577,53 +553,26 @@ static enum MHD_Result entry_answer(struct api_call *c, const struct ws_ctx *w, 
 	return api_respond_json(c, 200, json_pack("{s:o}", "entry", j));
 }
 
-static int make_dir(const struct ws_ctx *w, const char *rel)
+/* The policy check and audit record of a change: MakeDir is a write
+ * (of nothing), Remove a delete, and Move a delete too (it takes the
+ * source's name away and may replace the destination); /v1's uploads
+ * and DELETEs pass the same.  0, or answered. */
+static int fs_check(struct api_call *c, enum e2b_route route, const struct api_route *r,
+		    const struct api_route *to, enum MHD_Result *ret)
 {
-	char parent[API_PATH_MAX + 1];
-	const char *name;
-	struct ws_fsid prev;
-	int dir, r = 0;
+	struct api_session *e = e2b_sandbox_session(c, ret);
+	int k;
 
-	if (!*rel)
-		return -EEXIST;
-	api_split_path(rel, parent, sizeof(parent), &name);
-	dir = api_ws_open_dir(w, parent, true);
-	if (dir < 0)
-		return dir;
-	prev = api_ws_become_owner(w);
-	if (mkdirat(dir, name, 0755) < 0)
-		r = -errno;
-	ws_restore_ids(prev);
-	close(dir);
-	return r;
-}
-
-static int move(const struct ws_ctx *w, const char *from, const char *to)
-{
-	char pf[API_PATH_MAX + 1], pt[API_PATH_MAX + 1];
-	const char *nf, *nt;
-	struct ws_fsid prev;
-	int df, dt, r = 0;
-
-	if (!*from || !*to)
-		return -EBUSY;
-	api_split_path(from, pf, sizeof(pf), &nf);
-	api_split_path(to, pt, sizeof(pt), &nt);
-	df = api_ws_open_dir(w, pf, false);
-	if (df < 0)
-		return df;
-	dt = api_ws_open_dir(w, pt, true);
-	if (dt < 0) {
-		close(df);
-		return dt;
-	}
-	prev = api_ws_become_owner(w);
-	if (renameat(df, nf, dt, nt) < 0)
-		r = -errno;
-	ws_restore_ids(prev);
-	close(df);
-	close(dt);
-	return r;
+	if (!e)
+		return -ESRCH;
+	memcpy(c->route.session_id, c->e2b->id, sizeof(c->route.session_id));
+	memcpy(c->route.path, r->path, r->path_len + 1);
+	c->route.path_len = r->path_len;
+	k = route == E2B_R_FS_MAKEDIR ? api_check_file(c, e, ACTION_WRITE_FILE, 0, ret)
+	    : route == E2B_R_FS_MOVE  ? api_check_file_to(c, e, ACTION_DELETE_FILE, 0, to->path, ret)
+				      : api_check_file(c, e, ACTION_DELETE_FILE, 0, ret);
+	api_session_unref(e);
+	return k;
 }
 
 enum MHD_Result e2b_handle_fs(struct api_call *c)
@@ -632,7 +581,7 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 	struct api_route r, to;
 	struct api_session *e;
 	struct api_error err;
-	struct ws_ctx w;
+	struct engine_ws w;
 	enum MHD_Result ret;
 	json_t *body;
 	int k;
@@ -650,6 +599,8 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 		return ret;
 	}
 	json_decref(body);
+	if (route != E2B_R_FS_STAT && fs_check(c, route, &r, &to, &ret) < 0)
+		return ret;
 	if (ws_lock(c, &e, &w, &ret) < 0)
 		return ret;
 	switch (route) {
@@ -657,20 +608,16 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 		ret = entry_answer(c, &w, r.path);
 		break;
 	case E2B_R_FS_MAKEDIR:
-		k = make_dir(&w, r.path);
+		k = engine_files_mkdir(&w, r.path);
 		ret = k < 0 ? fs_error(c, k, "make the directory", r.path) : entry_answer(c, &w, r.path);
 		break;
 	case E2B_R_FS_MOVE:
-		k = move(&w, r.path, to.path);
-		ret = k == -EBUSY ? api_respond_errorf(c, 400, "invalid_argument", "the workspace itself cannot be moved")
-		      : k < 0	  ? fs_error(c, k, "move", r.path)
-				  : entry_answer(c, &w, to.path);
+		k = engine_files_move(&w, r.path, to.path);
+		ret = k < 0 ? fs_error(c, k, "move", r.path) : entry_answer(c, &w, to.path);
 		break;
 	default: /* Remove */
-		k = r.path_len ? api_ws_remove(&w, r.path) : -EBUSY;
-		ret = k == -EBUSY ? api_respond_errorf(c, 400, "invalid_argument", "the workspace itself cannot be removed")
-		      : k < 0	  ? fs_error(c, k, "remove", r.path)
-				  : api_respond_json(c, 200, json_object());
+		k = engine_files_remove(&w, r.path);
+		ret = k < 0 ? fs_error(c, k, "remove", r.path) : api_respond_json(c, 200, json_object());
 		break;
 	}
 	ws_unlock(e);
@@ -716,6 +663,14 @@ static int helper(struct api_session *e, const char *call, struct run_result *re
 struct proc_stream {
 	struct api_server *srv;
 	struct api_session *e;
+	/* a command started here (not a stream reattached): the policy's
+	 * execution slot it holds, and its audit record at the end */
+	struct engine_client *client;
+	bool holds;
+	char *code; /* what ran (command_text), NULL: nothing to record */
+	char request_id[AUDIT_ID_LEN + 1], approval_id[AUDIT_ID_LEN + 1];
+	uint64_t t0;
+	struct run_result res; /* status, exit code, signal, output bytes */
 	unsigned pid;
 	uint64_t deadline_ms; /* monotonic; 0: none */
 	uint64_t last_ms;     /* the last frame */
@@ -751,6 +706,11 @@ static void frame_error(struct proc_stream *p, const char *code, const char *msg
 
 static void frame_output(struct proc_stream *p, const char *key, const char *data, size_t n)
 {
+	/* counted, not kept: the audit record's output_bytes */
+	if (!strcmp(key, "stdout"))
+		p->res.out_len += n;
+	else
+		p->res.err_len += n;
 	for (size_t i = 0; i < n; i += PROC_FRAME_DATA) {
 		size_t k = n - i < PROC_FRAME_DATA ? n - i : PROC_FRAME_DATA;
 		char *enc = base64(data + i, k);
@@ -783,6 +743,10 @@ static void frame_end(struct proc_stream *p, long rc)
 		snprintf(status, sizeof(status), "%s", signal_status((int)-rc));
 	else
 		snprintf(status, sizeof(status), "exit status %ld", rc);
+	p->res.status = rc == 0 ? RESULT_OK : rc > 0 ? RESULT_ERROR : RESULT_KILLED;
+	p->res.has_exit_code = rc >= 0;
+	p->res.exit_code = rc >= 0 ? (int)rc : 0;
+	p->res.signal = rc < 0 ? (int)-rc : 0;
 	frame(p, 0, json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode", rc < 0 ? -1 : (int)rc,
 			      "exited", rc >= 0, "status", status));
 	frame(p, CONNECT_FLAG_END, json_object());
@@ -839,6 +803,7 @@ static void proc_step(struct proc_stream *p)
 	}
 	if (p->deadline_ms && api_now_ms() >= p->deadline_ms) {
 		proc_kill(p);
+		p->res.status = RESULT_TIMEOUT;
 		frame_error(p, "deadline_exceeded", "the command ran past its timeout and was killed");
 		return;
 	}
@@ -898,10 +863,28 @@ static ssize_t proc_read(void *cls, uint64_t pos, char *out, size_t max)
 	}
 }
 
+/* The command's record, as /v1's execution's (api_audit_exec), and its
+ * execution slot back.  A command whose stream ended first (the client
+ * went away, a background command) goes on in the sandbox, as in E2B:
+ * its record says "detached". */
+static void command_done(struct proc_stream *p)
+{
+	if (p->code && p->e)
+		api_audit_command(p->srv, p->client, p->request_id, p->approval_id, p->e, p->code,
+				  strlen(p->code), p->ended ? &p->res : NULL, p->t0,
+				  p->ended ? NULL : "detached");
+	if (p->holds)
+		engine_release(p->client, ACTION_SESSION_EXEC);
+	p->holds = false;
+	free(p->code);
+	p->code = NULL;
+}
+
 static void proc_free(void *cls)
 {
 	struct proc_stream *p = cls;
 
+	command_done(p);
 	api_session_unref(p->e);
 	buf_release(&p->out);
 	free(p);
@@ -928,7 +911,7 @@ static enum MHD_Result stream_answer(struct api_call *c, struct proc_stream *p)
 
 /* Start's errors: Connect streams carry them in their end message, with
  * HTTP 200 (an HTTP status would reach the SDK as another code). */
-static enum MHD_Result stream_error(struct api_call *c, const struct api_error *err)
+enum MHD_Result e2b_stream_error(struct api_call *c, const struct api_error *err)
 {
 	struct proc_stream *p = calloc(1, sizeof(*p));
 	size_t len;
@@ -955,7 +938,7 @@ static enum MHD_Result stream_errorf(struct api_call *c, int http, const char *f
 	va_start(ap, fmt);
 	vsnprintf(err.message, sizeof(err.message), fmt, ap);
 	va_end(ap);
-	return stream_error(c, &err);
+	return e2b_stream_error(c, &err);
 }
 
 /* {"process": {"cmd", "args", "envs", "cwd"}} as a helper call. */
@@ -1080,6 +1063,47 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	return stream_answer(c, p);
 }
 
+/* What a command runs, for its audit record: the script of `bash -c
+ * SCRIPT` (what commands.run was given: the SDK sends "/bin/bash", "-l",
+ * "-c", SCRIPT), else cmd and its args joined by spaces.  NULL on
+ * ENOMEM. */
+static char *command_text(json_t *req)
+{
+	json_t *proc = json_object_get(req, "process"), *args = json_object_get(proc, "args"), *v;
+	const char *cmd = json_string_value(json_object_get(proc, "cmd"));
+	size_t n = json_array_size(args), i;
+	struct buf b;
+	char *out;
+
+	if (n >= 2 && !strcmp(json_string_value(json_array_get(args, n - 2)) ?: "", "-c") &&
+	    json_is_string(json_array_get(args, n - 1)))
+		return strdup(json_string_value(json_array_get(args, n - 1)));
+	buf_init(&b, E2B_JSON_MAX);
+	(void)buf_puts(&b, cmd ? cmd : "");
+	json_array_foreach(args, i, v)
+		(void)buf_printf(&b, " %s", json_string_value(v) ?: "");
+	out = strdup(buf_str(&b));
+	buf_release(&b);
+	return out;
+}
+
+/* The sandbox of the request with a new reference to its session, or
+ * NULL. */
+static struct api_session *sandbox_ref(struct api_call *c)
+{
+	struct api_session *e = NULL;
+	struct e2b_sandbox *sb;
+
+	pthread_mutex_lock(&c->srv->e2b->lock);
+	sb = e2b_find(c->srv->e2b, c->e2b->id);
+	if (sb) {
+		e = sb->entry;
+		api_session_ref(e);
+	}
+	pthread_mutex_unlock(&c->srv->e2b->lock);
+	return e;
+}
+
 static enum MHD_Result proc_start(struct api_call *c)
 {
 	const union MHD_ConnectionInfo *ci;
@@ -1088,7 +1112,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	struct proc_stream *p;
 	struct run_result res;
 	struct api_error err;
-	struct api_session *e;
+	struct engine_verdict v = { 0 };
 	enum MHD_Result ret;
 	size_t len;
 	char *call = NULL;
@@ -1103,24 +1127,51 @@ static enum MHD_Result proc_start(struct api_call *c)
 		return stream_errorf(c, 400, "the Connect message is not a JSON object");
 	}
 	r = start_call(req, &call, &err);
+	p = r < 0 ? NULL : calloc(1, sizeof(*p));
+	if (p && !(p->code = command_text(req))) {
+		free(p);
+		p = NULL;
+	}
 	json_decref(req);
 	if (r < 0)
-		return stream_error(c, &err);
-	pthread_mutex_lock(&c->srv->e2b->lock);
-	e = NULL;
-	{
-		struct e2b_sandbox *sb = e2b_find(c->srv->e2b, c->e2b->id);
-
-		if (sb) {
-			e = sb->entry;
-			api_session_ref(e);
-		}
+		return e2b_stream_error(c, &err);
+	if (!p) {
+		free(call);
+		return MHD_NO;
 	}
-	pthread_mutex_unlock(&c->srv->e2b->lock);
-	r = e ? helper(e, call, &res) : -ESRCH;
+	p->srv = c->srv;
+	p->client = c->client;
+	p->client_fd = -1;
+	p->res.status = RESULT_KILLED; /* until its end event says otherwise */
+	buf_init(&p->out, PROC_PENDING_MAX);
+	p->e = sandbox_ref(c);
+	if (!p->e) {
+		free(call);
+		proc_free(p);
+		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
+				     c->e2b->id);
+	}
+	/* POST /v1/sessions/{id}/execute's check, in bash: the language,
+	 * the timeout against the policy's, the client's rate and an
+	 * execution slot held while the command runs */
+	if (api_check_command(c, p->e, p->code, strlen(p->code),
+			      (double)c->e2b->timeout_ms / 1000.0, &v, &ret) < 0) {
+		free(call);
+		free(p->code);
+		p->code = NULL; /* recorded already */
+		proc_free(p);
+		return ret;
+	}
+	p->holds = v.holds_execution;
+	p->t0 = now_ns();
+	memcpy(p->request_id, c->request_id, sizeof(p->request_id));
+	memcpy(p->approval_id, c->approval_id, sizeof(p->approval_id));
+	r = helper(p->e, call, &res);
 	free(call);
 	if (r < 0) {
-		api_session_unref(e);
+		p->ended = true; /* recorded as an error, not as detached */
+		p->res.status = RESULT_ERROR;
+		proc_free(p);
 		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
 				     c->e2b->id);
 	}
@@ -1130,22 +1181,15 @@ static enum MHD_Result proc_start(struct api_call *c)
 				    res.error_name ? res.error_name : "error",
 				    res.error_value ? res.error_value : "no pid");
 		run_result_release(&res);
-		api_session_unref(e);
+		p->ended = true;
+		p->res.status = RESULT_ERROR;
+		proc_free(p);
 		return ret;
 	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		run_result_release(&res);
-		api_session_unref(e);
-		return MHD_NO;
-	}
-	p->srv = c->srv;
-	p->e = e;
 	p->pid = (unsigned)strtoul(t, NULL, 10);
 	run_result_release(&res);
 	p->last_ms = api_now_ms();
 	p->deadline_ms = c->e2b->timeout_ms ? p->last_ms + c->e2b->timeout_ms : 0;
-	buf_init(&p->out, PROC_PENDING_MAX);
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	p->client_fd = ci ? ci->connect_fd : -1;
 	return stream_answer(c, p);
@@ -1174,6 +1218,11 @@ static enum MHD_Result proc_signal(struct api_call *c, json_t *body)
 	e = e2b_sandbox_session(c, &ret);
 	if (!e)
 		return ret;
+	/* POST /v1/sessions/{id}/interrupt's check and record */
+	if (api_check_action(c, e, ACTION_SESSION_INTERRUPT, &ret) < 0) {
+		api_session_unref(e);
+		return ret;
+	}
 	snprintf(call, sizeof(call), "kill(%d, %d)", (int)json_integer_value(pid), s);
 	r = helper(e, call, &res);
 	api_session_unref(e);

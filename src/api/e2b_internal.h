@@ -98,6 +98,10 @@ struct e2b_call {
 	char upload_why[API_PATH_MAX + 64];
 	/* the workspace paths of the parts put in place so far (strings) */
 	json_t *written;
+	/* a multipart part refused by the policy while the body is read
+	 * (api_e2b_refuse): answered once it is */
+	bool answer_later, refused;
+	struct api_error refusal;
 	unsigned count;	     /* number_of_executions of this /execute */
 	uint64_t timeout_ms; /* Connect-Timeout-Ms, 0: none */
 };
@@ -132,6 +136,9 @@ enum MHD_Result e2b_handle_files(struct api_call *c);
 enum MHD_Result e2b_handle_fs(struct api_call *c);
 enum MHD_Result e2b_handle_process(struct api_call *c);
 int e2b_upload_start(struct api_call *c, struct api_error *e);
+/* A process stream that ends at once with err (Connect: HTTP 200, the
+ * error in the end message). */
+enum MHD_Result e2b_stream_error(struct api_call *c, const struct api_error *err);
 void e2b_upload_data(struct api_call *c, const char *data, size_t len);
 
 /* e2b_kernel.c: cells of the helper (kernels/e2b_helper.py) */

@@ -185,6 +185,7 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 	else if (!ctx_id)
 		x = ctx_of_lang(sb, lang, &e);
 	if (x) {
+		lang = x->lang;
 		entry = sb->entry;
 		api_session_ref(entry);
 		c->e2b->count = ++sb->executions;
@@ -201,6 +202,9 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 	memset(&req, 0, sizeof(req));
 	req.code = cell;
 	req.code_len = strlen(cell);
+	/* the policy checks the context's language, not the kernel's */
+	req.set |= API_SET_LANG;
+	req.lang = lang == E2B_PYTHON ? LANG_PYTHON : lang == E2B_JAVASCRIPT ? LANG_JAVASCRIPT : LANG_BASH;
 	c->wants_ndjson = true;
 	ret = api_exec(c, entry, &req); /* takes req */
 	api_request_release(&req);
@@ -335,6 +339,16 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 		api_session_unref(entry);
 		return api_respond_errorf(c, 400, "invalid_value",
 					  "the default Python context cannot be deleted (kill the sandbox, or restart the context)");
+	}
+	/* restarting the default context restarts the kernel: POST
+	 * /v1/sessions/{id}/restart's check and record */
+	if (main) {
+		enum MHD_Result ret;
+
+		if (api_check_action(c, entry, ACTION_SESSION_RESTART, &ret) < 0) {
+			api_session_unref(entry);
+			return ret;
+		}
 	}
 	r = main ? restart_kernel(entry) : forget_ctx(entry, c->e2b->ctx);
 	api_session_unref(entry);

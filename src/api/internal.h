@@ -14,6 +14,7 @@
 #include "api/request.h"
 #include "api/route.h"
 #include "engine/audit.h"
+#include "engine/files.h"
 #include "engine/policy.h"
 #include "session/result.h"
 #include "session/session.h"
@@ -256,16 +257,8 @@ uint64_t api_now_ms(void); /* CLOCK_MONOTONIC */
  * nothing begun. */
 struct api_upload {
 	bool begun;	/* the first chunk came */
-	bool done;	/* renamed into place */
 	int err;	/* the first error (-errno), answered at the end */
-	int dir, fd;	/* once begun, when fd >= 0: the parent (O_PATH), the temporary file */
-	char tmp[48];	/* the temporary file's name in dir */
-	uint64_t size;	/* bytes written */
-	dev_t ws_dev;	/* the workspace written to (a restart makes another) */
-	ino_t ws_ino;
-	uid_t uid;	/* the workspace owner, for the unlink */
-	gid_t gid;
-	bool chown;
+	struct engine_upload u; /* once begun, when u.fd >= 0 */
 };
 
 /* A request as the handlers see it. */
@@ -347,27 +340,13 @@ int api_session_create(struct api_server *srv, const struct session_opts *so,
  * it was no longer there.  The caller's reference stays its own. */
 bool api_session_delete(struct api_server *srv, struct api_session *e);
 
-/* A session's workspace as files.c works on it; shared with the E2B
- * door (e2b_envd.c), so there is one copy of the path handling. */
-struct ws_ctx {
-	int ws; /* the workspace root (O_PATH), the session's */
-	uid_t uid;
-	gid_t gid;
-	bool chown; /* root: create entries as uid/gid */
-};
-/* Under e->lock: 0, -ESRCH (the session was deleted) or -ENOENT (no
- * workspace yet). */
-int api_ws_of(struct api_session *e, struct ws_ctx *w);
-/* Open (creating when mkdir, as the owner) the directory path beneath
- * the workspace ("." or "" for the root).  An O_PATH fd or -errno. */
-int api_ws_open_dir(const struct ws_ctx *w, const char *path, bool mkdir);
-/* Remove path (a directory with its contents).  0 or -errno (-EMLINK:
- * nested too deep, removed in part). */
-int api_ws_remove(const struct ws_ctx *w, const char *path);
-/* Act as the workspace's owner (ws_restore_ids() undoes it). */
-struct ws_fsid api_ws_become_owner(const struct ws_ctx *w);
-/* "a/b/c" into "a/b" (or ".") and "c" (pointing into path). */
-void api_split_path(const char *path, char *parent, size_t n, const char **ret_name);
+/* Under e->lock: e's workspace (engine/files.h) now; 0, -ESRCH (the
+ * session was deleted) or -ENOENT (no workspace yet). */
+int api_ws_of(struct api_session *e, struct engine_ws *w);
+/* A workspace operation's error in /v1's shape (or, e2b, envd's
+ * status): the engine's one table (engine_files_error). */
+enum MHD_Result api_files_error(struct api_call *c, int err, const char *what, const char *path,
+				bool e2b);
 /* Answer with the regular file fd (taken) as application/octet-stream. */
 enum MHD_Result api_send_file(struct api_call *c, int fd, const struct stat *st);
 /* The upload in c->upload (for c->route.path) into place in e's
@@ -406,6 +385,17 @@ int api_check_file(struct api_call *c, struct api_session *e, enum engine_action
 struct engine_tool;
 int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
 		     struct engine_verdict *v, char ret_id[17], const char **ret_state);
+/* The same, its record's arguments naming a destination too (a move). */
+int api_check_file_to(struct api_call *c, struct api_session *e, enum engine_action a,
+		      uint64_t bytes, const char *to, enum MHD_Result *ret);
+/* A command (E2B's process Start): bash code in e's sandbox, with the
+ * client's execution slot (engine_release() it when the command ends)
+ * and rate; its record comes at its end (api_audit_command). */
+int api_check_command(struct api_call *c, struct api_session *e, const char *cmd, size_t len,
+		      double timeout_s, struct engine_verdict *v, enum MHD_Result *ret);
+void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
+		       const char *approval_id, struct api_session *e, const char *cmd, size_t len,
+		       const struct run_result *res, uint64_t t0, const char *status);
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
 		    const char *approval_id, struct api_session *entry, const struct api_request *req,
 		    const struct run_result *res, uint64_t t0);

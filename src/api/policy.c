@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "api/e2b.h"
 #include "api/internal.h"
 #include "engine/approval.h"
 #include "util/sha256.h"
@@ -36,6 +37,12 @@ enum MHD_Result api_reject(struct api_call *c, const struct engine_verdict *v,
 	struct run_result res;
 	json_t *j;
 
+	/* E2B's SDK knows its own error shapes only (e2b.c) */
+	if (c->style != API_STYLE_V1) {
+		rec->verdict = v;
+		api_audit(c, rec);
+		return api_e2b_refuse(c, v);
+	}
 	engine_verdict_result(v, &res);
 	j = run_result_to_json(&res);
 	run_result_release(&res);
@@ -124,7 +131,9 @@ static int approval_step(struct api_call *c, enum engine_action a, struct engine
 	} else {
 		snprintf(what, sizeof(what), "%s by client '%s'", engine_action_name(a), c->client->name);
 		st = engine_approval_hold(ap, c->client->name, a, what, args, v->approval_timeout_s, id);
-		if (st == 0 && prefer && strstr(prefer, "respond-async")) {
+		/* E2B's SDK has no pending state: its calls wait for the
+		 * person's decision */
+		if (st == 0 && prefer && strstr(prefer, "respond-async") && c->style == API_STYLE_V1) {
 			json_decref(args);
 			*ret = respond_pending(c, id, rec);
 			return -EPERM;
@@ -140,12 +149,13 @@ static int approval_step(struct api_call *c, enum engine_action a, struct engine
 		rec->approval_state = "approved";
 		return 0;
 	}
-	if (st == APPROVAL_PENDING) {
+	if (st == APPROVAL_PENDING && c->style == API_STYLE_V1) {
 		*ret = respond_pending(c, id, rec);
 		return -EPERM;
 	}
 	{
 		const char *why = st == -EBUSY		  ? "too many calls are held for approval; try again later"
+				  : st == APPROVAL_PENDING ? "approval '%.16s' is not decided yet: send the call again once it is"
 				  : st < 0		  ? "no approval '%.16s' for this client, action and arguments"
 				  : st == APPROVAL_EXPIRED ? "approval '%.16s' was not decided in time: denied"
 				  : st == APPROVAL_USED	  ? "approval '%.16s' was used already"
@@ -192,9 +202,15 @@ int api_check_exec(struct api_call *c, struct api_session *entry, struct api_req
 
 again:
 	if (entry) {
+		enum session_lang sl = entry->lang;
+
+		/* an E2B context of another language runs in the session's
+		 * sandbox (e2b_jupyter.c): the language checked is its own */
+		if (c->e2b && (req->set & API_SET_LANG))
+			(void)engine_lang_session(req->lang, &sl);
 		rec.session = entry->id;
-		rec.lang = engine_lang_of_session(entry->lang);
-		k = engine_check_exec(c->client, DOOR_API, entry->lang,
+		rec.lang = engine_lang_of_session(sl);
+		k = engine_check_exec(c->client, DOOR_API, sl,
 				      req->set & API_SET_TIMEOUT ? req->timeout_s : 0, v);
 	} else {
 		run_request_init(&rq);
@@ -243,10 +259,18 @@ again:
 int api_check_file(struct api_call *c, struct api_session *e, enum engine_action a,
 		   uint64_t bytes, enum MHD_Result *ret)
 {
+	return api_check_file_to(c, e, a, bytes, NULL, ret);
+}
+
+int api_check_file_to(struct api_call *c, struct api_session *e, enum engine_action a,
+		      uint64_t bytes, const char *to, enum MHD_Result *ret)
+{
 	struct engine_audit_record rec = { .action = a, .session = e->id, .bytes = bytes };
 	struct engine_verdict v = { 0 };
 	json_t *args = json_pack("{s:s%}", "path", c->route.path, c->route.path_len);
 
+	if (args && to)
+		json_object_set_new(args, "to", json_string(to));
 	rec.args = args;
 	while (engine_check_file(c->client, DOOR_API, a, bytes, &v) < 0) {
 		if (!v.needs_approval || !c->srv->approvals)
@@ -265,6 +289,40 @@ int api_check_file(struct api_call *c, struct api_session *e, enum engine_action
 	return 0;
 }
 
+int api_check_command(struct api_call *c, struct api_session *e, const char *cmd, size_t len,
+		      double timeout_s, struct engine_verdict *v, enum MHD_Result *ret)
+{
+	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC, .session = e->id,
+					   .has_lang = true, .lang = LANG_BASH, .code = cmd,
+					   .code_len = len };
+
+	while (engine_check_exec(c->client, DOOR_API, SESSION_BASH, timeout_s, v) < 0) {
+		if (!v->needs_approval || !c->srv->approvals)
+			*ret = api_reject(c, v, &rec);
+		else if (approval_step(c, ACTION_SESSION_EXEC, v, &rec, ret) == 0) {
+			v->approved = true;
+			continue;
+		}
+		return -EPERM;
+	}
+	return 0;
+}
+
+void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
+		       const char *approval_id, struct api_session *e, const char *cmd, size_t len,
+		       const struct run_result *res, uint64_t t0, const char *status)
+{
+	struct engine_audit_record rec = {
+		.action = ACTION_SESSION_EXEC, .session = e->id, .has_lang = true, .lang = LANG_BASH,
+		.code = cmd, .code_len = len, .duration_ms = (double)(now_ns() - t0) / 1e6,
+		.res = res, .status = res ? NULL : status ? status : "error",
+		.approval_id = approval_id && *approval_id ? approval_id : NULL,
+		.approval_state = approval_id && *approval_id ? "approved" : NULL,
+	};
+
+	audit_as(srv, client, request_id, &rec);
+}
+
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
 		    const char *approval_id, struct api_session *entry, const struct api_request *req,
 		    const struct run_result *res, uint64_t t0)
@@ -278,8 +336,9 @@ void api_audit_exec(struct api_server *srv, struct engine_client *client, const 
 		.approval_state = approval_id && *approval_id ? "approved" : NULL,
 	};
 
-	rec.lang = entry ? engine_lang_of_session(entry->lang)
-			 : (req->set & API_SET_LANG ? req->lang : LANG_PYTHON);
+	rec.lang = req->set & API_SET_LANG ? req->lang
+		   : entry		      ? engine_lang_of_session(entry->lang)
+					      : LANG_PYTHON;
 	audit_as(srv, client, request_id, &rec);
 }
 

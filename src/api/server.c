@@ -412,8 +412,10 @@ static int admit(struct api_server *srv, struct MHD_Connection *conn, int entry,
 	*ret_client = &srv->policies->clients[0];
 	if (table[entry].public)
 		return 0;
-	if (srv->token && table[entry].route == API_R_E2B) {
-		if (api_e2b_auth(srv, conn, e) < 0)
+	if (table[entry].route == API_R_E2B &&
+	    (srv->token || engine_policies_has_clients(srv->policies))) {
+		/* E2B's SDK sends its key as X-API-Key (e2b.c) */
+		if (api_e2b_auth(srv, conn, ret_client, e) < 0)
 			return -EINVAL;
 	} else if (engine_policies_has_clients(srv->policies)) {
 		if (client_of(srv, auth, ret_client, e) < 0)

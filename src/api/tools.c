@@ -76,7 +76,7 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 	if (!id || json_is_null(id))
 		id = json_object_get(json_object_get(body, "arguments"), "session_id");
 	struct api_session *e;
-	struct ws_ctx w;
+	struct engine_ws w;
 	int fd = -1;
 
 	if (!id || json_is_null(id))
@@ -93,7 +93,7 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 	}
 	pthread_mutex_lock(&e->lock);
 	if (api_ws_of(e, &w) == 0)
-		fd = fcntl(w.ws, F_DUPFD_CLOEXEC, 3);
+		fd = fcntl(w.fd, F_DUPFD_CLOEXEC, 3);
 	pthread_mutex_unlock(&e->lock);
 	api_session_unref(e);
 	if (fd < 0) {

@@ -7,11 +7,9 @@
  * made by a thread of its own at start, so `initialize` is answered at
  * once; the first tool that needs a session waits for it.
  *
- * Workspace files go through the session's workspace fd with openat2
- * RESOLVE_BENEATH (util/fs.h openat_beneath), so "..", absolute paths and
- * symlinks planted by the sandboxed code never lead out; changes are
- * made as the workspace's owner (session/workspace.h), and a write goes
- * to a temporary name renamed over the target, never through a link. */
+ * Workspace files are the engine's (engine/files.h: every path resolved
+ * beneath the workspace, changes made as its owner, a write renamed
+ * over its target); this file translates the tools to them. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +25,7 @@
 
 #include "engine/audit.h"
 #include "engine/engine.h"
+#include "engine/files.h"
 #include "engine/policy.h"
 #include "engine/tool.h"
 #include "mcp/internal.h"
@@ -37,7 +36,6 @@
 #include "util/timeutil.h"
 #include "util/banned.h"
 
-#define PATH_DEPTH_MAX 64 /* directories write_file makes */
 
 struct entry {
 	char id[MCP_ID_LEN + 1];
@@ -450,31 +448,21 @@ int mcp_tools_list_sessions(struct mcp_tools *t, json_t **ret, struct buf *msg)
 
 /* ---- workspace files ---- */
 
-/* What a failed file operation says, with what to do. */
+/* What a failed file operation says (the engine's table), with what
+ * to do here. */
 static int fs_fail(struct buf *msg, int err, const char *what, const char *path)
 {
-	switch (-err) {
-	case ENOENT:
-		return buf_printf(msg, "no such file or directory in the workspace: '%s' (list_files shows what is there)", path), err;
-	case EXDEV:
-	case ELOOP:
-		return buf_printf(msg, "'%s' leads out of the workspace: paths are relative to it, and "
-				  "'..' or symlinks may not leave it", path), err;
-	case ENOTDIR:
-		return buf_printf(msg, "a component of '%s' is not a directory", path), err;
-	case EISDIR:
-		return buf_printf(msg, "'%s' is a directory", path), err;
-	case ENOSPC:
-	case EDQUOT:
-		return buf_printf(msg, "the workspace is full (%s '%s'): remove files, or start codecell mcp with a larger --workspace-size", what, path), err;
-	case E2BIG:
-	case EFBIG:
+	struct engine_files_error fe;
+
+	if (err == -E2BIG || err == -EFBIG)
 		return buf_printf(msg, "'%s' is over the 16 MiB limit of %s", path, what), err;
-	case ENXIO:
-		return buf_printf(msg, "'%s' is not a regular file", path), err;
-	default:
-		return buf_printf(msg, "cannot %s '%s': %s", what, path, strerror(-err)), err;
-	}
+	engine_files_error(err, what, path, &fe);
+	buf_puts(msg, fe.message);
+	if (err == -ENOENT)
+		buf_puts(msg, " (list_files shows what is there)");
+	else if (err == -ENOSPC || err == -EDQUOT)
+		buf_puts(msg, ", or start codecell mcp with a larger --workspace-size");
+	return err;
 }
 
 /* A path as the model may write it: relative to the workspace, or
@@ -488,22 +476,20 @@ static const char *rel_path(const char *path)
 	return *path ? path : ".";
 }
 
-/* The session's workspace fd and owner. */
-static int workspace(struct mcp_tools *t, const char *id, struct entry **ret_e, struct ws_owner *o,
+/* The session's workspace. */
+static int workspace(struct mcp_tools *t, const char *id, struct entry **ret_e, struct engine_ws *w,
 		     struct buf *msg)
 {
 	struct entry *e = find(t, id, msg);
-	int ws;
+	int r;
 
 	if (!e)
 		return -ENOENT;
-	ws = session_workspace_fd(e->s);
-	if (ws < 0)
-		return buf_printf(msg, "session '%s' has no workspace now (its kernel is not running): run code in it first", id), ws;
-	session_workspace_owner(e->s, &o->uid, &o->gid);
-	o->chown = geteuid() == 0;
+	r = engine_ws_of_session(e->s, w);
+	if (r < 0)
+		return buf_printf(msg, "session '%s' has no workspace now (its kernel is not running): run code in it first", id), r;
 	*ret_e = e;
-	return ws;
+	return 0;
 }
 
 static const char *type_name(mode_t m)
@@ -511,75 +497,55 @@ static const char *type_name(mode_t m)
 	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "directory" : S_ISLNK(m) ? "symlink" : "other";
 }
 
+static int list_entry(void *arg, int dir, const char *name, const char *rel, const struct stat *st)
+{
+	(void)dir;
+	(void)rel;
+	return json_array_append_new(arg, json_pack("{s:s, s:s, s:I}", "name", name, "type",
+						    type_name(st->st_mode), "size",
+						    (json_int_t)st->st_size)) < 0 ? -ENOMEM : 0;
+}
+
 int mcp_tools_list_files(struct mcp_tools *t, const char *id, const char *path, json_t **ret,
 			 struct buf *msg)
 {
-	struct ws_owner o;
+	struct engine_files_listing l = { .depth = 1, .uploads = true };
+	struct engine_ws w;
 	struct entry *e;
-	struct dirent *de;
 	json_t *entries;
-	bool truncated = false;
-	int ws = workspace(t, id, &e, &o, msg), fd;
-	DIR *d;
+	int r = workspace(t, id, &e, &w, msg);
 
-	if (ws < 0)
-		return ws;
+	if (r < 0)
+		return r;
 	path = rel_path(path);
-	fd = openat_beneath(ws, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
-	if (fd < 0)
-		return fs_fail(msg, fd, "list", path);
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return fs_fail(msg, -ENOMEM, "list", path);
-	}
 	entries = json_array();
-	while ((de = readdir(d))) {
-		struct stat st;
-		json_t *name;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (json_array_size(entries) == MCP_LIST_MAX) {
-			truncated = true;
-			break;
-		}
-		/* names that are not UTF-8 (the sandboxed code may make any) are left out */
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !(name = json_string(de->d_name)))
-			continue;
-		json_array_append_new(entries, json_pack("{s:o, s:s, s:I}", "name", name, "type",
-							 type_name(st.st_mode), "size",
-							 (json_int_t)st.st_size));
+	r = engine_files_list(&w, path, &l, list_entry, entries);
+	if (r < 0) {
+		json_decref(entries);
+		return fs_fail(msg, r, "list", path);
 	}
-	closedir(d);
 	*ret = json_pack("{s:s, s:s, s:o, s:b}", "session_id", e->id, "path", path, "entries", entries,
-			 "truncated", truncated);
+			 "truncated", l.truncated);
 	return 0;
 }
 
 int mcp_tools_read_file(struct mcp_tools *t, const char *id, const char *path, struct buf *data,
 			json_t **ret, struct buf *msg)
 {
-	struct ws_owner o;
+	struct engine_ws w;
 	struct entry *e;
 	struct stat st;
 	_cleanup_close_ int fd = -1;
-	int ws = workspace(t, id, &e, &o, msg), r;
+	int r = workspace(t, id, &e, &w, msg);
 
-	if (ws < 0)
-		return ws;
+	if (r < 0)
+		return r;
 	path = rel_path(path);
-	/* O_NONBLOCK: a FIFO the sandboxed code made must not hang us */
-	fd = openat_beneath(ws, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	fd = engine_files_open(&w, path, &st);
 	if (fd < 0)
 		return fs_fail(msg, fd, "read", path);
-	if (fstat(fd, &st) < 0)
-		return fs_fail(msg, -errno, "read", path);
 	if (S_ISDIR(st.st_mode))
 		return buf_printf(msg, "'%s' is a directory: list_files lists it", path), -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return fs_fail(msg, -ENXIO, "read", path);
 	if ((uint64_t)st.st_size > MCP_FILE_MAX)
 		return buf_printf(msg, "'%s' is %lld bytes, over the 16 MiB limit of read_file: read parts "
 				  "of it with run_code", path, (long long)st.st_size), -EFBIG;
@@ -591,87 +557,16 @@ int mcp_tools_read_file(struct mcp_tools *t, const char *id, const char *path, s
 	return 0;
 }
 
-/* The directory that holds path's last component, made (as the owner)
- * where missing.  *ret_name points into path.  An fd or -errno. */
-static int parent_dir(int ws, const char *path, const struct ws_owner *o, const char **ret_name)
-{
-	const char *slash = strrchr(path, '/');
-	char comp[256];
-	int dir = openat_beneath(ws, ".", O_PATH | O_DIRECTORY, 0), depth = 0;
-
-	*ret_name = slash ? slash + 1 : path;
-	while (dir >= 0 && slash && path < slash) {
-		size_t n = strcspn(path, "/");
-		struct ws_fsid prev;
-		int next;
-
-		if (n >= sizeof(comp) || ++depth > PATH_DEPTH_MAX) {
-			close(dir);
-			return -ENAMETOOLONG;
-		}
-		snprintf(comp, sizeof(comp), "%.*s", (int)n, path);
-		path += n + 1;
-		if (!*comp || !strcmp(comp, "."))
-			continue;
-		prev = ws_become_owner(o);
-		next = mkdirat(dir, comp, 0755) < 0 && errno != EEXIST ? -errno : 0;
-		ws_restore_ids(prev);
-		if (next == 0)
-			next = openat_beneath(dir, comp, O_PATH | O_DIRECTORY, 0);
-		close(dir);
-		dir = next;
-	}
-	return dir;
-}
-
-static int write_at(int dir, const char *name, const char *data, size_t len,
-		    const struct ws_owner *o, bool *ret_replaced)
-{
-	char tmp[64];
-	unsigned char rnd[8];
-	struct ws_fsid prev;
-	struct stat st;
-	_cleanup_close_ int fd = -1;
-	int r;
-
-	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-		return -EISDIR;
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return -EIO;
-	snprintf(tmp, sizeof(tmp), ".codecell-write-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
-		 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	prev = ws_become_owner(o);
-	fd = openat_beneath(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-	ws_restore_ids(prev);
-	if (fd < 0)
-		return fd;
-	r = write_all(fd, data, len);
-	if (r == 0 && (fstat(fd, &st) < 0 || (size_t)st.st_size != len))
-		r = -EIO;
-	*ret_replaced = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	if (r == 0 && *ret_replaced && S_ISDIR(st.st_mode))
-		r = -EISDIR;
-	prev = ws_become_owner(o);
-	if (r == 0 && renameat(dir, tmp, dir, name) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlinkat(dir, tmp, 0);
-	ws_restore_ids(prev);
-	return r;
-}
-
 int mcp_tools_write_file(struct mcp_tools *t, const char *id, const char *path, const char *data,
 			 size_t len, json_t **ret, struct buf *msg)
 {
-	struct ws_owner o;
+	struct engine_ws w;
 	struct entry *e;
-	const char *name;
 	bool replaced = false;
-	_cleanup_close_ int dir = -1;
-	int ws = workspace(t, id, &e, &o, msg), r;
+	int r = workspace(t, id, &e, &w, msg);
 
-	if (ws < 0)
-		return ws;
+	if (r < 0)
+		return r;
 	if (len > MCP_FILE_MAX)
 		return fs_fail(msg, -EFBIG, "write_file", path);
 	if (t->cfg.client &&
@@ -680,10 +575,7 @@ int mcp_tools_write_file(struct mcp_tools *t, const char *id, const char *path, 
 	path = rel_path(path);
 	if (path[0] == '/')
 		return fs_fail(msg, -EXDEV, "write", path);
-	dir = parent_dir(ws, path, &o, &name);
-	if (dir < 0)
-		return fs_fail(msg, dir, "write", path);
-	r = write_at(dir, name, data, len, &o, &replaced);
+	r = engine_files_write(&w, path, data, len, &replaced);
 	if (r < 0)
 		return fs_fail(msg, r, "write", path);
 	*ret = json_pack("{s:s, s:s, s:I, s:b}", "session_id", e->id, "path", path, "size",

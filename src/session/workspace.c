@@ -17,8 +17,6 @@
 #include "util/macro.h"
 #include "util/banned.h"
 
-#define WS_MAX_DEPTH 32
-
 static int copy_fd(int in, int out)
 {
 	char chunk[65536];
@@ -138,7 +136,7 @@ static int copy_in_tree(int wsfd, int hostdir, const char *rel, const struct ws_
 	struct dirent *de;
 	int r = 0;
 
-	if (depth > WS_MAX_DEPTH)
+	if (depth > WS_DEPTH_MAX)
 		return -ELOOP;
 	d = open_dir(hostdir);
 	if (!d)
@@ -233,7 +231,7 @@ static int copy_out_tree(int src, int dst, const char *rel, struct buf *skipped,
 	struct dirent *de;
 	int r = 0;
 
-	if (depth > WS_MAX_DEPTH)
+	if (depth > WS_DEPTH_MAX)
 		return -ELOOP;
 	d = open_dir(src);
 	if (!d)

@@ -16,6 +16,10 @@
  * during an upload would copy the part that came so far. */
 #define WS_UPLOAD_PREFIX ".codecell-upload-"
 
+/* Directory levels beneath a workspace that anything walks: the copies
+ * here, and every door's file operations (engine/files.h). */
+#define WS_DEPTH_MAX 128
+
 struct ws_owner {
 	uid_t uid; /* what files created inside must belong to */
 	gid_t gid;

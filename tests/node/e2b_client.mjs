@@ -4,7 +4,7 @@
 // E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY, as a user's code would.
 //
 //   node e2b_client.mjs GROUP     GROUP: code, contexts, files, commands,
-//                                 errors, auth, bench
+//                                 errors, auth, policy, bench
 // TAP-like lines: "ok - name" or "not ok - name: why"; exit 1 on a failure.
 import {
   Sandbox, NotFoundError, FileNotFoundError, TimeoutError,
@@ -405,6 +405,53 @@ async function auth() {
   })
 }
 
+// E2B_API_KEY is a policy file's client key (tests/e2e/test_e2b_policy.py):
+// CC_ALICE may run python, javascript and bash, write files up to 1K and
+// have deletes held for approval (1 s, nobody decides: denied); CC_BOB
+// may run python only.
+async function policy() {
+  const alice = await Sandbox.create({ apiKey: process.env.CC_ALICE })
+  try {
+    await t('a client key as E2B_API_KEY runs code, commands and files', async () => {
+      eq((await alice.runCode('1+1')).text, '2', 'runCode')
+      eq((await alice.commands.run('echo hi')).stdout, 'hi\n', 'commands')
+      await alice.files.write('a.txt', 'x')
+      eq(await alice.files.read('a.txt'), 'x', 'files')
+      await alice.files.makeDir('d')
+    })
+    await t("an upload over the client's max_file is refused naming the rule", async () => {
+      const e = await rejects(alice.files.write('big.bin', 'x'.repeat(2048)), SandboxError, 'write')
+      check(/rule 'max_file'/.test(e.message), e.message)
+      check(!(await alice.files.exists('big.bin')), 'big.bin was written')
+    })
+    await t('a remove held for approval and not decided is denied; the file stays', async () => {
+      const e = await rejects(alice.files.remove('a.txt'), SandboxError, 'remove')
+      check(/rule 'approval'/.test(e.message), e.message)
+      check(await alice.files.exists('a.txt'), 'a.txt was removed')
+    })
+  } finally {
+    await alice.kill()
+  }
+  const bob = await Sandbox.create({ apiKey: process.env.CC_BOB })
+  try {
+    await t("another key gets its own policy: no bash commands, no javascript", async () => {
+      eq((await bob.runCode('6*7')).text, '42', 'python')
+      let e = await rejects(bob.commands.run('echo hi'), SandboxError, 'commands')
+      check(/rule 'languages'/.test(e.message), e.message)
+      // refused as a limit is: the execution's error names the rule
+      const ex = await bob.runCode('1', { language: 'javascript' })
+      check(ex.error && ex.error.name === 'rejected' && /rule 'languages'/.test(ex.error.value), JSON.stringify(ex.error))
+      await bob.files.remove('nothing-to-remove').catch((x) => check(x instanceof NotFoundError, `remove: ${x}`))
+    })
+  } finally {
+    await bob.kill()
+  }
+  await t('a key that is no client is an AuthenticationError', async () => {
+    await rejects(Sandbox.create({ apiKey: 'e2b_0badbadbadbadbad' }), AuthenticationError, 'create')
+    await rejects(Sandbox.list({ apiKey: 'not-a-client-key-0123' }).nextItems(), AuthenticationError, 'list')
+  })
+}
+
 async function bench() {
   // Sandbox.create() + runCode('1+1') + kill(), and the same through
   // /v1 as the baseline of this run; rounds interleaved, medians
@@ -442,7 +489,7 @@ async function bench() {
   console.log(`E2B cloud, published: ~440 ms to a ready sandbox alone; codecell round trip = ${(me / 440).toFixed(3)} of it`)
 }
 
-const groups = { code, contexts, files, commands, errors, auth, bench }
+const groups = { code, contexts, files, commands, errors, auth, policy, bench }
 const g = groups[process.argv[2]]
 if (!g) {
   console.log(`usage: node e2b_client.mjs ${Object.keys(groups).join('|')}`)

@@ -77,6 +77,11 @@ struct agent_config {
 	struct engine_client *client;
 	const struct engine_policies *policies;
 	struct engine_audit *audit;
+	/* the door the calls are checked and audited as (DOOR_CLI by
+	 * default; POST /v1/agent: DOOR_API), and the request id its audit
+	 * records carry (NULL: one each) */
+	int door; /* enum engine_door */
+	const char *request_id;
 	/* Each event as it happens (see agent_run); borrowed.  NULL: none. */
 	void (*on_event)(void *userdata, json_t *event);
 	void *userdata;

@@ -10,6 +10,7 @@
 
 #include "agent/internal.h"
 #include "engine/engine.h"
+#include "engine/audit.h"
 #include "engine/policy.h"
 #include "engine/result_text.h"
 #include "engine/tool.h"
@@ -39,6 +40,7 @@ void agent_config_init(struct agent_config *c)
 	c->retries = AGENT_DEFAULT_RETRIES;
 	c->retry_delay_s = AGENT_RETRY_DELAY_S;
 	c->stop_fd = -1;
+	c->door = DOOR_CLI;
 	session_opts_init(&c->session);
 }
 
@@ -233,6 +235,32 @@ static json_t *assistant_message(json_t *msg)
 
 /* ---- running it ---- */
 
+/* A code step's audit record, as a cell of a session's (v NULL: the
+ * policy allowed it). */
+static void audit_step(const struct loop *L, const char *code, const struct engine_verdict *v,
+		       const struct run_result *res, uint64_t t0)
+{
+	struct engine_audit_record rec = {
+		.request_id = L->cfg->request_id,
+		.client = L->cfg->client ? L->cfg->client->name : NULL,
+		.door = (enum engine_door)L->cfg->door,
+		.action = ACTION_SESSION_EXEC,
+		.has_lang = true,
+		.lang = engine_lang_of_session(L->cfg->session.lang),
+		.code = code,
+		.code_len = strlen(code),
+		.verdict = v,
+		.duration_ms = (double)(now_ns() - t0) / 1e6,
+		.res = res,
+	};
+	json_t *args = json_pack("{s:s, s:f}", "agent", "step", "timeout", L->cfg->exec_timeout_s);
+
+	rec.args = args;
+	if (L->cfg->audit)
+		(void)engine_audit_write(L->cfg->audit, &rec);
+	json_decref(args);
+}
+
 static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 {
 	struct session_exec_opts eo = { .timeout_s = L->cfg->exec_timeout_s, .live_stdout = -1,
@@ -248,9 +276,10 @@ static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 		struct engine_verdict v = { 0 };
 
 		/* the policy holds each step as it holds a cell of a session */
-		if (engine_check_exec(L->cfg->client, DOOR_CLI, L->cfg->session.lang,
-				      L->cfg->exec_timeout_s, &v) < 0) {
+		if (engine_check_exec(L->cfg->client, (enum engine_door)L->cfg->door,
+				      L->cfg->session.lang, L->cfg->exec_timeout_s, &v) < 0) {
 			engine_verdict_result(&v, &res);
+			audit_step(L, code, &v, &res, t0);
 			j = run_result_to_json(&res);
 			run_result_release(&res);
 			*ret_exec_ms = 0;
@@ -267,6 +296,7 @@ static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 				 "SessionError", "value", strerror(-k), "traceback",
 				 "the session cannot go on: its kernel could not be restarted");
 	}
+	audit_step(L, code, NULL, &res, t0);
 	j = run_result_to_json(&res);
 	run_result_release(&res);
 	return j;
@@ -278,14 +308,14 @@ static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 static json_t *run_tool(struct loop *L, const struct call *c, double *ret_ms)
 {
 	struct engine_tool_request rq = { .name = c->tool->name, .args = c->args,
-					  .audit = L->cfg->audit };
+					  .audit = L->cfg->audit, .request_id = L->cfg->request_id };
 	struct engine_tool_ctx ctx;
 	char msg[TOOL_MSG_MAX];
 	uint64_t t0 = now_ns();
 	json_t *res = NULL;
 	int http, k;
 
-	engine_tool_ctx_init(&ctx, DOOR_CLI);
+	engine_tool_ctx_init(&ctx, (enum engine_door)L->cfg->door);
 	ctx.client = L->cfg->client;
 	ctx.policies = L->cfg->policies;
 	ctx.stop_flag = L->cfg->stop_flag;

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -20,9 +21,12 @@
 
 #include "agent/agent.h"
 #include "api/internal.h"
+#include "engine/audit.h"
 #include "engine/engine.h"
+#include "engine/policy.h"
 #include "util/buf.h"
 #include "util/macro.h"
+#include "util/timeutil.h"
 #include "util/banned.h"
 
 #define AGENT_STREAM_MAX (64u << 20) /* NDJSON waiting for a slow client */
@@ -42,6 +46,11 @@ struct agent_job {
 	int stop[2];	  /* the loop's stop pipe */
 	int client_fd;
 	bool reserved;
+	/* the client's session slot the policy check took (given back at
+	 * the end) */
+	struct engine_client *client;
+	bool holds_session;
+	char request_id[AUDIT_ID_LEN + 1];
 };
 
 static void on_event(void *userdata, json_t *ev)
@@ -97,6 +106,8 @@ static void job_free(struct agent_job *j)
 {
 	if (j->reserved)
 		api_registry_unreserve(&j->srv->reg);
+	if (j->holds_session)
+		engine_release(j->client, ACTION_SESSION_CREATE);
 	if (j->stop[0] >= 0)
 		close(j->stop[0]);
 	if (j->stop[1] >= 0)
@@ -232,6 +243,36 @@ static void configure(struct api_call *c, struct agent_job *j)
 		so->pool = c->srv->pool;
 }
 
+/* The loop's session passes the client's policy as POST /v1/sessions
+ * does (a rejection, or a person's approval, answered here), and every
+ * step and tool call after it is checked and audited as this client's,
+ * at the API's door. */
+static int check_policy(struct api_call *c, struct agent_job *j, enum MHD_Result *ret)
+{
+	struct api_request req;
+	struct engine_verdict v = { 0 };
+	uint64_t t0 = now_ns();
+
+	memset(&req, 0, sizeof(req));
+	/* a step's timeout is the cell's: checked against limit.timeout */
+	if (j->cfg.exec_timeout_s > 0) {
+		j->cfg.session.limits.timeout_s = j->cfg.exec_timeout_s;
+		req.limits_set |= 1u << LIMIT_TIMEOUT;
+	}
+	if (api_check_session(c, &j->cfg.session, &req, &v, ret) < 0)
+		return -EPERM;
+	j->client = c->client;
+	j->holds_session = v.holds_session;
+	snprintf(j->request_id, sizeof(j->request_id), "%s", c->request_id);
+	api_audit_session_create(c, NULL, &j->cfg.session, "ok", t0);
+	j->cfg.client = c->client;
+	j->cfg.policies = c->srv->policies;
+	j->cfg.audit = c->srv->cfg.audit;
+	j->cfg.door = DOOR_API;
+	j->cfg.request_id = j->request_id;
+	return 0;
+}
+
 static struct agent_job *job_new(void)
 {
 	struct agent_job *j = calloc(1, sizeof(*j));
@@ -262,12 +303,6 @@ enum MHD_Result api_handle_agent(struct api_call *c)
 		return api_respond_errorf(c, 404, "agent_not_configured",
 					  "this server has no model endpoint: start it with "
 					  "OPENAI_BASE_URL and CODECELL_MODEL set");
-	/* the loop's steps do not pass the policy check or the audit log
-	 * yet: under a policy file the loop would be a way around it */
-	if (c->srv->cfg.policies)
-		return api_respond_errorf(c, 403, "agent_not_under_policy",
-					  "POST /v1/agent is off on a server started with --policy: the agent's "
-					  "steps do not pass the policy yet (use the API or MCP, which do)");
 	j = job_new();
 	if (!j)
 		return api_respond_errorf(c, 500, "internal", "out of memory");
@@ -284,6 +319,10 @@ enum MHD_Result api_handle_agent(struct api_call *c)
 	}
 	j->reserved = true;
 	configure(c, j);
+	if (check_policy(c, j, &ret) < 0) {
+		job_free(j);
+		return ret;
+	}
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)
 		j->client_fd = ci->connect_fd;

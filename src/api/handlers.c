@@ -55,8 +55,8 @@ enum MHD_Result api_handle_healthz(struct api_call *c)
 		json_object_set_new(j, "pool", pool_json(&h));
 	/* POST /v1/agent works: the playground shows its "ask" box */
 	if (j)
-		json_object_set_new(j, "agent", json_boolean(srv->cfg.agent_model && srv->cfg.agent_base_url &&
-						   !srv->cfg.policies));
+		json_object_set_new(j, "agent",
+				    json_boolean(srv->cfg.agent_model && srv->cfg.agent_base_url));
 	return api_respond_json(c, 200, j);
 }
 

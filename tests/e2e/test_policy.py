@@ -211,22 +211,44 @@ def e2b_sandboxes_pass_the_policy_and_are_audited():
 
 
 @test
-def the_agent_route_is_off_under_a_policy():
-    """POST /v1/agent's steps do not pass the policy yet, so a server with
-    a policy file refuses it rather than let it run code around the
-    rules (the endpoint is never contacted)."""
+def the_agent_route_runs_under_the_clients_policy():
+    """POST /v1/agent under a policy file: its session passes the
+    client's policy as POST /v1/sessions does (a language the policy
+    forbids is refused before the model is asked), and every step is
+    checked and audited at the API's door under the client's name (the
+    route was refused with 403 agent_not_under_policy before)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+    from llm_standin import StandIn
     with tempfile.TemporaryDirectory() as d:
-        pol = os.path.join(d, "p.ini")
-        write(pol, "[default]\nlanguages = bash\n")
-        env = dict(os.environ, OPENAI_BASE_URL="http://127.0.0.1:9/v1", CODECELL_MODEL="m")
-        s = Serve("--policy", pol, env=env)
-        try:
-            st, j = call(s, "POST", "/v1/agent", {"question": "what is 2+2?"})
-            eq((st, j["error"]["code"] if isinstance(j.get("error"), dict) else j.get("error")),
-               (403, "agent_not_under_policy"), j)
-            eq(call(s, "GET", "/healthz")[1]["agent"], False)
-        finally:
-            eq(s.stop(), 0)
+        pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")
+        write(pol, "[default]\nlanguages = bash\n[policy py]\nlanguages = python\n"
+                   "limit.timeout = 20s\n[client alice]\nkey_sha256 = %s\npolicy = py\n"
+                   % sha(KEYS["alice"]))
+        with StandIn(["<execute_python>print(6 * 7)</execute_python>", "42."]) as m:
+            env = dict(os.environ, OPENAI_BASE_URL=m.url, CODECELL_MODEL="standin")
+            env.pop("OPENAI_API_KEY", None)
+            s = Serve("--policy", pol, "--audit", audit, env=env)
+            try:
+                eq(call(s, "GET", "/healthz", key=KEYS["alice"])[1]["agent"], True)
+                # over its ceiling: refused before anything runs
+                st, j = call(s, "POST", "/v1/agent", {"question": "6*7?", "timeout": 60},
+                             key=KEYS["alice"])
+                rejected(st, j, 403, "limits.timeout")
+                eq(len(m.requests), 0, "the model was not asked")
+                st, data = call(s, "POST", "/v1/agent", {"question": "6*7?", "timeout": 15},
+                                key=KEYS["alice"])
+                eq(st, 200, data)
+                evs = [json.loads(x) for x in data.decode().splitlines()]
+                eq([e["type"] for e in evs], ["start", "code", "observation", "done"], evs)
+                eq(evs[2]["result"]["logs"]["stdout"], "42\n", evs[2])
+            finally:
+                eq(s.stop(), 0)
+        lines = [json.loads(x) for x in open(audit)]
+        steps = [x for x in lines if x["code_sha256"] == sha("print(6 * 7)")]
+        eq([(x["client"], x["door"], x["tool"], x["decision"], x["status"]) for x in steps],
+           [("alice", "api", "session_exec", "allowed", "ok")], lines)
+        made = [(x["client"], x["decision"], x.get("rule")) for x in lines if x["tool"] == "session_create"]
+        eq(made, [("alice", "rejected", "limits.timeout"), ("alice", "allowed", None)], lines)
 
 
 @test

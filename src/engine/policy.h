@@ -25,6 +25,8 @@
 #define POLICY_NAME_MAX 64	   /* a policy's or a client's name */
 #define POLICY_MAX_POLICIES 64
 #define POLICY_MAX_CLIENTS 1024
+#define POLICY_MAX_PROJECTS 16	   /* directories in `projects` */
+#define POLICY_PROJECT_MAX 1024	   /* bytes of one */
 
 /* What a call does: the tools of DESIGN.md, and the actions a policy may
  * hold for approval. */
@@ -40,6 +42,7 @@ enum engine_action {
 	ACTION_SESSION_INTERRUPT,
 	ACTION_SESSION_RESTART,
 	ACTION_SESSION_FORK,   /* counts as a session made */
+	ACTION_APPLY,	       /* a project's changes copied into it */
 	_ACTION_MAX
 };
 const char *engine_action_name(enum engine_action a);
@@ -59,6 +62,11 @@ struct engine_policy {
 	double rate;		    /* calls per second per client; 0: no limit */
 	double burst;		    /* calls at once before rate applies */
 	double approval_timeout_s;  /* a held call not decided by then is denied */
+	/* where a server's client may open a project (session "project"):
+	 * absolute directories, the project inside one of them; none: no
+	 * projects.  The CLI takes any directory its user can read. */
+	char projects[POLICY_MAX_PROJECTS][POLICY_PROJECT_MAX];
+	unsigned n_projects;
 };
 
 /* A client of the server: who, its policy, its counters.  Thread-safe. */
@@ -163,6 +171,12 @@ int engine_check_exec(struct engine_client *c, enum engine_door door, enum sessi
  * engine_release(ACTION_SESSION_CREATE)). */
 int engine_check_action(struct engine_client *c, enum engine_door door, enum engine_action a,
 			enum session_lang lang, struct engine_verdict *v);
+/* A project for a session (door API, MCP: inside one of the policy's
+ * `projects`, symlinks resolved; the CLI: any directory).  0 with the
+ * resolved path in real (n bytes), or -EPERM (v says why, rule
+ * "projects"). */
+int engine_check_project(struct engine_client *c, enum engine_door door, const char *dir,
+			 char *real, size_t n, struct engine_verdict *v);
 /* A file written into a session's workspace (an upload), or deleted. */
 int engine_check_file(struct engine_client *c, enum engine_door door, enum engine_action a,
 		      uint64_t bytes, struct engine_verdict *v);

@@ -36,6 +36,9 @@ enum api_route_id {
 	API_R_E2B, /* the E2B door (e2b.c), which routes by itself */
 	API_R_APPROVALS,
 	API_R_APPROVAL, /* session_id holds the approval's id (16 hex) */
+	API_R_SESSION_CHANGES, /* a project's changes (changes.c) */
+	API_R_SESSION_CHANGES_APPLY,
+	API_R_SESSION_CHANGES_DISCARD,
 };
 
 struct api_route {

@@ -146,7 +146,6 @@ static enum MHD_Result apply_locked(struct api_call *c, int up, struct changes_b
 	_cleanup_close_ int dst = -1;
 	struct change_list l;
 	enum MHD_Result ret;
-	struct timespec ts;
 	int r = changes_list(up, b, &l);
 
 	if (r < 0)
@@ -176,8 +175,7 @@ static enum MHD_Result apply_locked(struct api_call *c, int up, struct changes_b
 					 dst < 0 ? strerror(-r) : msg);
 	} else {
 		/* what the project holds now is the start of what comes next */
-		clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-		b->since_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		b->since_ns = changes_start_ns();
 		ret = api_respond_json(c, 200, json_pack("{s:s, s:i}", "project", b->project, "applied",
 							 (json_int_t)l.n));
 	}

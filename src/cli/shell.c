@@ -351,8 +351,6 @@ static bool project_command(struct shell *sh, const char *line)
 	} else {
 		const struct engine_policy *p = sh->policies->clients[0].policy;
 		_cleanup_close_ int dst = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		struct timespec ts;
-
 		/* typing ':apply' is the decision; a policy that wants a
 		 * person's approval for it gets the question on a terminal */
 		if ((p->approval & (1u << ACTION_APPLY)) && !sh->tty) {
@@ -367,8 +365,7 @@ static bool project_command(struct shell *sh, const char *line)
 		}
 		if (cli_changes_apply(up, b, !sh->tty, dst) == 0) {
 			/* what is in the project now is the new start */
-			clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-			b->since_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+			b->since_ns = changes_start_ns();
 		}
 	}
 	return true;

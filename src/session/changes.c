@@ -38,7 +38,6 @@ const char *change_type_name(enum change_type t)
 int changes_base_init(struct changes_base *b, const char *dir)
 {
 	char real[PATH_MAX];
-	struct timespec ts;
 	struct stat st;
 
 	memset(b, 0, sizeof(*b));
@@ -55,12 +54,31 @@ int changes_base_init(struct changes_base *b, const char *dir)
 	b->ino = st.st_ino;
 	b->uid = st.st_uid;
 	b->gid = st.st_gid;
-	/* file times come from the coarse clock: a change after now has a
-	 * ctime at or after this (one a tick before counts too: a refusal
-	 * too many, never one too few) */
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	b->since_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	b->since_ns = changes_start_ns();
 	return 0;
+}
+
+static int64_t coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* File times are the coarse clock's, or finer (multigrain timestamps,
+ * Linux 6.13): a change made after this tick starts has a ctime at or
+ * past it, and one made before it (however fine its ctime) an earlier
+ * one.  Taking "now" from the coarse clock without waiting would flag
+ * changes from the last few ms before the session as later. */
+int64_t changes_start_ns(void)
+{
+	int64_t t0 = coarse_ns(), t;
+	struct timespec ms = { 0, 500000 };
+
+	while ((t = coarse_ns()) == t0)
+		nanosleep(&ms, NULL);
+	return t;
 }
 
 void change_list_release(struct change_list *l)
@@ -353,9 +371,12 @@ static int walk_entry(struct change_list *l, int up, int low, const char *path, 
 		r = add(l, path, CHANGE_MODIFIED, t, &st);
 		if (r == 0)
 			l->v[l->n - 1].mode_only = true;
-		return r;
+	} else {
+		r = add(l, path, CHANGE_MODIFIED, t, &st);
 	}
-	return add(l, path, CHANGE_MODIFIED, t, &st);
+	if (r == 0)
+		l->v[l->n - 1].old_mode = lst.st_mode & 07777;
+	return r;
 }
 
 /* An upper directory (up) against the project's (low, or -1).
@@ -667,9 +688,10 @@ static int diff_one(struct buf *out, int up, int low, const struct change *c)
 		r = buf_printf(out, "new file mode %06o\n", mode);
 	if (r == 0 && c->kind == CHANGE_DELETED)
 		r = buf_printf(out, "deleted file mode %06o\n", mode);
-	if (r == 0 && c->kind == CHANGE_MODIFIED && c->mode_only)
-		return buf_printf(out, "new mode %06o\n", mode);
-	if (r < 0)
+	if (r == 0 && c->kind == CHANGE_MODIFIED && (c->old_mode & 0777) != (c->mode & 0777))
+		r = buf_printf(out, "old mode %06o\nnew mode %06o\n", 0100000u | (c->old_mode & 0777),
+			       mode);
+	if (r < 0 || c->mode_only)
 		return r;
 	if (c->kind != CHANGE_ADDED)
 		text_read(&a, low, p, c->type);

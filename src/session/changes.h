@@ -48,9 +48,14 @@ struct changes_base {
 	gid_t gid;
 	int64_t since_ns; /* CLOCK_REALTIME_COARSE when the session started */
 };
-/* dir resolved, its identity and owner, since now.  0 or -errno
- * (-ENOTDIR, -ENOENT, -ENAMETOOLONG). */
+/* dir resolved, its identity and owner, since changes_start_ns().  0 or
+ * -errno (-ENOTDIR, -ENOENT, -ENAMETOOLONG). */
 int changes_base_init(struct changes_base *b, const char *dir);
+/* The start of a session (or of what follows an apply) as file times
+ * see it: the coarse clock's next tick (up to a few ms from now).  A
+ * change after it has a ctime at or past it; one before it (a
+ * fine-grained ctime included) has an earlier one. */
+int64_t changes_start_ns(void);
 
 enum change_kind { CHANGE_ADDED, CHANGE_MODIFIED, CHANGE_DELETED };
 enum change_type { CHANGE_FILE, CHANGE_DIR, CHANGE_SYMLINK };
@@ -63,6 +68,7 @@ struct change {
 	enum change_type type;
 	uint64_t size;	/* the new side's (the old one's for a deletion) */
 	mode_t mode;	/* permission bits, the new side's */
+	mode_t old_mode; /* modified: the project's */
 	bool mode_only; /* modified file: same bytes, other mode */
 };
 

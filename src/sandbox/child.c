@@ -535,7 +535,7 @@ static int keep_only_needed_fds(struct child_ctx *c)
 		slots[n++] = &c->fd_stdin;
 	for (size_t i = 0; i < c->cfg->n_pass_fds; i++)
 		slots[n++] = &c->fd_pass[i];
-	if (c->has_lower)
+	if (c->has_lower && c->fd_lower >= 0)
 		slots[n++] = &c->fd_lower;
 	/* above every target first, so no dup3 clobbers a source */
 	for (int i = 0; i < n; i++) {
@@ -802,6 +802,11 @@ static void init_build(struct child_ctx *c)
 		fail(c, STEP_IDS, r);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(c, STEP_MOUNT_PRIVATE, -errno);
+	/* without root: the project as our namespace has it, before the new
+	 * root's tmpfs can hide it (it may be under /tmp) */
+	if (c->has_lower && !c->lower_is_mount &&
+	    (c->fd_lower = open(c->cfg->project_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fail(c, STEP_PROJECT, -errno);
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "mode=0755,size=1048576,nr_inodes=4096") < 0)
 		fail(c, STEP_ROOTFS, -errno);

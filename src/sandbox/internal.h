@@ -192,8 +192,8 @@ struct child_ctx {
 	bool keep_group_leaders; /* see sandbox_config */
 	enum child_mode mode;
 	/* a project (sandbox_config.project_dir): the lower layer, a
-	 * detached mount (lower_is_mount) or an O_PATH fd of the directory
-	 * to bind; has_lower false: none (a cell never has one) */
+	 * detached mount (lower_is_mount), or -1 until the init opens the
+	 * directory to bind; has_lower false: none (a cell never has one) */
 	bool has_lower, lower_is_mount;
 	int fd_lower;
 	struct rlimit rl_fsize, rl_nofile, rl_cpu, rl_data, rl_nproc;
@@ -202,8 +202,8 @@ struct child_ctx {
 
 /* The project's lower layer for the init (project.c): as root, a
  * detached read-only mount of dir, idmapped so that dir's owner is the
- * sandbox's host ids (*ret_is_mount true); otherwise an O_PATH fd of
- * dir for the init to bind.  *ret_fd is the caller's.  0 or -errno. */
+ * sandbox's host ids (*ret_is_mount true, *ret_fd the caller's);
+ * otherwise *ret_fd -1: the init opens dir and binds it.  0 or -errno. */
 int project_lower_open(const char *dir, bool privileged, uid_t host_uid, gid_t host_gid,
 		       int *ret_fd, bool *ret_is_mount);
 

@@ -16,7 +16,8 @@
  * layer, and reading leaves no trace either.  Files of other owners keep
  * showing as nobody (readable by their mode, not editable).  Without
  * root no idmapped mount can be made (it needs CAP_SYS_ADMIN over the
- * filesystem's namespace): the init bind-mounts the directory itself,
+ * filesystem's namespace): the init bind-mounts the directory itself
+ * (opened in its own mount namespace before the new root hides it),
  * and the caller's own files are the sandbox user's anyway, since the
  * caller is who uid 1000 maps to. */
 #include <errno.h>
@@ -102,7 +103,10 @@ int project_lower_open(const char *dir, bool privileged, uid_t host_uid, gid_t h
 	if (dfd < 0)
 		return -errno;
 	if (!privileged) {
-		*ret_fd = dfd;
+		/* the init opens it again in its own mount namespace (a bind
+		 * needs its source there) */
+		close(dfd);
+		*ret_fd = -1;
 		*ret_is_mount = false;
 		return 0;
 	}

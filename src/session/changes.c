@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -58,27 +59,30 @@ int changes_base_init(struct changes_base *b, const char *dir)
 	return 0;
 }
 
-static int64_t coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* File times are the coarse clock's, or finer (multigrain timestamps,
- * Linux 6.13): a change made after this tick starts has a ctime at or
- * past it, and one made before it (however fine its ctime) an earlier
- * one.  Taking "now" from the coarse clock without waiting would flag
- * changes from the last few ms before the session as later. */
+/* A change's ctime is the coarse clock's, or finer (multigrain
+ * timestamps, Linux 6.13), and the coarse clock may lag real time by
+ * more than a tick: neither clock read from here orders a file's ctime
+ * against "now".  A file's own ctime does: a fence, a memfd whose ctime
+ * is set after it was looked at (so, on a multigrain filesystem, finely,
+ * which also raises the floor every later coarse stamp is kept above).
+ * A change after the fence has a ctime at or past it; one before it, an
+ * earlier one (or, without multigrain timestamps, at most the same
+ * coarse tick: a refusal too many, never one too few). */
 int64_t changes_start_ns(void)
 {
-	int64_t t0 = coarse_ns(), t;
-	struct timespec ms = { 0, 500000 };
+	struct stat st;
+	struct timespec ts;
+	int fd = memfd_create("codecell-fence", MFD_CLOEXEC);
 
-	while ((t = coarse_ns()) == t0)
-		nanosleep(&ms, NULL);
-	return t;
+	if (fd >= 0 && fstat(fd, &st) == 0 && fchmod(fd, 0600) == 0 && fstat(fd, &st) == 0) {
+		close(fd);
+		return (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	}
+	if (fd >= 0)
+		close(fd);
+	/* no memfd: the coarse clock, a tick back (a refusal too many) */
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - 20000000;
 }
 
 void change_list_release(struct change_list *l)

@@ -52,9 +52,8 @@ struct changes_base {
  * -errno (-ENOTDIR, -ENOENT, -ENAMETOOLONG). */
 int changes_base_init(struct changes_base *b, const char *dir);
 /* The start of a session (or of what follows an apply) as file times
- * see it: the coarse clock's next tick (up to a few ms from now).  A
- * change after it has a ctime at or past it; one before it (a
- * fine-grained ctime included) has an earlier one. */
+ * see it: the ctime of a fence (a memfd changed now).  A change after it
+ * has a ctime at or past it; one before it, an earlier one. */
 int64_t changes_start_ns(void);
 
 enum change_kind { CHANGE_ADDED, CHANGE_MODIFIED, CHANGE_DELETED };

@@ -884,9 +884,14 @@ static int put_file(int src_parent, const char *src_name, const struct stat *sst
 		target[k] = '\0';
 	} else {
 		/* read as ourselves, before the fsuid change */
+		struct stat ist;
+
 		in = openat(src_parent, src_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (in < 0)
 			return -errno;
+		/* swapped for a FIFO or the like since it was listed */
+		if (fstat(in, &ist) < 0 || !S_ISREG(ist.st_mode))
+			return -EINVAL;
 	}
 	prev = ws_become_owner(o);
 	if (S_ISLNK(sst->st_mode)) {

@@ -218,7 +218,6 @@ enum MHD_Result api_handle_changes_discard(struct api_call *c)
 	struct api_session *e;
 	struct changes_base *b;
 	struct change_list l;
-	_cleanup_close_ int src = -1;
 	enum MHD_Result ret;
 	char msg[1024];
 	int up, r;
@@ -234,13 +233,13 @@ enum MHD_Result api_handle_changes_discard(struct api_call *c)
 	/* every path the changes touch made what the project has, through
 	 * the overlay: the program sees the project again there */
 	session_workspace_owner(e->s, &o.uid, &o.gid);
-	src = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = src < 0 ? -errno : changes_copy(src, session_workspace_fd(e->s), &l, &o, msg, sizeof(msg));
+	r = changes_revert(session_workspace_fd(e->s), b, &l, &o, msg, sizeof(msg));
 	if (r < 0)
-		ret = api_respond_errorf(c, 500, "discard_failed", "%s", src < 0 ? strerror(-r) : msg);
+		ret = api_respond_errorf(c, 500, "discard_failed", "%s", msg);
 	else
-		ret = api_respond_json(c, 200, json_pack("{s:s, s:i}", "project", b->project,
-							 "discarded", (json_int_t)l.n));
+		ret = api_respond_json(c, 200, json_pack("{s:s, s:i, s:i}", "project", b->project,
+							 "discarded", (json_int_t)(l.n - (size_t)r),
+							 "kept_unreadable", (json_int_t)r));
 	change_list_release(&l);
 	unlock_project(e);
 	return ret;

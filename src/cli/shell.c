@@ -307,22 +307,22 @@ static int discard_live(struct shell *sh, struct changes_base *b, int up)
 	struct change_list l;
 	char msg[1024];
 	int r = changes_list(up, b, &l);
-	_cleanup_close_ int src = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
-	if (r < 0 || src < 0) {
-		log_error("cannot read the changes to '%s': %s", b->project,
-			  strerror(r < 0 ? -r : errno));
-		if (r == 0)
-			change_list_release(&l);
-		return -EIO;
+	if (r < 0) {
+		log_error("cannot read the changes to '%s': %s", b->project, strerror(-r));
+		return r;
 	}
 	session_workspace_owner(sh->s, &o.uid, &o.gid);
-	r = changes_copy(src, session_workspace_fd(sh->s), &l, &o, msg, sizeof(msg));
+	r = changes_revert(session_workspace_fd(sh->s), b, &l, &o, msg, sizeof(msg));
 	if (r < 0)
 		log_error("discarding: %s", msg);
 	else
-		fprintf(stderr, "codecell: discarded %zu change%s to '%s'\n", l.n, l.n == 1 ? "" : "s",
-			b->project);
+		fprintf(stderr, "codecell: discarded %zu change%s to '%s'\n", l.n - (size_t)r,
+			l.n - (size_t)r == 1 ? "" : "s", b->project);
+	if (r > 0)
+		log_warn("%d file%s the sandbox cannot read in the project stay%s as the program left "
+			 "%s (see ':diff')",
+			 r, r == 1 ? "" : "s", r == 1 ? "s" : "", r == 1 ? "it" : "them");
 	change_list_release(&l);
 	return r;
 }

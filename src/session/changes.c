@@ -866,7 +866,7 @@ static int copy_fd_all(int in, int out)
 /* A new file or symlink under a temporary name, renamed over name: a
  * hard link at name keeps its contents. */
 static int put_file(int src_parent, const char *src_name, const struct stat *sst, int dst_parent,
-		    const char *name, const struct ws_owner *o)
+		    const char *name, const struct ws_owner *o, const struct changes_base *gate)
 {
 	char tmp[64], target[PATH_MAX];
 	_cleanup_close_ int in = -1;
@@ -892,6 +892,11 @@ static int put_file(int src_parent, const char *src_name, const struct stat *sst
 		/* swapped for a FIFO or the like since it was listed */
 		if (fstat(in, &ist) < 0 || !S_ISREG(ist.st_mode))
 			return -EINVAL;
+		/* into a sandbox: only what it could read through its lower
+		 * layer (the owner's files by the owner's bit, others' by the
+		 * others' bit); the rest stays as the program left it */
+		if (gate && !(ist.st_uid == gate->uid ? ist.st_mode & S_IRUSR : ist.st_mode & S_IROTH))
+			return 1;
 	}
 	prev = ws_become_owner(o);
 	if (S_ISLNK(sst->st_mode)) {
@@ -936,7 +941,8 @@ static int put_dir(int dst_parent, const char *name, mode_t mode, const struct w
 	return r;
 }
 
-static int copy_one(int src, int dst, const struct change *c, const struct ws_owner *o)
+static int copy_one(int src, int dst, const struct change *c, const struct ws_owner *o,
+		    const struct changes_base *gate)
 {
 	const char *sname, *dname;
 	_cleanup_close_ int sp = open_parent(src, c->path, &sname);
@@ -958,23 +964,46 @@ static int copy_one(int src, int dst, const struct change *c, const struct ws_ow
 	if (S_ISDIR(st.st_mode))
 		return put_dir(dp, dname, st.st_mode, o);
 	if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
-		return put_file(sp, sname, &st, dp, dname, o);
+		return put_file(sp, sname, &st, dp, dname, o, gate);
 	return 0; /* FIFOs and the like are never carried */
 }
 
-int changes_copy(int src_fd, int dst_fd, const struct change_list *l, const struct ws_owner *o,
-		 char *msg, size_t n)
+static int copy_all(int src_fd, int dst_fd, const struct change_list *l, const struct ws_owner *o,
+		    const struct changes_base *gate, char *msg, size_t n)
 {
-	for (size_t i = 0; i < l->n; i++) {
-		int r = copy_one(src_fd, dst_fd, &l->v[i], o);
+	int kept = 0;
 
+	for (size_t i = 0; i < l->n; i++) {
+		int r = copy_one(src_fd, dst_fd, &l->v[i], o, gate);
+
+		kept += r == 1;
 		if (r < 0) {
 			snprintf(msg, n, "cannot write '%s': %s (%zu of %zu changes done)", l->v[i].path,
 				 strerror(-r), i, l->n);
 			return r;
 		}
 	}
-	return 0;
+	return kept;
+}
+
+int changes_copy(int src_fd, int dst_fd, const struct change_list *l, const struct ws_owner *o,
+		 char *msg, size_t n)
+{
+	int r = copy_all(src_fd, dst_fd, l, o, NULL, msg, n);
+
+	return r < 0 ? r : 0;
+}
+
+int changes_revert(int ws_fd, const struct changes_base *b, const struct change_list *l,
+		   const struct ws_owner *o, char *msg, size_t n)
+{
+	_cleanup_close_ int src = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (src < 0) {
+		snprintf(msg, n, "cannot open the project '%s': %s", b->project, strerror(errno));
+		return -errno;
+	}
+	return copy_all(src, ws_fd, l, o, b, msg, n);
 }
 
 /* ---- a changes directory on the host ---- */
@@ -1025,7 +1054,7 @@ static int save_tree(int src, int dst, int depth, size_t *budget)
 			if (d2 >= 0)
 				close(d2);
 		} else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
-			r = put_file(src, name, &st, dst, name, &(struct ws_owner){ 0 });
+			r = put_file(src, name, &st, dst, name, &(struct ws_owner){ 0 }, NULL);
 		}
 	}
 	free_names(names, n);

@@ -101,11 +101,20 @@ int changes_check(const struct changes_base *b, const struct change_list *l, cha
  * workspace) what it is in src_fd (the upper layer; a whiteout or a
  * missing entry: removed), as owner o (o->chown: as o->uid/o->gid).
  * With l from changes_list() and src the same upper layer this applies
- * the changes; with src the project and dst the sandbox's workspace it
- * undoes them (discard of a live session).  0 or -errno with the path
- * in msg (what was done before stays done). */
+ * the changes (or replays them into a new sandbox's overlay).  0 or -errno with the path
+ * in msg (what was done before stays done).  For an undo, use
+ * changes_revert(). */
 int changes_copy(int src_fd, int dst_fd, const struct change_list *l, const struct ws_owner *o,
 		 char *msg, size_t n);
+
+/* Undo l in a live sandbox's workspace (ws_fd, the overlay): every path
+ * made what the project has, as owner o, but for files the program could
+ * not read through its lower layer (the project owner's without the
+ * owner's read bit, others' without the others' read bit): those are
+ * left as they are, never copied in.  How many were left so, or -errno
+ * with msg. */
+int changes_revert(int ws_fd, const struct changes_base *b, const struct change_list *l,
+		   const struct ws_owner *o, char *msg, size_t n);
 
 /* A changes directory on the host (after `codecell run --project`): the
  * upper layer copied (whiteouts as 0/0 character devices, opaque marks

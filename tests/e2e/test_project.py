@@ -301,6 +301,27 @@ def shell_diff_discard_apply():
 
 
 @test
+def files_of_other_owners_stay_out_of_reach():
+    """A file in the project of another owner than DIR's, mode 0600: the
+    sandbox can neither read, change, rename nor delete it (its owner is
+    not mapped through the idmapped lower layer: EACCES, EOVERFLOW), so no
+    change can touch it and ':discard' never copies it in."""
+    with tempfile.TemporaryDirectory() as base:
+        d = make_project(base)
+        write(os.path.join(d, "root-secret"), "TOPSECRET\n", 0o600)
+        r = codecell("shell", "--lang", "bash", "--project", d, stdin=(
+            "cat root-secret\nrm -f root-secret README.md\nmv root-secret x\n"
+            "echo x >> root-secret\n:diff\n:discard\ncat root-secret\nhead -1 README.md\n"))
+        eq(r.status, 0, r)
+        check("TOPSECRET" not in r.stdout, "the secret was read: %r" % r.stdout)
+        check("line 1\n" in r.stdout and "root-secret" not in r.stdout, r.stdout)
+        check("cannot remove 'root-secret'" in r.stderr and "discarded 1 change" in r.stderr,
+              r.stderr)
+        with open(os.path.join(d, "root-secret")) as f:
+            eq(f.read(), "TOPSECRET\n")
+
+
+@test
 def an_ordinary_user_gets_a_project_too():
     """Without root there is no idmapped mount: the init opens DIR in its
     own mount namespace (before the new root's tmpfs hides /tmp) and

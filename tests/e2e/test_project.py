@@ -363,6 +363,8 @@ for name in sorted(os.listdir('.')):
             lines.insert(at, 'new %d\n' % rnd.randrange(1000))
         elif lines:
             lines[min(at, len(lines) - 1)] = 'changed\n'
+    if name == 'many.txt':
+        lines = [l if i % 2 else 'other %d\n' % i for i, l in enumerate(lines)]
     text = ''.join(lines)
     if text and rnd.random() < 0.2:
         text = text.rstrip('\n') if text.endswith('\n') else text + '\n'
@@ -375,8 +377,9 @@ print(subprocess.run(['bash', '-c', SEEN], capture_output=True, text=True).stdou
 @test
 def diffs_round_trip_through_git_apply():
     """Random edits (lines changed, added, removed, near and far apart, the
-    last newline dropped or added) to many files: git apply of the diff
-    on a copy of the project gives exactly what the sandbox has."""
+    last newline dropped or added) to many files, and one file with more
+    edits than the diff searches (it falls back to one hunk): git apply of
+    the diff on a copy of the project gives exactly what the sandbox has."""
     import random
     import subprocess
     rnd = random.Random(1234)
@@ -389,6 +392,8 @@ def diffs_round_trip_through_git_apply():
             if n and rnd.random() < 0.3:
                 text = text[:-1]
             write(os.path.join(d, "f%02d.txt" % i), text)
+        # past CHANGES_DIFF_EDITS (1000) edits: one hunk replaces it all
+        write(os.path.join(d, "many.txt"), "".join("m%d\n" % i for i in range(2500)))
         ch = os.path.join(base, "ch")
         r = codecell("run", "--project", d, "--changes", ch, "-",
                      stdin="SEEN = %r\n" % SEEN + EDIT)

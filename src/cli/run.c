@@ -335,6 +335,13 @@ int cli_run(int argc, char **argv)
 		o.req.live_stdout = STDOUT_FILENO;
 		o.req.live_stderr = STDERR_FILENO;
 	}
+	if (o.changes_dir && access(o.changes_dir, F_OK) == 0) {
+		snprintf(msg, sizeof(msg),
+			 "--changes '%s' exists: name a new directory (the changes go into it)",
+			 o.changes_dir);
+		buf_release(&code);
+		return refuse(o.json, msg);
+	}
 	if (o.req.project_dir) {
 		r = o.changes_dir ? (snprintf(g_changes_dir, sizeof(g_changes_dir), "%s", o.changes_dir),
 				     0)

@@ -228,6 +228,9 @@ def apply_is_refused_when_the_project_changed_underneath():
         check("'README.md' changed in" in r.stderr, r.stderr)
         eq(tree(d), before, "a refused apply wrote")
         check(os.path.isdir(ch), "the changes are kept")
+        r = codecell("run", "--lang", "bash", "--project", d, "--changes", ch, "-", stdin="echo y > y")
+        eq(r.status, 125, r)
+        check("--changes '%s' exists" % ch in r.stderr, r.stderr)
         # a file the host created where the sandbox did (the directory
         # changed: an entry came)
         r, ch2 = bash(d, "echo mine > src/new2.txt")

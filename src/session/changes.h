@@ -34,7 +34,6 @@
 #define CHANGES_MAX_DEPTH 64	     /* directories deep */
 #define CHANGES_TEXT_MAX (1u << 20)  /* a side larger than this is not diffed */
 #define CHANGES_DIFF_MAX (1u << 20)  /* the diff's text, by default */
-#define CHANGES_DIFF_EDITS 1000	     /* Myers' D: beyond, a hunk replaces all */
 #define CHANGES_BASE_FILE "base"     /* in a saved changes directory */
 #define CHANGES_UPPER_DIR "upper"
 

@@ -395,7 +395,7 @@ def diffs_round_trip_through_git_apply():
             if n and rnd.random() < 0.3:
                 text = text[:-1]
             write(os.path.join(d, "f%02d.txt" % i), text)
-        # past CHANGES_DIFF_EDITS (1000) edits: one hunk replaces it all
+        # past TEXTDIFF_EDITS_MAX (1000) edits: one hunk replaces it all
         write(os.path.join(d, "many.txt"), "".join("m%d\n" % i for i in range(2500)))
         ch = os.path.join(base, "ch")
         r = codecell("run", "--project", d, "--changes", ch, "-",

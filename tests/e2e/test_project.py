@@ -252,9 +252,10 @@ def apply_is_refused_when_the_project_changed_underneath():
 @test
 def symlinks_and_hard_links_in_the_project_lead_nowhere_outside():
     """DIR holds a symlink to a host directory and a hard link to a host
-    file outside DIR.  Inside, writing through them reaches neither; the
-    symlink replaced by a directory and the hard link's file rewritten
-    are applied to DIR's entries, never through them."""
+    file outside DIR.  Inside, writing through them reaches neither, and
+    renames (of files, of a directory) leave DIR as it was; the symlink
+    replaced by a directory and the hard link's file rewritten are applied
+    to DIR's entries, never through them."""
     with tempfile.TemporaryDirectory() as base:
         d = make_project(base)
         outside = os.path.join(base, "outside")
@@ -267,7 +268,8 @@ def symlinks_and_hard_links_in_the_project_lead_nowhere_outside():
         host_before = tree(base)
         r, ch = bash(d, "echo pwned > out/f 2>/dev/null; echo pwned >> hl.txt; "
                         "rm out; mkdir out; echo pwned > out/f; ln -s /etc/shadow sh; "
-                        "ln hl.txt hl2.txt; echo ok")
+                        "ln hl.txt hl2.txt; mv README.md R2.md; mv src src2; mv hl.txt hl3.txt; "
+                        "mv hl3.txt hl.txt; echo ok")
         eq(r.status, 0, r)
         eq({k: v for k, v in tree(base).items() if not k.startswith("changes-")}, host_before,
            "the run wrote on the host")
@@ -280,6 +282,9 @@ def symlinks_and_hard_links_in_the_project_lead_nowhere_outside():
             eq(f.read(), "secret\npwned\n")
         check(os.path.isdir(os.path.join(d, "out")) and not os.path.islink(os.path.join(d, "out")))
         eq(os.readlink(os.path.join(d, "sh")), "/etc/shadow")
+        check(not os.path.exists(os.path.join(d, "src")) and
+              os.path.isfile(os.path.join(d, "src2", "deep", "x.txt")), "the renamed directory")
+        check(os.path.isfile(os.path.join(d, "R2.md")) and not os.path.exists(os.path.join(d, "README.md")))
         check(os.stat(os.path.join(d, "hl2.txt")).st_ino != os.stat(secret).st_ino)
 
 

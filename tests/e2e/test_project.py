@@ -124,6 +124,15 @@ def rm_rf_of_the_whole_project_leaves_it_byte_identical():
         eq(r.status, 0, r)
         check(not os.path.exists(ch), "discard left the changes")
         eq(tree(d), before, "discard touched the project")
+        # --json says where they are; a run that changed nothing keeps nothing
+        r = codecell("run", "--json", "--lang", "bash", "--project", d, "--changes", ch, "-",
+                     stdin="echo x > new")
+        eq(r.json["changes"], {"count": 1, "truncated": False, "dir": ch, "error": None})
+        ch2 = ch + "-none"
+        r = codecell("run", "--json", "--lang", "bash", "--project", d, "--changes", ch2, "-",
+                     stdin="cat README.md > /dev/null")
+        eq(r.json["changes"]["count"], 0)
+        check(not os.path.exists(ch2), "a run without changes kept a directory")
 
 
 @test

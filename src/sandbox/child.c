@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <linux/mount.h>
 #include <poll.h>
 #include <sys/signalfd.h>
@@ -266,10 +267,20 @@ static int project_overlay(struct child_ctx *c)
 		for (; d > 0; d /= 10)
 			path[len++] = (char)('0' + n / d % 10);
 		path[len] = '\0';
+		unsigned long keep = 0;
+		struct statvfs sv;
+
 		if (mount(path, LAYER_LOWER, NULL, MS_BIND, NULL) < 0)
 			return -errno;
+		/* in a user namespace a remount must keep the flags the
+		 * source's mount has locked (noexec, the atime mode) */
+		if (statvfs(LAYER_LOWER, &sv) == 0)
+			keep = (sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0) |
+			       (sv.f_flag & ST_NOATIME ? MS_NOATIME : 0) |
+			       (sv.f_flag & ST_NODIRATIME ? MS_NODIRATIME : 0) |
+			       (sv.f_flag & ST_RELATIME ? MS_RELATIME : 0);
 		if (mount(NULL, LAYER_LOWER, NULL,
-			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | keep, NULL) < 0)
 			return -errno;
 	}
 	close(c->fd_lower);

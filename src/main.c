@@ -20,6 +20,8 @@ static const char usage[] =
 	"           step, until it answers (codecell agent --help)\n"
 	"  audit    read the audit log of --audit FILE (codecell audit --help)\n"
 	"  approvals  list, approve or deny calls a server holds for a person\n"
+	"  diff, apply, discard\n"
+	"           the changes a run with --project kept (codecell diff --help)\n"
 	"  check    report what this host supports and whether the sandbox works\n"
 	"  version  print the version\n"
 	;
@@ -43,6 +45,9 @@ static const struct {
 	{ "agent", cli_agent },
 	{ "audit", cli_audit },
 	{ "approvals", cli_approvals },
+	{ "diff", cli_changes },
+	{ "apply", cli_changes },
+	{ "discard", cli_changes },
 	{ "version", cmd_version },
 	{ "--version", cmd_version },
 };

@@ -200,6 +200,7 @@ static void describe_entry(struct api_session *entry, const struct session_opts 
 	entry->result_limit = so->result_limit;
 	entry->net = so->net;
 	entry->idle_timeout_s = so->idle_timeout_s;
+	entry->project = so->project_dir ? strdup(so->project_dir) : NULL;
 }
 
 void api_audit_session_create(struct api_call *c, const char *id, const struct session_opts *so,
@@ -256,7 +257,7 @@ static enum MHD_Result create(struct api_call *c, struct api_request *req, bool 
 	struct api_error e;
 	struct engine_verdict v = { 0 };
 	enum MHD_Result ret;
-	char **seeded = NULL;
+	char **seeded = NULL, project[4096];
 	uint64_t t0 = now_ns();
 	json_t *j;
 	int r;
@@ -266,6 +267,18 @@ static enum MHD_Result create(struct api_call *c, struct api_request *req, bool 
 	/* the engine's policy check (it may lower defaults in so) */
 	if (api_check_session(c, &so, req, &v, &ret) < 0)
 		return ret;
+	/* a project: inside the policy's `projects`, symlinks resolved */
+	if (req->project) {
+		struct engine_verdict pv = { 0 };
+		struct engine_audit_record rec = { .action = ACTION_SESSION_CREATE };
+
+		if (engine_check_project(c->client, DOOR_API, req->project, project,
+					 sizeof(project), &pv) < 0) {
+			engine_release(c->client, ACTION_SESSION_CREATE);
+			return api_reject(c, &pv, &rec);
+		}
+		so.project_dir = project;
+	}
 	/* the seed travels as variables the kernel reads (a pooled kernel
 	 * gets them at init: random and numpy, not the hash seed) */
 	if (req->has_seed && !(seeded = engine_seed_env(so.env, req->seed))) {

@@ -96,6 +96,7 @@ struct api_session {
 	 * last reference goes */
 	struct engine_client *client;
 	int restarting; /* a restart waits for the lock */
+	char *project; /* the host directory behind its overlay, or NULL */
 };
 
 struct api_registry {
@@ -321,6 +322,11 @@ enum MHD_Result api_handle_approval_decide(struct api_call *c);
 /* GET /v1/tools, POST /v1/tools/{name} (tools.c): engine/tool.h's tools */
 enum MHD_Result api_handle_tools_list(struct api_call *c);
 enum MHD_Result api_handle_tool_call(struct api_call *c);
+/* A project session's changes (changes.c): GET .../changes, POST
+ * .../changes/apply (the policy's action "apply"), .../changes/discard */
+enum MHD_Result api_handle_changes(struct api_call *c);
+enum MHD_Result api_handle_changes_apply(struct api_call *c);
+enum MHD_Result api_handle_changes_discard(struct api_call *c);
 
 /* A chunk of a files route's body (files.c): a PUT's is written to the
  * workspace, any other's dropped.  An error is kept for the answer

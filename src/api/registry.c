@@ -208,6 +208,7 @@ void api_session_unref(struct api_session *e)
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->info);
 	free(e->preload);
+	free(e->project);
 	free(e->preloaded);
 	free(e->preload_failed);
 	free(e);
@@ -296,6 +297,7 @@ json_t *api_session_json(struct api_session *e)
 	json_object_set_new(j, "startup_ms",
 			    json_real((double)__atomic_load_n(&e->startup_ns, __ATOMIC_RELAXED) / 1e6));
 	json_object_set_new(j, "preload", json_string(e->preload ? e->preload : ""));
+	json_object_set_new(j, "project", e->project ? json_string(e->project) : json_null());
 	pthread_mutex_lock(&e->info);
 	json_object_set_new(j, "preloaded", json_string(e->preloaded ? e->preloaded : ""));
 	json_object_set_new(j, "preload_failed",

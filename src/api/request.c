@@ -224,6 +224,21 @@ static int seed_field(json_t *v, struct api_request *r, struct api_error *e)
 	return 0;
 }
 
+/* "project": an absolute host path; whether it may be used is the
+ * policy's (engine_check_project) */
+static int project_field(json_t *v, struct api_request *r, struct api_error *e)
+{
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+
+	if (!s)
+		return bad_type(e, "project", "a string");
+	if (s[0] != '/' || strlen(s) >= 4096 || strlen(s) != json_string_length(v))
+		return api_error_set(e, 400, "invalid_value",
+				     "'project' must be an absolute host path");
+	r->project = strdup(s);
+	return r->project ? 0 : api_error_set(e, 500, "internal", "out of memory");
+}
+
 #define EXEC_ANY (API_BODY_EXECUTE | API_BODY_SESSION_EXECUTE)
 #define SANDBOX_BODIES (API_BODY_EXECUTE | API_BODY_SESSION_CREATE)
 
@@ -242,6 +257,7 @@ static const struct field {
 	{ "preload", API_BODY_SESSION_CREATE, 0, preload_field },
 	{ "idle_timeout", API_BODY_SESSION_CREATE, 0, idle_field },
 	{ "seed", SANDBOX_BODIES, 0, seed_field },
+	{ "project", API_BODY_SESSION_CREATE, 0, project_field },
 };
 
 static const char *known_fields(enum api_body kind, char *out, size_t n)
@@ -340,6 +356,7 @@ void api_request_release(struct api_request *r)
 	for (size_t i = 0; i < r->n_env; i++)
 		free(r->env[i]);
 	free(r->preload);
+	free(r->project);
 	memset(r, 0, sizeof(*r));
 }
 

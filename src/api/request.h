@@ -75,6 +75,7 @@ struct api_request {
 	bool has_seed; /* "seed": engine_seed_env */
 	uint64_t seed;
 	double idle_timeout_s;
+	char *project; /* a host directory (absolute), checked by the policy */
 };
 
 /* Parse body[0..len) as the given kind.  0, or -EINVAL with e filled

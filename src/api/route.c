@@ -107,6 +107,9 @@ static const struct {
 	{ "interrupt", API_R_SESSION_INTERRUPT },
 	{ "restart", API_R_SESSION_RESTART },
 	{ "fork", API_R_SESSION_FORK },
+	{ "changes", API_R_SESSION_CHANGES },
+	{ "changes/apply", API_R_SESSION_CHANGES_APPLY },
+	{ "changes/discard", API_R_SESSION_CHANGES_DISCARD },
 };
 
 /* rest: what follows "/v1/sessions/" */

@@ -301,6 +301,9 @@ static const struct {
 	{ API_R_APPROVAL, M_POST, api_handle_approval_decide, false, 4096 },
 	{ API_R_TOOLS, M_GET, api_handle_tools_list, false, 0 },
 	{ API_R_TOOL, M_POST, api_handle_tool_call, false, API_BODY_MAX },
+	{ API_R_SESSION_CHANGES, M_GET, api_handle_changes, false, 0 },
+	{ API_R_SESSION_CHANGES_APPLY, M_POST, api_handle_changes_apply, false, 4096 },
+	{ API_R_SESSION_CHANGES_DISCARD, M_POST, api_handle_changes_discard, false, 0 },
 };
 
 static unsigned method_bit(const char *m)

@@ -18,6 +18,8 @@ int cli_mcp(int argc, char **argv);
 int cli_agent(int argc, char **argv);
 int cli_audit(int argc, char **argv);
 int cli_approvals(int argc, char **argv);
+/* codecell diff|apply|discard CHANGES (argv[0] says which) */
+int cli_changes(int argc, char **argv);
 
 /* SIGINT, SIGTERM and SIGHUP blocked, and delivered on the signalfd this
  * returns (close-on-exec; flags may add SFD_NONBLOCK).  *ret_old gets the
@@ -57,6 +59,7 @@ struct run_opts {
 	bool net_set;
 	const char *policy_path; /* --policy FILE, or NULL: the built-in default */
 	const char *audit_path;	 /* --audit FILE, or NULL: no audit log */
+	const char *changes_dir; /* --changes DIR (with --project) */
 };
 
 /* Parse `codecell run` arguments (argv[0] is "run").  Pure: no I/O.

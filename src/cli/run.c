@@ -11,6 +11,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "cli/changes.h"
 #include "cli/cli.h"
 #include "engine/audit.h"
 #include "engine/policy.h"
@@ -106,9 +107,21 @@ static bool wants_json(int argc, char **argv)
 	return false;
 }
 
+/* With --project: what changed and where it is kept, for the result
+ * object ("changes") and the closing message. */
+static struct run_changes g_changes;
+static char g_changes_dir[4096];
+
 static void print_json(const struct run_result *res)
 {
 	json_t *j = run_result_to_json(res);
+
+	if (g_changes_dir[0] && j)
+		json_object_set_new(j, "changes",
+				    json_pack("{s:i, s:b, s:s?, s:s?}", "count", (json_int_t)g_changes.count,
+					      "truncated", g_changes.truncated, "dir",
+					      g_changes.saved ? g_changes_dir : NULL, "error",
+					      g_changes.error[0] ? g_changes.error : NULL));
 	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
 
 	if (s) {
@@ -223,6 +236,14 @@ static int report(const struct run_opts *o, struct run_result *res)
 	}
 	if (res->warning)
 		log_warn("%s", res->warning);
+	if (g_changes.error[0])
+		log_warn("the changes to '%s' are lost: %s", o->req.project_dir, g_changes.error);
+	else if (g_changes.saved)
+		fprintf(stderr,
+			"codecell: %zu change%s to '%s' kept in '%s': 'codecell diff %s' shows them, "
+			"'codecell apply %s' applies them, 'codecell discard %s' drops them\n",
+			g_changes.count, g_changes.count == 1 ? "" : "s", o->req.project_dir,
+			g_changes_dir, g_changes_dir, g_changes_dir, g_changes_dir);
 	return run_result_exit_status(res);
 }
 
@@ -313,6 +334,29 @@ int cli_run(int argc, char **argv)
 	if (!o.json) {
 		o.req.live_stdout = STDOUT_FILENO;
 		o.req.live_stderr = STDERR_FILENO;
+	}
+	if (o.changes_dir && access(o.changes_dir, F_OK) == 0) {
+		snprintf(msg, sizeof(msg),
+			 "--changes '%s' exists: name a new directory (the changes go into it)",
+			 o.changes_dir);
+		buf_release(&code);
+		return refuse(o.json, msg);
+	}
+	if (o.req.project_dir) {
+		r = o.changes_dir ? (snprintf(g_changes_dir, sizeof(g_changes_dir), "%s", o.changes_dir),
+				     0)
+				  : cli_changes_default_dir(o.req.project_dir, g_changes_dir,
+							    sizeof(g_changes_dir));
+		if (r < 0) {
+			snprintf(msg, sizeof(msg),
+				 "cannot make a directory for the changes to '%s': %s; name one with "
+				 "--changes DIR",
+				 o.req.project_dir, strerror(-r));
+			buf_release(&code);
+			return refuse(o.json, msg);
+		}
+		o.req.changes_dir = g_changes_dir;
+		o.req.changes = &g_changes;
 	}
 	r = checked_run(&o, &res, &stopsig);
 	buf_release(&code);

@@ -35,6 +35,14 @@ const char run_usage[] =
 	"  --workspace DIR      start from DIR's contents and copy the workspace\n"
 	"                       back to DIR afterwards (created if missing)\n"
 	"  --db PATH            sql: a SQLite database to copy in and open\n"
+	"  --project DIR        the workspace is DIR seen through an overlay: the\n"
+	"                       program reads DIR, and what it writes or deletes\n"
+	"                       goes to a layer of its own; DIR is never written.\n"
+	"                       Changes are kept in a directory (printed at the end)\n"
+	"                       for 'codecell diff', 'apply' and 'discard'\n"
+	"  --changes DIR        keep them in DIR, which must not exist (default: a\n"
+	"                       new directory under $XDG_STATE_HOME/codecell/changes\n"
+	"                       or ~/.local/state/codecell/changes)\n"
 	"  --env KEY=VALUE      set a variable for the program (repeatable)\n"
 	"  --seed N             start random, numpy.random, Math.random, $RANDOM and\n"
 	"                       Python's hashes from N (0 to 4294967295): the same\n"
@@ -64,6 +72,12 @@ const char shell_usage[] =
 	"  --file PATH          copy PATH into the workspace at start (repeatable)\n"
 	"  --workspace DIR      start from DIR's contents; when the session ends, copy\n"
 	"                       the workspace back into DIR\n"
+	"  --project DIR        the workspace is DIR through an overlay (DIR is never\n"
+	"                       written); on a terminal or from a pipe, these lines\n"
+	"                       act on the changes: ':diff' shows them, ':apply'\n"
+	"                       copies them into DIR (after asking on a terminal),\n"
+	"                       ':discard' drops them.  Changes not applied are\n"
+	"                       dropped when the session ends\n"
 	"  --memory SIZE, --pids N, --cpus N, --cpu-time SECONDS, --file-size SIZE,\n"
 	"  --open-files N, --tmp-size SIZE, --workspace-size SIZE,\n"
 	"  --output-limit SIZE, --net MODE, --env KEY=VALUE, --seed N,\n"
@@ -271,6 +285,20 @@ static int o_workspace(struct run_opts *o, const char *n, const char *a, struct 
 	return 0;
 }
 
+static int o_project(struct run_opts *o, const char *n, const char *a, struct buf *e)
+{
+	(void)n, (void)e;
+	o->req.project_dir = a;
+	return 0;
+}
+
+static int o_changes(struct run_opts *o, const char *n, const char *a, struct buf *e)
+{
+	(void)n, (void)e;
+	o->changes_dir = a;
+	return 0;
+}
+
 static int o_db(struct run_opts *o, const char *n, const char *a, struct buf *e)
 {
 	(void)n, (void)e;
@@ -310,7 +338,8 @@ static const struct opt opts[] = {
 	{ "-h", false, o_help },		       { "--preload", true, o_preload },
 	{ "--idle-timeout", true, o_idle },    { "--cpus", true, o_cpus },
 	{ "--policy", true, o_policy },	       { "--audit", true, o_audit },
-	{ "--seed", true, o_seed },
+	{ "--seed", true, o_seed },	       { "--project", true, o_project },
+	{ "--changes", true, o_changes },
 };
 
 static const struct opt *find(const char *arg, size_t *ret_namelen)
@@ -324,6 +353,16 @@ static const struct opt *find(const char *arg, size_t *ret_namelen)
 			return &opts[i];
 		}
 	return NULL;
+}
+
+static int project_workspace(const struct run_opts *o, struct buf *err)
+{
+	if (o->req.project_dir && o->req.workspace_dir) {
+		(void)buf_puts(err, "--project and --workspace cannot be combined: the project is the "
+				    "workspace");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* What `codecell shell` does not take (yet). */
@@ -347,7 +386,12 @@ static int finish_shell(struct run_opts *o, struct buf *err)
 		(void)buf_puts(err, "--db goes with 'codecell run --lang sql'");
 		return -EINVAL;
 	}
-	return 0;
+	if (o->changes_dir) {
+		(void)buf_puts(err, "--changes goes with 'codecell run --project'; in a shell, "
+				    "':apply' and ':discard' act on the changes");
+		return -EINVAL;
+	}
+	return project_workspace(o, err);
 }
 
 static int finish(struct run_opts *o, struct buf *err)
@@ -370,7 +414,11 @@ static int finish(struct run_opts *o, struct buf *err)
 		(void)buf_puts(err, "--db goes with --lang sql");
 		return -EINVAL;
 	}
-	return 0;
+	if (o->changes_dir && !o->req.project_dir) {
+		(void)buf_puts(err, "--changes goes with --project");
+		return -EINVAL;
+	}
+	return project_workspace(o, err);
 }
 
 static int parse(int argc, char **argv, struct run_opts *o, struct buf *err);

@@ -7,6 +7,8 @@
  * compound one without needing a blank line, so a script piped in runs
  * statement by statement as it arrives. */
 #include <errno.h>
+#include <fcntl.h>
+#include <time.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "cli/changes.h"
 #include "cli/cli.h"
 #include "engine/audit.h"
 #include "engine/policy.h"
@@ -295,12 +298,87 @@ static int next_line(struct shell *sh, struct line_reader *lr, struct buf *line,
 	return read_line(lr, line, sh->sig_fd, deadline, ret_sig);
 }
 
+/* :discard in a live session: every path the changes touch is made
+ * what the project has, through the workspace (the overlay), so the
+ * program sees the project again there. */
+static int discard_live(struct shell *sh, struct changes_base *b, int up)
+{
+	struct ws_owner o = { .chown = geteuid() == 0 };
+	struct change_list l;
+	char msg[1024];
+	int r = changes_list(up, b, &l);
+
+	if (r < 0) {
+		log_error("cannot read the changes to '%s': %s", b->project, strerror(-r));
+		return r;
+	}
+	session_workspace_owner(sh->s, &o.uid, &o.gid);
+	r = changes_revert(session_workspace_fd(sh->s), b, &l, &o, msg, sizeof(msg));
+	if (r < 0)
+		log_error("discarding: %s", msg);
+	else
+		fprintf(stderr, "codecell: discarded %zu change%s to '%s'\n", l.n - (size_t)r,
+			l.n - (size_t)r == 1 ? "" : "s", b->project);
+	if (r > 0)
+		log_warn("%d file%s the sandbox cannot read in the project stay%s as the program left "
+			 "%s (see ':diff')",
+			 r, r == 1 ? "" : "s", r == 1 ? "s" : "", r == 1 ? "it" : "them");
+	change_list_release(&l);
+	return r;
+}
+
+/* ':diff', ':apply', ':discard' with --project.  Returns whether line was
+ * one. */
+static bool project_command(struct shell *sh, const char *line)
+{
+	struct changes_base *b = sh->o->req.project_dir ? session_project(sh->s) : NULL;
+	char word[16] = "";
+	int up;
+
+	if (!b || sscanf(line, " %15s", word) != 1 || word[0] != ':')
+		return false;
+	if (strcmp(word, ":diff") && strcmp(word, ":apply") && strcmp(word, ":discard"))
+		return false;
+	up = session_upper_fd(sh->s);
+	if (up < 0) {
+		log_error("the session has no sandbox now: its changes are gone");
+		return true;
+	}
+	if (!strcmp(word, ":diff")) {
+		(void)cli_changes_show(up, b, CHANGES_DIFF_MAX, sh->o->json, stdout);
+	} else if (!strcmp(word, ":discard")) {
+		(void)discard_live(sh, b, up);
+	} else {
+		const struct engine_policy *p = sh->policies->clients[0].policy;
+		_cleanup_close_ int dst = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		/* typing ':apply' is the decision; a policy that wants a
+		 * person's approval for it gets the question on a terminal */
+		if ((p->approval & (1u << ACTION_APPLY)) && !sh->tty) {
+			log_error("rejected by policy '%s', rule 'approval': 'apply' needs a person's "
+				  "approval, and there is no terminal to ask on",
+				  p->name);
+			return true;
+		}
+		if (dst < 0) {
+			log_error("cannot open the project '%s': %s", b->project, strerror(errno));
+			return true;
+		}
+		if (cli_changes_apply(up, b, !sh->tty, dst) == 0) {
+			/* what is in the project now is the new start */
+			b->since_ns = changes_start_ns();
+		}
+	}
+	return true;
+}
+
 /* Feed one line; runs what became complete. */
 static void feed(struct shell *sh, struct buf *stmt, const char *line)
 {
 	int c;
 
 	if (!stmt->len && blank(line))
+		return;
+	if (!stmt->len && project_command(sh, line))
 		return;
 	/* Python: a new top-level statement closes a compound one (piped
 	 * scripts have no blank line after a def).  JavaScript and bash
@@ -423,6 +501,7 @@ int cli_shell(int argc, char **argv)
 	so.preload = o.preload;
 	so.files = o.req.files;
 	so.workspace_dir = o.req.workspace_dir;
+	so.project_dir = o.req.project_dir;
 	so.net = o.req.net;
 	so.strict = o.req.strict;
 	so.idle_timeout_s = o.idle_timeout_s;

@@ -85,6 +85,22 @@ struct run_request {
 	/* The program's stdin, or -1 for /dev/null.  Only a pipe: a file
 	 * fd would hand the sandbox a host inode, a socket a host peer. */
 	int stdin_fd;
+	/* A host directory the workspace shows through an overlay: the
+	 * program reads it and changes only an upper layer (not with
+	 * workspace_dir).  When it changed anything and changes_dir is set,
+	 * the changes are saved there (session/changes.h) and described in
+	 * *changes.  NULL: none. */
+	const char *project_dir;
+	const char *changes_dir;
+	struct run_changes *changes;
+};
+
+/* What a run with a project changed. */
+struct run_changes {
+	size_t count;	 /* entries changed (0: nothing, nothing saved) */
+	bool truncated;	 /* more than the list holds */
+	bool saved;	 /* in run_request.changes_dir */
+	char error[512]; /* why they could not be saved, or "" */
 };
 
 /* Defaults for every field a caller does not set. */

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@ static const char *const action_names[_ACTION_MAX] = {
 	[ACTION_SESSION_FORK] = "session_fork",
 	[ACTION_SQL] = "sql",
 	[ACTION_HTTP] = "http",
+	[ACTION_APPLY] = "apply",
 };
 
 const char *engine_action_name(enum engine_action a)
@@ -462,7 +464,7 @@ static int add_approval(struct parser *p, const char *w)
 		}
 	return fail(p, "approval: unknown action '%.64s' (known: run, session_create, session_exec, "
 		       "session_close, session_interrupt, session_restart, session_fork, read_file, "
-		       "write_file, delete_file, network, sql, http; or none)", w);
+		       "write_file, delete_file, network, sql, http, apply; or none)", w);
 }
 
 /* tools = sql, http: the tools' actions (engine/tool.h) */
@@ -478,6 +480,23 @@ static int add_tool(struct parser *p, const char *w)
 			return 0;
 		}
 	return fail(p, "tools: unknown tool '%.64s' (known: sql, http; or none)", w);
+}
+
+/* projects = DIR, ...: where a server's client may open a project */
+static int add_project(struct parser *p, const char *w)
+{
+	size_t len = strlen(w);
+
+	if (!strcmp(w, "none"))
+		return 0;
+	if (w[0] != '/' || strstr(w, "/../") || (len >= 3 && !strcmp(w + len - 3, "/..")))
+		return fail(p, "projects: '%.64s' is not an absolute path without '..'", w);
+	if (len >= POLICY_PROJECT_MAX)
+		return fail(p, "projects: '%.64s...' is longer than %d bytes", w, POLICY_PROJECT_MAX - 1);
+	if (p->pol->n_projects >= POLICY_MAX_PROJECTS)
+		return fail(p, "projects: at most %d directories", POLICY_MAX_PROJECTS);
+	snprintf(p->pol->projects[p->pol->n_projects++], POLICY_PROJECT_MAX, "%s", w);
+	return 0;
 }
 
 /* "10", "10/s", "600/m", "3600/h": calls per second. */
@@ -515,7 +534,7 @@ static int count(struct parser *p, const char *key, const char *v, uint64_t max,
 static const char *const policy_keys[] = { "languages", "network", "approval", "max_file",
 					   "max_sessions", "max_executions", "rate", "burst",
 					   "approval_timeout", "tools", "sql.databases",
-					   "sql.workspace", "sql.writes" };
+					   "sql.workspace", "sql.writes", "projects" };
 
 /* The tools' keys (policy_keys from index 9). */
 static int tool_key(struct parser *p, size_t k, const char *key, char *v)
@@ -591,11 +610,11 @@ static int policy_key(struct parser *p, const char *key, char *v)
 		return fail(p, "unknown key '%.64s' in a policy (known: languages, network, approval, "
 			       "max_file, max_sessions, max_executions, rate, burst, approval_timeout, "
 			       "tools, sql.databases, sql.workspace, sql.writes, http.hosts, "
-			       "http.max_response, egress, limit.NAME)", key);
+			       "http.max_response, egress, projects, limit.NAME)", key);
 	if (p->seen & (1u << k))
 		return fail(p, "'%s' is set twice in this section", key);
 	p->seen |= 1u << k;
-	if (k >= 9)
+	if (k >= 9 && k <= 12)
 		return tool_key(p, k, key, v);
 	switch (k) {
 	case 0:
@@ -625,6 +644,9 @@ static int policy_key(struct parser *p, const char *key, char *v)
 		if (parse_duration(v, &pol->approval_timeout_s) < 0 || pol->approval_timeout_s > 86400)
 			return fail(p, "approval_timeout: expected a duration up to 24h such as 5m, not '%.64s'", v);
 		return 0;
+	case 13:
+		pol->n_projects = 0;
+		return each_word(p, v, key, add_project);
 	default: {
 		unsigned b = 0;
 
@@ -1087,6 +1109,52 @@ int engine_check(struct engine_client *c, struct engine_call *call, struct engin
 		return -EPERM;
 	v->allowed = true;
 	v->rule = NULL;
+	v->http = 200;
+	return 0;
+}
+
+/* Is real (resolved) root itself or below it? */
+static bool inside(const char *real, const char *root)
+{
+	char r[PATH_MAX];
+	size_t n;
+
+	if (!realpath(root, r))
+		return false;
+	n = strlen(r);
+	if (n == 1)
+		return true; /* "/" */
+	return !strncmp(real, r, n) && (real[n] == '\0' || real[n] == '/');
+}
+
+int engine_check_project(struct engine_client *c, enum engine_door door, const char *dir,
+			 char *real, size_t n, struct engine_verdict *v)
+{
+	const struct engine_policy *p = c->policy;
+	char buf[PATH_MAX];
+
+	memset(v, 0, sizeof(*v));
+	if (!realpath(dir, buf))
+		return deny(v, p, "projects", 403, "cannot use the project '%.200s': %s", dir,
+			    strerror(errno));
+	if (strlen(buf) >= n)
+		return deny(v, p, "projects", 403, "the project's path is too long");
+	if (door != DOOR_CLI) {
+		unsigned i;
+
+		for (i = 0; i < p->n_projects; i++)
+			if (inside(buf, p->projects[i]))
+				break;
+		if (i == p->n_projects)
+			return deny(v, p, "projects", 403,
+				    p->n_projects ? "the project '%.200s' is not inside a directory the "
+						    "policy's 'projects' names"
+						  : "no project directory is allowed here (the policy's "
+						    "'projects' names none): '%.200s'",
+				    dir);
+	}
+	snprintf(real, n, "%s", buf);
+	v->allowed = true;
 	v->http = 200;
 	return 0;
 }

@@ -31,6 +31,8 @@
 #define POLICY_MAX_HOSTS 256	   /* [host NAME] sections */
 #define POLICY_HOST_HEADERS 16	   /* headers of one [host NAME] */
 #define HTTP_RESPONSE_MAX (64u << 20) /* the most http.max_response may be */
+#define POLICY_MAX_PROJECTS 16	   /* directories in `projects` */
+#define POLICY_PROJECT_MAX 1024	   /* bytes of one */
 
 /* What a call does: the tools of DESIGN.md, and the actions a policy may
  * hold for approval. */
@@ -48,6 +50,7 @@ enum engine_action {
 	ACTION_SESSION_FORK,   /* counts as a session made */
 	ACTION_SQL,	       /* the sql tool (engine/tool_sql.c) */
 	ACTION_HTTP,	       /* the http tool (engine/tool_http.c) */
+	ACTION_APPLY,	       /* a project's changes copied into it */
 	_ACTION_MAX
 };
 const char *engine_action_name(enum engine_action a);
@@ -85,6 +88,11 @@ struct engine_policy {
 	 * syntax, checked when the file is read); "": none, the mode is
 	 * refused */
 	char egress[POLICY_LINE_MAX];
+	/* where a server's client may open a project (session "project"):
+	 * absolute directories, the project inside one of them; none: no
+	 * projects.  The CLI takes any directory its user can read. */
+	char projects[POLICY_MAX_PROJECTS][POLICY_PROJECT_MAX];
+	unsigned n_projects;
 };
 
 /* A [host NAME] section: headers the http tool adds to every request to
@@ -242,6 +250,12 @@ int engine_check_action(struct engine_client *c, enum engine_door door, enum eng
  * policy does not enable it, then the approval and the rate. */
 int engine_check_tool(struct engine_client *c, enum engine_door door, enum engine_action a,
 		      struct engine_verdict *v);
+/* A project for a session (door API, MCP: inside one of the policy's
+ * `projects`, symlinks resolved; the CLI: any directory).  0 with the
+ * resolved path in real (n bytes), or -EPERM (v says why, rule
+ * "projects"). */
+int engine_check_project(struct engine_client *c, enum engine_door door, const char *dir,
+			 char *real, size_t n, struct engine_verdict *v);
 /* A file written into a session's workspace (an upload), or deleted. */
 int engine_check_file(struct engine_client *c, enum engine_door door, enum engine_action a,
 		      uint64_t bytes, struct engine_verdict *v);

@@ -15,6 +15,7 @@
 #include "engine/script.h"
 #include "sandbox/egress.h"
 #include "session/session.h"
+#include "session/changes.h"
 #include "session/workspace.h"
 #include "kernels.h"
 #include "util/buf.h"
@@ -149,6 +150,11 @@ static bool validate(const struct run_request *req, struct run_result *r)
 		reject(r, false, "unknown language");
 		return false;
 	}
+	if (req->project_dir && req->workspace_dir) {
+		reject(r, false, "--project and --workspace cannot be combined: the project is the "
+				 "workspace");
+		return false;
+	}
 	return prepare_workspace_dir(req, r);
 }
 
@@ -197,6 +203,11 @@ static bool brought(const struct run_request *req, const char *name)
 			return true;
 	if (req->db_path && !strcmp(base_name(req->db_path), name))
 		return true;
+	if (req->project_dir) {
+		snprintf(path, sizeof(path), "%s/%s", req->project_dir, name);
+		if (lstat(path, &st) == 0)
+			return true;
+	}
 	if (!req->workspace_dir)
 		return false;
 	snprintf(path, sizeof(path), "%s/%s", req->workspace_dir, name);
@@ -460,11 +471,34 @@ static void reject_strict(struct run_result *r)
 	       names, n > 1 ? "s" : "", hi.cgroup_why ? hi.cgroup_why : "no usable cgroup");
 }
 
+/* A project's changes, once the program has ended: saved into
+ * req->changes_dir if there are any. */
+static void keep_changes(const struct run_request *req, struct sandbox *sb,
+			 const struct changes_base *base)
+{
+	struct run_changes none, *out = req->changes ? req->changes : &none;
+	struct change_list l;
+	int k = changes_list(sandbox_upper_fd(sb), base, &l);
+
+	memset(out, 0, sizeof(*out));
+	if (k < 0) {
+		snprintf(out->error, sizeof(out->error), "cannot read the changes: %s", strerror(-k));
+		return;
+	}
+	out->count = l.n;
+	out->truncated = l.truncated;
+	if (l.n && req->changes_dir)
+		out->saved = changes_save(sandbox_upper_fd(sb), base, req->changes_dir, out->error,
+					  sizeof(out->error)) == 0;
+	change_list_release(&l);
+}
+
 static int execute(const struct run_request *req, struct run_fds *f, struct pump_ctx *p,
 		   struct run_result *r)
 {
 	const char *argv[MAX_ARGV], *envp[MAX_ENVP], *step = NULL;
 	struct sandbox_config cfg = { 0 };
+	struct changes_base base;
 	struct sandbox_exit x;
 	struct sandbox *sb = NULL;
 	struct script sc;
@@ -475,7 +509,10 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	/* Nothing from the host to copy in: the init writes the script
 	 * itself and starts the program without waiting for us (sandbox.h,
 	 * autostart) */
-	fill = req->workspace_dir || (req->files && req->files[0]) || req->db_path;
+	/* a project's script is placed through its overlay after the start
+	 * (and removed before the changes are read): no autostart */
+	fill = req->workspace_dir || (req->files && req->files[0]) || req->db_path ||
+	       req->project_dir;
 	build_argv(req, &sc, argv);
 	session_envp_net(req->env, false, req->net, envp);
 	cfg.argv = argv;
@@ -498,6 +535,14 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		cfg.script_name = sc.name;
 		cfg.script_fd = f->code;
 		sc.created = true;
+	}
+	if (req->project_dir) {
+		k = changes_base_init(&base, req->project_dir);
+		if (k < 0) {
+			reject(r, false, "cannot use the project '%s': %s", req->project_dir, strerror(-k));
+			return 0;
+		}
+		cfg.project_dir = base.project;
 	}
 	k = sandbox_new(&cfg, &sb, &step);
 	if (k == 0 && req->net == SANDBOX_NET_ALLOWLIST) {
@@ -581,6 +626,8 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 			r->error_traceback = cap_text(r->error_traceback, req->output_limit);
 		}
 		classify(&x, r);
+		if (req->project_dir)
+			keep_changes(req, sb, &base);
 	}
 	sandbox_free(sb);
 	return k;

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <linux/mount.h>
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <sys/prctl.h>
@@ -250,11 +253,98 @@ static int write_script(const struct child_ctx *c)
 	return r;
 }
 
-static int send_workspace(int sock)
+static int send_workspace(int sock, int upper)
 {
-	int fd = open(SANDBOX_HOME, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd, r;
 
+	if (upper >= 0 && (r = send_fd(sock, MSG_UPPER, upper)) < 0)
+		return r;
+	fd = open(SANDBOX_HOME, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : send_fd(sock, MSG_READY, fd);
+}
+
+/* The layers live in the workspace's tmpfs (so its size caps what the
+ * program can change), under the overlay mounted over it: the program
+ * never sees them.  Names relative to the new root (our cwd). */
+#define LAYER_LOWER "home/user/.lower"
+#define LAYER_UPPER "home/user/.upper"
+#define LAYER_WORK "home/user/.work"
+
+/* Mount an overlay of the project (fd_lower) on the workspace; returns an
+ * O_PATH fd of the upper layer, or -errno.  userxattr: in a user
+ * namespace overlayfs keeps its whiteouts and opaque marks in user.*
+ * xattrs (tmpfs has them since Linux 6.6), and then only with
+ * redirect_dir=nofollow and without metacopy, its defaults there: a
+ * copy-up copies the whole file, and a renamed lower directory is copied
+ * (EXDEV to rename(2), which mv handles), so the upper layer alone says
+ * what changed. */
+static int project_overlay(struct child_ctx *c)
+{
+	int fs, mnt, upper, r = 0;
+
+	if (mkdir(LAYER_LOWER, 0700) < 0 || mkdir(LAYER_UPPER, 0755) < 0 ||
+	    mkdir(LAYER_WORK, 0700) < 0)
+		return -errno;
+	if (c->lower_is_mount) {
+		if (syscall(SYS_move_mount, c->fd_lower, "", AT_FDCWD, LAYER_LOWER,
+			    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return -errno;
+	} else {
+		char path[40] = "/proc/self/fd/";
+		size_t len = strlen(path);
+		int n = c->fd_lower, d = 1;
+
+		while (n / d >= 10)
+			d *= 10;
+		for (; d > 0; d /= 10)
+			path[len++] = (char)('0' + n / d % 10);
+		path[len] = '\0';
+		unsigned long keep = 0;
+		struct statvfs sv;
+
+		if (mount(path, LAYER_LOWER, NULL, MS_BIND, NULL) < 0)
+			return -errno;
+		/* in a user namespace a remount must keep the flags the
+		 * source's mount has locked (noexec, the atime mode) */
+		if (statvfs(LAYER_LOWER, &sv) == 0)
+			keep = (sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0) |
+			       (sv.f_flag & ST_NOATIME ? MS_NOATIME : 0) |
+			       (sv.f_flag & ST_NODIRATIME ? MS_NODIRATIME : 0) |
+			       (sv.f_flag & ST_RELATIME ? MS_RELATIME : 0);
+		if (mount(NULL, LAYER_LOWER, NULL,
+			  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | keep, NULL) < 0)
+			return -errno;
+	}
+	close(c->fd_lower);
+	c->fd_lower = -1;
+	upper = open(LAYER_UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (upper < 0)
+		return -errno;
+	fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		r = -errno;
+	if (r == 0 && (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", LAYER_LOWER, 0) < 0 ||
+		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", LAYER_UPPER, 0) < 0 ||
+		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", LAYER_WORK, 0) < 0 ||
+		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+		       syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0))
+		r = -errno;
+	mnt = r == 0 ? (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+				    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) : -1;
+	if (r == 0 && mnt < 0)
+		r = -errno;
+	if (r == 0 && syscall(SYS_move_mount, mnt, "", AT_FDCWD, &SANDBOX_HOME[1],
+			      MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = -errno;
+	if (mnt >= 0)
+		close(mnt);
+	if (fs >= 0)
+		close(fs);
+	if (r < 0) {
+		close(upper);
+		return r;
+	}
+	return upper;
 }
 
 /* ---- the worker: becomes the program ---- */
@@ -490,6 +580,8 @@ static int keep_only_needed_fds(struct child_ctx *c)
 		slots[n++] = &c->fd_pass[i];
 	if (c->fd_script >= 0)
 		slots[n++] = &c->fd_script;
+	if (c->has_lower && c->fd_lower >= 0)
+		slots[n++] = &c->fd_lower;
 	/* above every target first, so no dup3 clobbers a source */
 	for (int i = 0; i < n; i++) {
 		tmp[i] = fcntl(*slots[i], F_DUPFD_CLOEXEC, 3 + n);
@@ -740,7 +832,7 @@ __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_
  * hand-over of the workspace. */
 static void init_build(struct child_ctx *c)
 {
-	int r;
+	int r, upper = -1;
 
 	if ((r = wait_go(c->sock)) < 0)
 		fail(c, r == -EPIPE || r == -EBADMSG ? STEP_SYNC : STEP_CGROUP, r);
@@ -755,11 +847,18 @@ static void init_build(struct child_ctx *c)
 		fail(c, STEP_IDS, r);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(c, STEP_MOUNT_PRIVATE, -errno);
+	/* without root: the project as our namespace has it, before the new
+	 * root's tmpfs can hide it (it may be under /tmp) */
+	if (c->has_lower && !c->lower_is_mount &&
+	    (c->fd_lower = open(c->cfg->project_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fail(c, STEP_PROJECT, -errno);
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "mode=0755,size=1048576,nr_inodes=4096") < 0)
 		fail(c, STEP_ROOTFS, -errno);
 	if ((r = rootfs_apply(c->fs, NEWROOT)) < 0)
 		fail(c, STEP_ROOTFS, r);
+	if (c->has_lower && (upper = project_overlay(c)) < 0)
+		fail(c, STEP_PROJECT, upper);
 	if (c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)
 		fail(c, STEP_LOOPBACK, r);
 	if (sethostname(SANDBOX_HOSTNAME, strlen(SANDBOX_HOSTNAME)) < 0 ||
@@ -786,7 +885,7 @@ static void init_build(struct child_ctx *c)
 		close(c->fd_script);
 		c->fd_script = -1;
 	}
-	if ((r = send_workspace(c->sock)) < 0)
+	if ((r = send_workspace(c->sock, upper)) < 0)
 		fail(c, STEP_WORKSPACE, r);
 	if (!c->cfg->autostart && (r = wait_byte(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);

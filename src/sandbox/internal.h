@@ -41,6 +41,7 @@ enum step {
 	STEP_LANDLOCK,
 	STEP_SECCOMP,
 	STEP_EXEC,
+	STEP_PROJECT,
 	_STEP_MAX,
 };
 const char *sandbox_step_name(int step);
@@ -50,6 +51,7 @@ enum msg_kind {
 	MSG_SETUP_ERROR, /* a step failed: step, err */
 	MSG_EXITED,	 /* the program ended: wstatus */
 	MSG_HELLO,	 /* a cell's init: carries a pidfd of itself */
+	MSG_UPPER,	 /* before READY, with a project: the upper layer's fd */
 };
 
 /* How the child ends up (see cell.c for the template and its cells). */
@@ -200,9 +202,21 @@ struct child_ctx {
 	bool set_groups;  /* started as root: drop supplementary groups */
 	bool keep_group_leaders; /* see sandbox_config */
 	enum child_mode mode;
+	/* a project (sandbox_config.project_dir): the lower layer, a
+	 * detached mount (lower_is_mount), or -1 until the init opens the
+	 * directory to bind; has_lower false: none (a cell never has one) */
+	bool has_lower, lower_is_mount;
+	int fd_lower;
 	struct rlimit rl_fsize, rl_nofile, rl_cpu, rl_data, rl_nproc;
 	bool has_fsize, has_nofile, has_cpu, has_data, has_nproc;
 };
+
+/* The project's lower layer for the init (project.c): as root, a
+ * detached read-only mount of dir, idmapped so that dir's owner is the
+ * sandbox's host ids (*ret_is_mount true, *ret_fd the caller's);
+ * otherwise *ret_fd -1: the init opens dir and binds it.  0 or -errno. */
+int project_lower_open(const char *dir, bool privileged, uid_t host_uid, gid_t host_gid,
+		       int *ret_fd, bool *ret_is_mount);
 
 /* The init: never returns. */
 __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c);

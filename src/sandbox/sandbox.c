@@ -41,6 +41,7 @@ struct sandbox {
 	int pidfd;
 	int sock;
 	int ws_fd;
+	int upper_fd; /* a project's upper layer, or -1 */
 	struct cgroup cg;
 	unsigned unenforced;
 	double timeout_s;
@@ -106,6 +107,7 @@ static const char *const step_names[_STEP_MAX] = {
 	[STEP_LANDLOCK] = "apply Landlock",
 	[STEP_SECCOMP] = "load the seccomp filter",
 	[STEP_EXEC] = "execute the program",
+	[STEP_PROJECT] = "mount the project's overlay",
 };
 
 const char *sandbox_step_name(int step)
@@ -263,6 +265,8 @@ static int validate(const struct sandbox_config *cfg)
 		return -EINVAL;
 	if (!cfg->limits.tmp_bytes || !cfg->limits.workspace_bytes)
 		return -EINVAL;
+	if (cfg->project_dir && (cfg->project_dir[0] != '/' || cfg->template))
+		return -EINVAL;
 	return 0;
 }
 
@@ -326,6 +330,11 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 	if (r < 0)
 		return r;
 	r = recv_msg(sb->sock, &m, &fd);
+	if (r > 0 && m.kind == MSG_UPPER && fd >= 0 && sb->upper_fd < 0) {
+		sb->upper_fd = fd;
+		fd = -1;
+		r = recv_msg(sb->sock, &m, &fd);
+	}
 	if (r <= 0)
 		return r == 0 ? -EPIPE : r;
 	if (m.kind == MSG_SETUP_ERROR) {
@@ -444,7 +453,7 @@ static int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool
 
 	if (!sb)
 		return -ENOMEM;
-	*sb = (struct sandbox){ .pid = -1, .pidfd = -1, .sock = -1, .ws_fd = -1,
+	*sb = (struct sandbox){ .pid = -1, .pidfd = -1, .sock = -1, .ws_fd = -1, .upper_fd = -1,
 				.timer_fd = -1, .ep = -1, .timeout_s = cfg->limits.timeout_s,
 				.cpu_limit_s = cfg->limits.cpu_seconds, .id_lock_fd = -1,
 				.cg = { .oom_efd = -1 } };
@@ -472,7 +481,7 @@ static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
 				 .set_groups = privileged, .keep_group_leaders = cfg->keep_group_leaders,
 				 .fd_stdin = cfg->stdin_fd,
 				 .fd_stdout = cfg->stdout_fd, .fd_stderr = cfg->stderr_fd,
-				 .sock = -1, .parent_sock = -1,
+				 .sock = -1, .parent_sock = -1, .fd_lower = -1,
 				 .fd_script = cfg->script_name ? cfg->script_fd : -1,
 				 .mode = cfg->template ? CHILD_TEMPLATE : CHILD_EXEC };
 	for (size_t i = 0; i < cfg->n_pass_fds; i++)
@@ -486,6 +495,8 @@ static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
 
 static void child_ctx_release(struct child_ctx *c)
 {
+	if (c->fd_lower >= 0)
+		close(c->fd_lower);
 	free((void *)c->argv);
 	free((void *)c->envp);
 	free((void *)c->cwd);
@@ -575,6 +586,12 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	}
 	sb->autostart = cfg->autostart;
 	r = child_ctx_init(&c, cfg, &fs, sb->unenforced, privileged);
+	if (r == 0 && cfg->project_dir) {
+		step = STEP_PROJECT;
+		r = project_lower_open(cfg->project_dir, privileged, sb->ws_uid, sb->ws_gid,
+				       &c.fd_lower, &c.lower_is_mount);
+		c.has_lower = r == 0;
+	}
 	if (r == 0)
 		r = spawn(sb, &c, privileged, &step);
 	child_ctx_release(&c);
@@ -695,7 +712,8 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
 
 	if (ret_failed_step)
 		*ret_failed_step = NULL;
-	if (cfg->stdout_fd < 0 || cfg->stderr_fd < 0 || cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS ||
+	if (cfg->project_dir || cfg->stdout_fd < 0 || cfg->stderr_fd < 0 ||
+	    cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS ||
 	    !cfg->limits.tmp_bytes || !cfg->limits.workspace_bytes)
 		return -EINVAL;
 	(void)global_init();
@@ -774,6 +792,11 @@ bool sandbox_is_cell(const struct sandbox *sb)
 int sandbox_workspace_fd(const struct sandbox *sb)
 {
 	return sb->ws_fd;
+}
+
+int sandbox_upper_fd(const struct sandbox *sb)
+{
+	return sb->upper_fd;
 }
 
 void sandbox_workspace_owner(const struct sandbox *sb, uid_t *ret_uid, gid_t *ret_gid)
@@ -1310,6 +1333,7 @@ void sandbox_free(struct sandbox *sb)
 	}
 	egress_stop(TAKE_PTR(sb->egress));
 	close_fd(&sb->ws_fd);
+	close_fd(&sb->upper_fd);
 	close_fd(&sb->timer_fd);
 	close_fd(&sb->ep);
 	close_fd(&sb->sock);

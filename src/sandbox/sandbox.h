@@ -111,6 +111,12 @@ struct sandbox_config {
 	const char *script_name;
 	int script_fd;
 	bool autostart;
+	/* A host directory (absolute) the workspace shows through an
+	 * overlay: reads see the directory, writes and deletions land in an
+	 * upper layer on the workspace's tmpfs (sandbox_upper_fd()), and the
+	 * directory is never written.  NULL: a plain empty workspace.  Not
+	 * for cells (sandbox_new_cell() refuses it: -EINVAL). */
+	const char *project_dir;
 };
 
 /* Limits that were asked for but could not be enforced on this host, and
@@ -248,6 +254,12 @@ int sandbox_cell_shared_memory(const struct sandbox *sb, uint64_t *ret);
 /* An O_PATH directory fd on the workspace root, owned by the sandbox;
  * use it with openat_beneath() only.  Valid until sandbox_free(). */
 int sandbox_workspace_fd(const struct sandbox *sb);
+/* With a project_dir: an O_PATH fd of the overlay's upper layer (what
+ * the program wrote, overlayfs whiteouts and opaque directories for what
+ * it deleted), owned by the sandbox, valid until sandbox_free() (after
+ * the tree ended too).  The program can change it at any time: what is
+ * read through it is untrusted.  -1 without a project. */
+int sandbox_upper_fd(const struct sandbox *sb);
 /* Host uid/gid that files in the workspace must belong to for the
  * sandboxed program to own them. */
 void sandbox_workspace_owner(const struct sandbox *sb, uid_t *ret_uid, gid_t *ret_gid);

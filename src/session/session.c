@@ -19,6 +19,7 @@
 #include "kernels.h"
 #include "sandbox/egress.h"
 #include "session/events.h"
+#include "session/changes.h"
 #include "session/workspace.h"
 #include "util/buf.h"
 #include "util/capture.h"
@@ -51,6 +52,11 @@ struct session {
 	char **files;	/* owned copy of opts.files */
 	char *workspace_dir; /* owned copy */
 	char *egress;	/* owned copy of opts.egress */
+	/* with opts.project_dir: the project (opts.project_dir points into
+	 * it) and, while a restart makes the new sandbox, the old one's
+	 * upper layer, whose changes the new one gets */
+	struct changes_base *project;
+	int carry_upper;
 	char *preload;	/* owned copy of opts.preload */
 	char *preloaded; /* what the kernel said it imported */
 	char *preload_failed; /* and what it could not */
@@ -524,6 +530,18 @@ static int fill_workspace(struct session *s, int from_ws, char **ret_error)
 	int r;
 
 	sandbox_workspace_owner(s->sb, &o.uid, &o.gid);
+	if (from_ws >= 0 && s->project) {
+		/* the new overlay shows the project: only the changes go over */
+		struct change_list l;
+		char why[256];
+
+		if (s->carry_upper >= 0 && changes_list(s->carry_upper, s->project, &l) == 0) {
+			(void)changes_copy(s->carry_upper, sandbox_workspace_fd(s->sb), &l, &o, why,
+					   sizeof(why));
+			change_list_release(&l);
+		}
+		return 0;
+	}
 	if (from_ws >= 0) {
 		/* a restart goes on with what could be carried over */
 		(void)ws_copy_between(from_ws, sandbox_workspace_fd(s->sb), &o);
@@ -585,6 +603,7 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 	cfg.limits.timeout_s = 0; /* per exchange, not per sandbox */
 	cfg.net = s->opts.net;
 	cfg.strict = s->opts.strict;
+	cfg.project_dir = s->project ? s->project->project : NULL;
 	cfg.template = s->kind == KERNEL_TEMPLATE;
 	/* bash survives a fork bomb's clean-up (the driver starts it as a
 	 * process group leader; the bomb's copies are in its group) */
@@ -787,7 +806,9 @@ static int start_kernel(struct session *s, char **ret_error)
 	close_channels(s);
 	if (old)
 		sandbox_stop(old);
+	s->carry_upper = old ? sandbox_upper_fd(old) : -1;
 	r = spawn_kernel(s, old ? sandbox_workspace_fd(old) : -1, ret_error);
+	s->carry_upper = -1;
 	sandbox_free(old);
 	tpl_unref(TAKE_PTR(s->tpl)); /* a cold kernel hangs on no template */
 	if (r == 0)
@@ -826,7 +847,8 @@ static struct session *session_alloc(const struct session_opts *o)
 	if (!s)
 		return NULL;
 	s->opts = *o;
-	s->req_fd = s->out_fd = s->err_fd = s->ev_fd = -1;
+	s->req_fd = s->out_fd = s->err_fd = s->ev_fd = s->carry_upper = -1;
+	s->opts.project_dir = NULL;
 	pthread_mutex_init(&s->sb_lock, NULL);
 	event_reader_init(&s->events, SESSION_EVENT_MAX);
 	s->env = copy_env(o->env);
@@ -866,12 +888,25 @@ int session_new(const struct session_opts *o, struct session **ret, char **ret_e
 	s = session_alloc(o);
 	if (!s)
 		return -ENOMEM;
+	if (o->project_dir) {
+		s->project = calloc(1, sizeof(*s->project));
+		r = s->project ? changes_base_init(s->project, o->project_dir) : -ENOMEM;
+		if (r < 0) {
+			if (ret_error && asprintf(ret_error, "cannot use the project '%s': %s",
+						  o->project_dir, strerror(-r)) < 0)
+				*ret_error = NULL;
+			session_free(s);
+			return r;
+		}
+		s->opts.project_dir = s->project->project;
+	}
 	r = ws_prepare_dir(s->workspace_dir, ret_error);
 	if (r < 0) {
 		session_free(s);
 		return r;
 	}
-	if (o->pool && pool_matches(o->pool, o)) {
+	/* a project's overlay is made as the sandbox is: cold only */
+	if (o->pool && !o->project_dir && pool_matches(o->pool, o)) {
 		s->pool = o->pool;
 		pool_ref(s->pool);
 	}
@@ -904,6 +939,16 @@ bool session_expired(const struct session *s)
 {
 	return s->opts.idle_timeout_s > 0 &&
 	       (double)(now_ns() - s->last_used_ns) / 1e9 > s->opts.idle_timeout_s;
+}
+
+struct changes_base *session_project(struct session *s)
+{
+	return s->project;
+}
+
+int session_upper_fd(const struct session *s)
+{
+	return s->sb ? sandbox_upper_fd(s->sb) : -ESRCH;
 }
 
 int session_workspace_fd(const struct session *s)
@@ -964,6 +1009,7 @@ void session_free(struct session *s)
 	free(s->files);
 	free(s->workspace_dir);
 	free(s->egress);
+	free(s->project);
 	free(s->preload);
 	free(s->preloaded);
 	free(s->preload_failed);
@@ -1362,6 +1408,11 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
 	int id, r;
 
 	*ret_message = NULL;
+	if (s->project) {
+		*ret_message = strdup("a session with a project cannot be forked: its changes would "
+				      "have two owners; apply or discard them in this one");
+		return -EOPNOTSUPP;
+	}
 	if (s->opts.lang != SESSION_PYTHON) {
 		*ret_message = strdup("fork is for Python sessions");
 		return -EOPNOTSUPP;

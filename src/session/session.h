@@ -84,6 +84,10 @@ struct session_opts {
 	const char *preload;	      /* Python: "numpy,pandas", or NULL */
 	const char *workspace_dir;    /* host dir copied in at start, or NULL */
 	const char *const *files;     /* host files copied in at start, or NULL */
+	/* a host directory the workspace shows through an overlay
+	 * (sandbox_config.project_dir); a restart carries the changes over;
+	 * never from a pool, never forked.  NULL: none */
+	const char *project_dir;
 	enum sandbox_net net;
 	/* SANDBOX_NET_ALLOWLIST: the policy's egress list (copied) */
 	const char *egress;
@@ -232,6 +236,13 @@ const char *session_preload_failed(const struct session *s);
  * (restart, session_free).  -ESRCH when no kernel was started.  Use it
  * from the thread that uses the session. */
 int session_workspace_fd(const struct session *s);
+/* With a project: the project and the start the changes are checked
+ * against (session/changes.h; the caller may move since_ns after an
+ * apply), and the upper layer's fd (owned by the session, valid until
+ * the next restart; -ESRCH without a sandbox).  NULL / -1 without. */
+struct changes_base;
+struct changes_base *session_project(struct session *s);
+int session_upper_fd(const struct session *s);
 /* The host uid/gid files in the workspace must have for the sandboxed
  * program to own them. */
 void session_workspace_owner(const struct session *s, uid_t *ret_uid, gid_t *ret_gid);

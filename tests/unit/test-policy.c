@@ -53,6 +53,8 @@ static void parse_errors_name_the_line(void **state)
 		{ "[client c]\n", "client 'c' has no key_sha256" },
 		{ "[default\n", "line 1: a section is" },
 		{ "[default]\njust words\n", "line 2: expected 'key = value'" },
+		{ "[default]\nprojects = srv/repos\n", "line 2: projects: 'srv/repos' is not an absolute path" },
+		{ "[default]\nprojects = /srv/../etc\n", "line 2: projects: '/srv/../etc' is not an absolute path" },
 	};
 	struct engine_policies *ps;
 	char err[512];
@@ -154,6 +156,33 @@ static void rules_files_and_approval(void **state)
 	assert_int_equal(engine_check_file(c, DOOR_API, ACTION_DELETE_FILE, 0, &v), -EPERM);
 	assert_string_equal(v.rule, "approval");
 	assert_true(v.needs_approval);
+	engine_policies_free(ps);
+}
+
+static void rules_projects(void **state)
+{
+	struct engine_policies *ps = parse_ok("[default]\n[policy p]\nprojects = /usr/share, /tmp\n"
+					      "approval = apply\n[client c]\npolicy = p\nkey_sha256 = "
+					      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n");
+	struct engine_client *def = &ps->clients[0], *c = &ps->clients[1];
+	struct engine_verdict v = { 0 };
+	char real[4096];
+
+	(void)state;
+	assert_int_equal(c->policy->n_projects, 2);
+	/* the default names none: no project for a server's client, any for the CLI */
+	assert_int_equal(engine_check_project(def, DOOR_API, "/usr/share", real, sizeof(real), &v), -EPERM);
+	assert_string_equal(v.rule, "projects");
+	assert_int_equal(engine_check_project(def, DOOR_CLI, "/usr/share", real, sizeof(real), &v), 0);
+	assert_int_equal(engine_check_project(c, DOOR_API, "/usr/share/doc", real, sizeof(real), &v), 0);
+	assert_string_equal(real, "/usr/share/doc");
+	/* a prefix that is not a parent, and a missing directory */
+	assert_int_equal(engine_check_project(c, DOOR_API, "/usr/sharex", real, sizeof(real), &v), -EPERM);
+	assert_int_equal(engine_check_project(c, DOOR_API, "/usr", real, sizeof(real), &v), -EPERM);
+	assert_int_equal(engine_check_action(c, DOOR_API, ACTION_APPLY, SESSION_PYTHON, &v), -EPERM);
+	assert_string_equal(v.rule, "approval");
+	assert_true(v.needs_approval);
+	assert_string_equal(engine_action_name(ACTION_APPLY), "apply");
 	engine_policies_free(ps);
 }
 
@@ -412,6 +441,7 @@ int main(void)
 		cmocka_unit_test(the_sample_parses),
 		cmocka_unit_test(rules_limits_languages_network),
 		cmocka_unit_test(rules_files_and_approval),
+		cmocka_unit_test(rules_projects),
 		cmocka_unit_test(rules_counts_and_rate),
 		cmocka_unit_test(audit_record_fields),
 		cmocka_unit_test(audit_appends_whole_lines_and_rotates),

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "util/fs.h"
 #include "util/outorder.h"
 #include "util/parse.h"
+#include "util/textdiff.h"
 
 static void buf_append_and_cap(void **state)
 {
@@ -249,10 +251,47 @@ static void outorder_keeps_first_and_last_half(void **state)
 	capture_release(&c[1]);
 }
 
+static void check_diff(const char *a, const char *b, const char *want)
+{
+	struct buf out;
+
+	buf_init(&out, 1 << 20);
+	assert_int_equal(text_diff(a, strlen(a), b, strlen(b), &out), 0);
+	assert_string_equal(buf_str(&out), want);
+	buf_release(&out);
+}
+
+static void text_diff_hunks(void **state)
+{
+	char a[512] = "", b[512] = "";
+	struct buf small;
+
+	(void)state;
+	check_diff("a\nb\n", "a\nb\n", "");
+	check_diff("a\nb\nc\n", "a\nB\nc\n", "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n");
+	check_diff("", "x\n", "@@ -0,0 +1,1 @@\n+x\n");
+	check_diff("x\n", "", "@@ -1,1 +0,0 @@\n-x\n");
+	check_diff("a", "a\n", "@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+a\n");
+	/* two changes 9 equal lines apart: two hunks with 3 lines of context */
+	for (int i = 1; i <= 20; i++) {
+		snprintf(a + strlen(a), sizeof(a) - strlen(a), "%d\n", i);
+		snprintf(b + strlen(b), sizeof(b) - strlen(b), "%d%s\n", i, i == 2 || i == 18 ? "x" : "");
+	}
+	check_diff(a, b, "@@ -1,5 +1,5 @@\n 1\n-2\n+2x\n 3\n 4\n 5\n"
+			 "@@ -15,6 +15,6 @@\n 15\n 16\n 17\n-18\n+18x\n 19\n 20\n");
+	/* 6 equal lines apart: one hunk */
+	check_diff("1\n2\n3\n4\n5\n6\n7\n8\n", "0\n2\n3\n4\n5\n6\n7\n9\n",
+		   "@@ -1,8 +1,8 @@\n-1\n+0\n 2\n 3\n 4\n 5\n 6\n 7\n-8\n+9\n");
+	buf_init(&small, 8);
+	assert_int_equal(text_diff("a\n", 2, "b\n", 2, &small), -E2BIG);
+	buf_release(&small);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(buf_append_and_cap),
+		cmocka_unit_test(text_diff_hunks),
 		cmocka_unit_test(buf_detach_hands_over),
 		cmocka_unit_test(buf_read_fd_respects_cap),
 		cmocka_unit_test(parse_sizes),

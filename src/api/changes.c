@@ -1,0 +1,246 @@
+/* A project session's changes: GET /v1/sessions/{id}/changes, POST
+ * .../changes/apply and .../changes/discard (session/changes.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/internal.h"
+#include "engine/policy.h"
+#include "session/changes.h"
+#include "util/macro.h"
+#include "util/parse.h"
+#include "util/sha256.h"
+#include "util/banned.h"
+
+#define DIGEST_TEXT_MAX (64u << 20) /* of the diff the digest is taken over */
+
+/* The session, locked, with a project: 0; else answered in *ret. */
+static int locked_project(struct api_call *c, struct api_session **ret_e,
+			  struct changes_base **ret_b, int *ret_up, enum MHD_Result *ret)
+{
+	struct api_session *e = api_call_session(c, ret);
+
+	if (!e)
+		return -ENOENT;
+	pthread_mutex_lock(&e->lock);
+	if (!e->s) {
+		*ret = api_respond_errorf(c, 404, "session_not_found", "the session '%s' was deleted",
+					  e->id);
+	} else if (!session_project(e->s)) {
+		*ret = api_respond_errorf(c, 400, "no_project",
+					  "the session has no project: create it with \"project\"");
+	} else if (session_upper_fd(e->s) < 0) {
+		*ret = api_respond_errorf(c, 409, "no_workspace",
+					  "the session has no sandbox now: restart it first");
+	} else {
+		*ret_e = e;
+		*ret_b = session_project(e->s);
+		*ret_up = session_upper_fd(e->s);
+		return 0;
+	}
+	pthread_mutex_unlock(&e->lock);
+	api_session_unref(e);
+	return -EPERM;
+}
+
+static void unlock_project(struct api_session *e)
+{
+	pthread_mutex_unlock(&e->lock);
+	api_session_unref(e);
+}
+
+/* A digest of the changes as they are: the diff's text, uncut up to
+ * DIGEST_TEXT_MAX.  An approval names it, so what is applied is what
+ * was approved. */
+static int changes_digest(int up, const struct changes_base *b, const struct change_list *l,
+			  char out[2 * SHA256_LEN + 1])
+{
+	struct buf d;
+	int r;
+
+	buf_init(&d, DIGEST_TEXT_MAX);
+	r = changes_diff(up, b, l, &d);
+	if (r == 0 || r == -E2BIG)
+		sha256_hex(d.data ? d.data : "", d.len, out);
+	buf_release(&d);
+	return r == -E2BIG ? 0 : r;
+}
+
+enum MHD_Result api_handle_changes(struct api_call *c)
+{
+	const char *q = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "max_bytes");
+	uint64_t max = CHANGES_DIFF_MAX;
+	struct api_session *e;
+	struct changes_base *b;
+	struct change_list l;
+	struct buf diff;
+	char digest[2 * SHA256_LEN + 1] = "";
+	enum MHD_Result ret;
+	bool cut = false;
+	json_t *j;
+	int up, r;
+
+	if (q && (parse_size(q, &max) < 0 || max < 1024 || max > (16u << 20)))
+		return api_respond_errorf(c, 400, "invalid_value",
+					  "'max_bytes' must be a size from 1K to 16M, not '%.32s'", q);
+	if (locked_project(c, &e, &b, &up, &ret) < 0)
+		return ret;
+	r = changes_list(up, b, &l);
+	if (r < 0) {
+		unlock_project(e);
+		return api_respond_errorf(c, 500, "changes_failed", "cannot read the changes: %s",
+					  strerror(-r));
+	}
+	buf_init(&diff, (size_t)max);
+	r = changes_diff(up, b, &l, &diff);
+	if (r == -E2BIG)
+		cut = true, r = 0;
+	if (r == 0)
+		r = changes_digest(up, b, &l, digest);
+	if (r < 0) {
+		ret = api_respond_errorf(c, 500, "changes_failed", "cannot diff the changes: %s",
+					 strerror(-r));
+	} else {
+		j = changes_json(b, &l, &diff, cut);
+		if (j)
+			json_object_set_new(j, "changes_sha256", json_string(digest));
+		ret = j ? api_respond_json(c, 200, j)
+			: api_respond_errorf(c, 500, "internal", "out of memory");
+	}
+	buf_release(&diff);
+	change_list_release(&l);
+	unlock_project(e);
+	return ret;
+}
+
+/* The body's "changes_sha256", if any: the changes the caller (and the
+ * person who approved) saw. */
+static int expected_digest(struct api_call *c, char out[2 * SHA256_LEN + 1])
+{
+	json_t *o, *v;
+	int r = 0;
+
+	out[0] = '\0';
+	if (!c->body_len)
+		return 0;
+	o = json_loadb(c->body, c->body_len, 0, NULL);
+	v = json_object_get(o, "changes_sha256");
+	if (!json_is_object(o) || json_object_size(o) != (v ? 1u : 0u) ||
+	    (v && (!json_is_string(v) || json_string_length(v) != 2 * SHA256_LEN)))
+		r = -EINVAL;
+	else if (v)
+		snprintf(out, 2 * SHA256_LEN + 1, "%s", json_string_value(v));
+	json_decref(o);
+	return r;
+}
+
+static enum MHD_Result apply_locked(struct api_call *c, int up, struct changes_base *b,
+				    const char *want)
+{
+	struct ws_owner o = { .uid = b->uid, .gid = b->gid, .chown = geteuid() == 0 };
+	char digest[2 * SHA256_LEN + 1] = "", msg[1024];
+	_cleanup_close_ int dst = -1;
+	struct change_list l;
+	enum MHD_Result ret;
+	int r = changes_list(up, b, &l);
+
+	if (r < 0)
+		return api_respond_errorf(c, 500, "changes_failed", "cannot read the changes: %s",
+					  strerror(-r));
+	if (l.truncated) {
+		change_list_release(&l);
+		return api_respond_errorf(c, 413, "too_many_changes",
+					  "more than %u changes: too many to apply at once",
+					  CHANGES_MAX_ENTRIES);
+	}
+	if (*want && (changes_digest(up, b, &l, digest) < 0 || strcmp(digest, want) != 0)) {
+		change_list_release(&l);
+		return api_respond_errorf(c, 409, "changes_moved",
+					  "the changes are not the ones named by 'changes_sha256' any more: "
+					  "look at them again (GET .../changes)");
+	}
+	r = changes_check(b, &l, msg, sizeof(msg));
+	if (r < 0) {
+		change_list_release(&l);
+		return api_respond_errorf(c, 409, "project_changed", "%s", msg);
+	}
+	dst = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = dst < 0 ? -errno : changes_copy(up, dst, &l, &o, msg, sizeof(msg));
+	if (r < 0) {
+		ret = api_respond_errorf(c, 500, "apply_failed", "applying to '%s': %s", b->project,
+					 dst < 0 ? strerror(-r) : msg);
+	} else {
+		/* what the project holds now is the start of what comes next */
+		b->since_ns = changes_start_ns();
+		ret = api_respond_json(c, 200, json_pack("{s:s, s:i}", "project", b->project, "applied",
+							 (json_int_t)l.n));
+	}
+	change_list_release(&l);
+	return ret;
+}
+
+enum MHD_Result api_handle_changes_apply(struct api_call *c)
+{
+	struct api_session *e;
+	struct changes_base *b;
+	char want[2 * SHA256_LEN + 1];
+	enum MHD_Result ret;
+	int up;
+
+	if (expected_digest(c, want) < 0)
+		return api_respond_errorf(c, 400, "invalid_value",
+					  "the body is {} or {\"changes_sha256\": \"<64 hex digits from GET "
+					  ".../changes>\"}");
+	e = api_call_session(c, &ret);
+	if (!e)
+		return ret;
+	/* the policy: "apply" may need a person's approval, which names the
+	 * session and changes_sha256 (the body) */
+	if (api_check_action(c, e, ACTION_APPLY, &ret) < 0) {
+		api_session_unref(e);
+		return ret;
+	}
+	api_session_unref(e);
+	if (locked_project(c, &e, &b, &up, &ret) < 0)
+		return ret;
+	ret = apply_locked(c, up, b, want);
+	unlock_project(e);
+	return ret;
+}
+
+enum MHD_Result api_handle_changes_discard(struct api_call *c)
+{
+	struct ws_owner o = { .chown = geteuid() == 0 };
+	struct api_session *e;
+	struct changes_base *b;
+	struct change_list l;
+	enum MHD_Result ret;
+	char msg[1024];
+	int up, r;
+
+	if (locked_project(c, &e, &b, &up, &ret) < 0)
+		return ret;
+	r = changes_list(up, b, &l);
+	if (r < 0) {
+		unlock_project(e);
+		return api_respond_errorf(c, 500, "changes_failed", "cannot read the changes: %s",
+					  strerror(-r));
+	}
+	/* every path the changes touch made what the project has, through
+	 * the overlay: the program sees the project again there */
+	session_workspace_owner(e->s, &o.uid, &o.gid);
+	r = changes_revert(session_workspace_fd(e->s), b, &l, &o, msg, sizeof(msg));
+	if (r < 0)
+		ret = api_respond_errorf(c, 500, "discard_failed", "%s", msg);
+	else
+		ret = api_respond_json(c, 200, json_pack("{s:s, s:i, s:i}", "project", b->project,
+							 "discarded", (json_int_t)(l.n - (size_t)r),
+							 "kept_unreadable", (json_int_t)r));
+	change_list_release(&l);
+	unlock_project(e);
+	return ret;
+}

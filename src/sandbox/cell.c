@@ -90,7 +90,8 @@ __attribute__((visibility("default"))) int codecell_cell_enter(const void *spec,
 	r = rootfs_build(&g_fs, &g_cfg.limits,
 			 &(struct rootfs_host){ .cgroup_version = (int)sp->cgroup_version,
 						.cgroup_ctrls = sp->cgroup_ctrls, .cpus = sp->cpus,
-						.n_cpus = sp->n_cpus < CPU_SETSIZE ? sp->n_cpus : 0 });
+						.n_cpus = sp->n_cpus < CPU_SETSIZE ? sp->n_cpus : 0,
+						.in_template = true });
 	if (r < 0) {
 		report(g_c.sock, STEP_ROOTFS, -r);
 		_exit(127);

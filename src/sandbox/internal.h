@@ -162,6 +162,10 @@ struct rootfs_host {
 	/* the CPUs to pin the tree to (struct rootfs), n_cpus 0: none */
 	cpu_set_t cpus;
 	unsigned n_cpus;
+	/* built inside a template's sandbox (a pool cell): what the
+	 * template bound under /usr comes along with the recursive bind of
+	 * /usr, and is not bound a second time */
+	bool in_template;
 };
 
 /* CPUs for a sandbox under a quota of cpus cores (cpus.c): ceil(cpus)

@@ -493,7 +493,7 @@ static int add_python_site_pyc(struct rootfs *fs, int v)
  * looks for it: a file written fresh each run has no valid .pyc, and
  * compiling it cost every Python start in the sandbox about 12 million
  * instructions (scripts/embed-site.sh). */
-static int add_python_site(struct rootfs *fs)
+static int add_python_site(struct rootfs *fs, bool in_template)
 {
 	for (int v = 6; v <= 40; v++) {
 		char link[64], target[64], want[64], *dir = NULL, *file = NULL;
@@ -519,7 +519,7 @@ static int add_python_site(struct rootfs *fs)
 			r = add(fs, OP_FILE, NULL, keep(fs, file), sandbox_site_py, 0);
 		else
 			free(file);
-		if (r == 0 && v == sandbox_site_pyc_minor && sandbox_site_pyc_len)
+		if (r == 0 && v == sandbox_site_pyc_minor && sandbox_site_pyc_len && !in_template)
 			r = add_python_site_pyc(fs, v);
 		if (r < 0)
 			return r;
@@ -557,7 +557,7 @@ int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l,
 	if (r == 0)
 		r = add(fs, OP_FILE, NULL, "etc/resolv.conf", "", 0);
 	if (r == 0)
-		r = add_python_site(fs);
+		r = add_python_site(fs, host && host->in_template);
 	if (r == 0)
 		r = add(fs, OP_PROC, NULL, "proc", NULL, 0);
 	if (r == 0)

@@ -57,6 +57,9 @@ SKIP = {
     "make run": "installs packages and serves on port 8080 until stopped",
     "export OPENAI_BASE_URL=http://127.0.0.1:8080/v1 CODECELL_MODEL=local":
         "needs a model endpoint (tests/e2e/test_agent.py drives the loop with a stand-in)",
+    "codecell run --policy policy.ini --net allowlist - <<EOF":
+        "reaches hosts on the internet (tests/e2e/test_egress.py runs the mode against servers "
+        "it starts on loopback)",
 }
 
 # first command of a block -> what is wrong with it today (the block must

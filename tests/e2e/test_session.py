@@ -208,10 +208,20 @@ def fork_bomb_in_a_session_is_contained():
     r = sh.run("while True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
     eq(r["status"], "timeout", r)
     check("pids" in r["limits_hit"], r)
+    if r.get("restarted"):
+        # a kernel that does not answer the interrupt in time (31 busy
+        # copies on a loaded host) is replaced, as any stuck kernel is
+        sh.run("import os")
     # the bomb's copies are killed and reaped: only the init and the
     # kernel are left, and the session can start processes again
-    r = sh.run("sorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
-    eq(r["results"][0]["text/plain"], "[1, 2]")
+    # (a few tries: under --timeout 2 on a loaded host the listing cell
+    # itself may time out; the copies must be gone all the same)
+    for _ in range(5):
+        r = sh.run("sorted(int(p) for p in os.listdir('/proc') if p.isdigit())")
+        if r["status"] == "ok" and r["results"] and r["results"][0]["text/plain"] == "[1, 2]":
+            break
+        time.sleep(1)
+    eq((r["status"], r["results"][0]["text/plain"] if r["results"] else None), ("ok", "[1, 2]"), r)
     sh.run("import subprocess")
     r = sh.run("subprocess.run(['echo', 'forks again'], capture_output=True, text=True).stdout")
     eq(r["results"][0]["text/plain"], repr("forks again\n"))

@@ -4,6 +4,7 @@ top-level await, require, timeouts, interrupts, errors thrown later,
 multi-line statements and bad input."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -255,10 +256,20 @@ def errors_thrown_later_do_not_kill_the_kernel():
     check("Uncaught (in promise) Error: rejected later" in r["logs"]["stderr"], r["logs"])
     # a flood between cells is cut short
     sh.run("for (let i = 0; i < 50; i++) setTimeout(() => { throw new Error('e' + i) }, 1)")
-    time.sleep(0.3)
-    err = sh.run("alive")["logs"]["stderr"]
-    eq(err.count("Uncaught Error: e"), 10, err)
-    check("[... 40 more uncaught errors]" in err, err)
+    # the timers fire between cells; on a loaded host not all of them by
+    # the next cell: what the cells after them report, added up
+    err = ""
+    for _ in range(20):
+        time.sleep(0.3)
+        err += sh.run("alive")["logs"]["stderr"]
+        if "more uncaught errors]" in err:
+            break
+    # ten shown per stretch between cells, the rest counted: all 50 are
+    # accounted for (one stretch unless the load split them)
+    more = [int(n) for n in re.findall(r"\[\.\.\. (\d+) more uncaught errors\]", err)]
+    shown = err.count("Uncaught Error: e")
+    check(more and shown >= 10 and shown + sum(more) == 50 and shown <= 10 * (len(more) + 1),
+          err)
     eq(sh.close(), 0)
 
 

@@ -1325,8 +1325,12 @@ static void list_skipped(struct buf *b, json_t *skipped, bool *first)
 
 /* The source's half of a fork: its kernel serializes the state while
  * this thread takes a kernel for the copy from the pool (its session in
- * *ret_child) and copies the workspace into it; so neither waits for the
- * other.  *ret_snap: the kernel's answer.  The message says what failed. */
+ * *ret_child), so that neither waits for the other; then the workspace
+ * is copied, as before, after the snapshot (what __reduce__ methods
+ * wrote is in it) and with the source back at the default weight (what
+ * the session left running in the background has the high weight only
+ * while the kernel works for the fork).  *ret_snap: the kernel's answer.
+ * The message says what failed. */
 static int fork_snapshot(struct session *s, const struct session_opts *o, json_t **ret_snap,
 			 struct session **ret_child, char **ret_message)
 {
@@ -1343,24 +1347,24 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 		r = send_json(s, json_pack("{s:s, s:i}", "op", "snapshot", "id", id));
 	if (r == 0) {
 		k = session_new(o, &child, &new_msg);
-		if (k == 0) {
-			child->filled = true;
-			sandbox_workspace_owner(child->sb, &own.uid, &own.gid);
-			k = ws_copy_between(sandbox_workspace_fd(s->sb),
-					    sandbox_workspace_fd(child->sb), &own);
-		}
-		/* the answer is read whatever became of the copy: it must not
+		/* the answer is read whatever became of the take: it must not
 		 * be left for the source's next request */
 		r = pump(s, &x, SESSION_FORK_TIMEOUT_S, NULL, &e);
 		if (r == 0 && !x.finished)
 			r = -EIO;
 	}
+	(void)sandbox_set_cpu_weight(s->sb, 0);
 	if (r == 0 && !json_is_string(json_object_get(x.answer, "data")))
 		r = -EIO; /* the kernel answered with an error */
 	if (r == 0)
 		*ret_snap = json_incref(x.answer);
 	exchange_release(&x);
-	(void)sandbox_set_cpu_weight(s->sb, 0);
+	if (r == 0 && k == 0) {
+		child->filled = true;
+		sandbox_workspace_owner(child->sb, &own.uid, &own.gid);
+		k = ws_copy_between(sandbox_workspace_fd(s->sb), sandbox_workspace_fd(child->sb),
+				    &own);
+	}
 	if (r < 0) {
 		if (asprintf(ret_message, "cannot fork: the kernel did not hand over its state (%s)",
 			     strerror(-r)) < 0)

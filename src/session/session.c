@@ -39,7 +39,7 @@ enum kernel_kind { KERNEL_COLD, KERNEL_TEMPLATE, KERNEL_CELL };
  * a control operation of a millisecond or two (a fork's snapshot and
  * restore, a pooled kernel's environment).  At the default weight it
  * waits for its fair share behind every busy session at each wake-up:
- * 25-40 ms at the median, seconds at worst, with 64 busy clients on 2
+ * 16-25 ms at the median, seconds at worst, with 64 busy clients on 2
  * cores.  A preference, not a limit: the CPU quota still holds, and the
  * weight goes back to the default as soon as the answer comes. */
 #define CONTROL_CPU_WEIGHT 10000
@@ -1338,6 +1338,7 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 	struct session *child = NULL;
 	struct sandbox_exit e;
 	struct exchange x;
+	json_t *snap = NULL;
 	char *new_msg = NULL;
 	int id = ++s->next_id, r, k = -EIO;
 
@@ -1357,7 +1358,7 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 	if (r == 0 && !json_is_string(json_object_get(x.answer, "data")))
 		r = -EIO; /* the kernel answered with an error */
 	if (r == 0)
-		*ret_snap = json_incref(x.answer);
+		snap = json_incref(x.answer);
 	exchange_release(&x);
 	if (r == 0 && k == 0) {
 		child->filled = true;
@@ -1378,8 +1379,10 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 	free(new_msg);
 	if (r < 0) {
 		session_free(child);
+		json_decref(snap);
 		return r;
 	}
+	*ret_snap = snap;
 	*ret_child = child;
 	return 0;
 }

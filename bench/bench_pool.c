@@ -14,6 +14,12 @@
  *                            each and how the pool served its takes.  With
  *                            no pause the clients ask for kernels as fast
  *                            as the machine makes them: a stress test
+ *   bench_pool busy [BUSY] [FORKS]
+ *                            FORKS (40) forks and creates on a quiet pool,
+ *                            then while BUSY (8) other sessions run busy
+ *                            loops: p50/p95 of both rounds (a fork's
+ *                            snapshot and restore run in kernels that
+ *                            compete with the busy ones for the CPUs)
  *
  * Prints figures and asserts nothing.  Each session holds about 12-14
  * fds of this process: RLIMIT_NOFILE is raised to its hard limit. */
@@ -318,6 +324,95 @@ static int load(double seconds, int clients, int think_ms)
 	return 0;
 }
 
+/* ---- busy: forks while sessions keep the CPUs busy ---- */
+
+struct spinner {
+	struct session *s;
+	pthread_t th;
+};
+
+static void *spin(void *arg)
+{
+	struct spinner *sp = arg;
+	struct session_exec_opts eo = { .timeout_s = 3600, .live_stdout = -1, .live_stderr = -1 };
+	struct run_result r;
+	const char *code = "while True:\n    pass";
+
+	if (engine_session_exec(sp->s, code, strlen(code), &eo, &r) == 0)
+		run_result_release(&r);
+	return NULL;
+}
+
+/* n forks of src (each freed at once) and n creates: p50 and p95. */
+static void fork_round(struct session_pool *p, struct session *src, int n, const char *label)
+{
+	double *f = calloc((size_t)n, sizeof(double)), *c = calloc((size_t)n, sizeof(double));
+	int nf = 0, nc = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct session *k = NULL;
+		char *msg = NULL;
+		uint64_t t0 = now_ns();
+
+		if (session_fork(src, &k, &msg) == 0)
+			f[nf++] = (double)(now_ns() - t0) / 1e6;
+		free(msg);
+		session_free(k);
+		k = create(p, &c[nc]);
+		nc += k != NULL;
+		session_free(k);
+		usleep(50000); /* the pool refills: a fork, not a cell's start */
+	}
+	printf("  %-26s fork p50 %7.2f ms p95 %7.2f ms (n=%d)   create p50 %6.2f ms p95 %6.2f ms\n",
+	       label, pct(f, nf, 0.5), pct(f, nf, 0.95), nf, pct(c, nc, 0.5), pct(c, nc, 0.95));
+	free(f);
+	free(c);
+}
+
+/* Forks of a session with some state (a DataFrame, a function, a
+ * list), first on a quiet pool, then while `busy` other sessions each
+ * run a busy loop (their CPU quota, one core, lets them fill the
+ * machine): the second round is what a fork costs under load. */
+static int busy(int nbusy, int n)
+{
+	struct session_pool *p = make_pool(8);
+	struct spinner *sp = calloc((size_t)nbusy, sizeof(*sp));
+	struct session *src;
+	double ms;
+
+	printf("busy: %d forks of a session on a quiet pool, then with %d sessions in busy loops\n", n,
+	       nbusy);
+	src = create(p, &ms);
+	if (!src || isnan(exec_ms(src, "import pandas as pd\ndf = pd.DataFrame({'a': range(100)})\n"
+				       "def inc(v):\n    return v + 1\nitems = list(range(1000))")))
+		return 1;
+	fork_round(p, src, n, "quiet:");
+	for (int i = 0; i < nbusy; i++) {
+		sp[i].s = create(p, &ms);
+		if (sp[i].s)
+			pthread_create(&sp[i].th, NULL, spin, &sp[i]);
+	}
+	sleep(2); /* the loops are running */
+	{
+		char label[64];
+
+		snprintf(label, sizeof(label), "%d busy sessions:", nbusy);
+		fork_round(p, src, n, label);
+	}
+	for (int i = 0; i < nbusy; i++) {
+		if (!sp[i].s)
+			continue;
+		(void)session_interrupt(sp[i].s);
+		pthread_join(sp[i].th, NULL);
+		session_free(sp[i].s);
+	}
+	session_free(src);
+	print_health(p);
+	session_pool_free(p);
+	free(sp);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "scale";
@@ -330,6 +425,9 @@ int main(int argc, char **argv)
 		return load(argc > 2 ? strtod(argv[2], NULL) : 20,
 			    argc > 3 ? (int)strtol(argv[3], NULL, 10) : 64,
 			    argc > 4 ? (int)strtol(argv[4], NULL, 10) : 0);
-	fprintf(stderr, "usage: bench_pool scale [MAX] | load [SECONDS] [CLIENTS] [THINK_MS]\n");
+	if (!strcmp(what, "busy"))
+		return busy(argc > 2 ? (int)strtol(argv[2], NULL, 10) : 8,
+			    argc > 3 ? (int)strtol(argv[3], NULL, 10) : 40);
+	fprintf(stderr, "usage: bench_pool scale [MAX] | load [SECONDS] [CLIENTS] [THINK_MS] | busy [BUSY] [FORKS]\n");
 	return 2;
 }

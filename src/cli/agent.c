@@ -84,10 +84,7 @@ struct agent_opts {
 	char *joined;	      /* the words joined, owned */
 };
 
-static const struct {
-	const char *name;
-	bool has_arg, own;
-} known[] = {
+static const struct cli_option known[] = {
 	{ "--model", true, true },	    { "--max-steps", true, true },
 	{ "--llm-timeout", true, true },    { "--retries", true, true },
 	{ "--tools", true, true },	    { "--verbose", false, true },
@@ -104,8 +101,9 @@ static const struct {
 	{ "--audit", true, false },
 };
 
-static int own_option(struct agent_opts *o, const char *name, const char *val, struct buf *err)
+static int own_option(void *ud, const char *name, const char *val, struct buf *err)
 {
+	struct agent_opts *o = ud;
 	uint64_t n;
 	double d;
 
@@ -165,39 +163,11 @@ static int join_words(struct agent_opts *o, char **words, int n, struct buf *err
 static int agent_opts_parse(int argc, char **argv, struct agent_opts *o, char **shared,
 			    struct buf *err)
 {
-	int n = 0, i;
+	int n, i;
 
-	shared[n++] = argv[0];
-	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "-"); i++) {
-		const char *a = argv[i], *eq = strchr(a, '='), *val = NULL;
-		size_t len = eq ? (size_t)(eq - a) : strlen(a), k;
-
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		for (k = 0; k < ARRAY_SIZE(known); k++)
-			if (strlen(known[k].name) == len && !strncmp(a, known[k].name, len))
-				break;
-		if (k == ARRAY_SIZE(known))
-			return buf_printf(err, "unknown option '%s' (see 'codecell agent --help')", a),
-			       -EINVAL;
-		if (known[k].has_arg && !eq && i + 1 >= argc)
-			return buf_printf(err, "option '%s' needs a value", known[k].name), -EINVAL;
-		if (!known[k].has_arg && eq)
-			return buf_printf(err, "option '%s' takes no value", known[k].name), -EINVAL;
-		if (!known[k].own) {
-			shared[n++] = argv[i];
-			if (known[k].has_arg && !eq)
-				shared[n++] = argv[++i];
-			continue;
-		}
-		if (known[k].has_arg)
-			val = eq ? eq + 1 : argv[++i];
-		if (own_option(o, known[k].name, val, err) < 0)
-			return -EINVAL;
-	}
-	shared[n] = NULL;
+	if (cli_split_options(argc, argv, known, ARRAY_SIZE(known), "agent", own_option, o, shared,
+			      &n, &i, err) < 0)
+		return -EINVAL;
 	if (shell_opts_parse(n, shared, &o->run, err) < 0)
 		return -EINVAL;
 	if (o->help)

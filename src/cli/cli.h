@@ -74,6 +74,23 @@ struct engine_policies;
 struct engine_audit;
 int cli_policy_open(const struct run_opts *o, struct engine_policies **ret_p,
 		    struct engine_audit **ret_a);
+/* An option of a command built on `codecell shell`'s (agent, mcp): its
+ * own, or one of shell's, passed on to shell_opts_parse. */
+struct cli_option {
+	const char *name;
+	bool has_arg, own;
+};
+/* Sort the options of argv (from argv[1], up to the first argument that
+ * is not one, "-", or past "--") by known: each own one is handed to
+ * on_own(ud, name, value or NULL, err), the others are copied with their
+ * values into shared (argc + 1 entries: argv[0], them, NULL) for
+ * shell_opts_parse.  *ret_n: the entries of shared; *ret_next: the first
+ * argument after the options.  cmd names the command in messages ("agent").
+ * Pure.  0, or -EINVAL with a message in err. */
+int cli_split_options(int argc, char **argv, const struct cli_option *known, size_t n_known,
+		      const char *cmd,
+		      int (*on_own)(void *ud, const char *name, const char *val, struct buf *err),
+		      void *ud, char **shared, int *ret_n, int *ret_next, struct buf *err);
 /* run_usage or shell_usage with the limits table's lines in */
 void run_opts_usage(bool shell, FILE *f);
 extern const char shell_usage[];

@@ -84,10 +84,7 @@ struct mcp_opts {
 
 /* Options codecell mcp takes: its own (parsed here), and those of
  * `codecell shell` that make sense here (handed to shell_opts_parse). */
-static const struct {
-	const char *name;
-	bool has_arg, own;
-} known[] = {
+static const struct cli_option known[] = {
 	{ "--pool", true, true },	    { "--max-sessions", true, true },
 	{ "--help", false, true },	    { "-h", false, true },
 	{ "--preload", true, false },	    { "--idle-timeout", true, false },
@@ -101,8 +98,9 @@ static const struct {
 	{ "--audit", true, false },
 };
 
-static int own_option(struct mcp_opts *o, const char *name, const char *val, struct buf *err)
+static int own_option(void *ud, const char *name, const char *val, struct buf *err)
 {
+	struct mcp_opts *o = ud;
 	uint64_t n;
 
 	if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
@@ -127,40 +125,20 @@ static int own_option(struct mcp_opts *o, const char *name, const char *val, str
  * shell_opts_parse.  0, or -EINVAL with a message in err. */
 static int mcp_opts_parse(int argc, char **argv, struct mcp_opts *o, char **shared, struct buf *err)
 {
-	int n = 0;
+	int n, next;
 
 	memset(o, 0, sizeof(*o));
 	o->max_sessions = MCP_DEFAULT_MAX_SESSIONS;
-	shared[n++] = argv[0];
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '='), *val = NULL;
-		size_t len = eq ? (size_t)(eq - a) : strlen(a), k;
-
-		for (k = 0; k < ARRAY_SIZE(known); k++)
-			if (strlen(known[k].name) == len && !strncmp(a, known[k].name, len))
-				break;
-		if (k == ARRAY_SIZE(known))
-			return buf_printf(err, a[0] == '-' ? "unknown option '%s' (see 'codecell mcp --help')"
-							   : "'codecell mcp' takes no arguments ('%s'): it talks on stdin and stdout",
-					  a), -EINVAL;
-		if (known[k].has_arg && !eq && i + 1 >= argc)
-			return buf_printf(err, "option '%s' needs a value", known[k].name), -EINVAL;
-		if (!known[k].has_arg && eq)
-			return buf_printf(err, "option '%s' takes no value", known[k].name), -EINVAL;
-		if (!strcmp(known[k].name, "--idle-timeout"))
+	if (cli_split_options(argc, argv, known, ARRAY_SIZE(known), "mcp", own_option, o, shared, &n,
+			      &next, err) < 0)
+		return -EINVAL;
+	if (next < argc)
+		return buf_printf(err, "'codecell mcp' takes no arguments ('%s'): it talks on stdin and "
+				       "stdout", argv[next]), -EINVAL;
+	for (int k = 1; k < n; k++)
+		if (!strncmp(shared[k], "--idle-timeout", 14) &&
+		    (shared[k][14] == '\0' || shared[k][14] == '='))
 			o->idle_set = true;
-		if (!known[k].own) {
-			shared[n++] = argv[i];
-			if (known[k].has_arg && !eq)
-				shared[n++] = argv[++i];
-			continue;
-		}
-		if (known[k].has_arg)
-			val = eq ? eq + 1 : argv[++i];
-		if (own_option(o, known[k].name, val, err) < 0)
-			return -EINVAL;
-	}
-	shared[n] = NULL;
 	if (shell_opts_parse(n, shared, &o->run, err) < 0)
 		return -EINVAL;
 	if (!o->idle_set)

@@ -489,3 +489,46 @@ static int parse(int argc, char **argv, struct run_opts *o, struct buf *err)
 	}
 	return finish(o, err);
 }
+
+int cli_split_options(int argc, char **argv, const struct cli_option *known, size_t n_known,
+		      const char *cmd,
+		      int (*on_own)(void *ud, const char *name, const char *val, struct buf *err),
+		      void *ud, char **shared, int *ret_n, int *ret_next, struct buf *err)
+{
+	int n = 0, i;
+
+	shared[n++] = argv[0];
+	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "-"); i++) {
+		const char *a = argv[i], *eq = strchr(a, '='), *val = NULL;
+		size_t len = eq ? (size_t)(eq - a) : strlen(a), k;
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		for (k = 0; k < n_known; k++)
+			if (strlen(known[k].name) == len && !strncmp(a, known[k].name, len))
+				break;
+		if (k == n_known)
+			return buf_printf(err, "unknown option '%s' (see 'codecell %s --help')", a, cmd),
+			       -EINVAL;
+		if (known[k].has_arg && !eq && i + 1 >= argc)
+			return buf_printf(err, "option '%s' needs a value", known[k].name), -EINVAL;
+		if (!known[k].has_arg && eq)
+			return buf_printf(err, "option '%s' takes no value", known[k].name), -EINVAL;
+		if (!known[k].own) {
+			shared[n++] = argv[i];
+			if (known[k].has_arg && !eq)
+				shared[n++] = argv[++i];
+			continue;
+		}
+		if (known[k].has_arg)
+			val = eq ? eq + 1 : argv[++i];
+		if (on_own(ud, known[k].name, val, err) < 0)
+			return -EINVAL;
+	}
+	shared[n] = NULL;
+	*ret_n = n;
+	*ret_next = i;
+	return 0;
+}

@@ -53,6 +53,13 @@ static void unlock_project(struct api_session *e)
 	api_session_unref(e);
 }
 
+/* changes_list() failed with r. */
+static enum MHD_Result list_failed(struct api_call *c, int r)
+{
+	return api_respond_errorf(c, 500, "changes_failed", "cannot read the changes: %s",
+				  strerror(-r));
+}
+
 /* A digest of the changes as they are: the diff's text, uncut up to
  * DIGEST_TEXT_MAX.  An approval names it, so what is applied is what
  * was approved. */
@@ -92,8 +99,7 @@ enum MHD_Result api_handle_changes(struct api_call *c)
 	r = changes_list(up, b, &l);
 	if (r < 0) {
 		unlock_project(e);
-		return api_respond_errorf(c, 500, "changes_failed", "cannot read the changes: %s",
-					  strerror(-r));
+		return list_failed(c, r);
 	}
 	buf_init(&diff, (size_t)max);
 	r = changes_diff(up, b, &l, &diff);
@@ -149,8 +155,7 @@ static enum MHD_Result apply_locked(struct api_call *c, int up, struct changes_b
 	int r = changes_list(up, b, &l);
 
 	if (r < 0)
-		return api_respond_errorf(c, 500, "changes_failed", "cannot read the changes: %s",
-					  strerror(-r));
+		return list_failed(c, r);
 	if (l.truncated) {
 		change_list_release(&l);
 		return api_respond_errorf(c, 413, "too_many_changes",
@@ -227,8 +232,7 @@ enum MHD_Result api_handle_changes_discard(struct api_call *c)
 	r = changes_list(up, b, &l);
 	if (r < 0) {
 		unlock_project(e);
-		return api_respond_errorf(c, 500, "changes_failed", "cannot read the changes: %s",
-					  strerror(-r));
+		return list_failed(c, r);
 	}
 	/* every path the changes touch made what the project has, through
 	 * the overlay: the program sees the project again there */

@@ -549,7 +549,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		k = sandbox_egress_start(sb, req->egress);
 		if (k < 0) {
 			sandbox_free(sb);
-			step = EGRESS_STEP(k);
+			step = EGRESS_STEP;
 		}
 	}
 	close_fd(&f->out[1]);

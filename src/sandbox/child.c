@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox/egress.h"
 #include "sandbox/internal.h"
 #include "sandbox/landlock.h"
 #include "sandbox/seccomp.h"
@@ -253,10 +256,34 @@ static int write_script(const struct child_ctx *c)
 	return r;
 }
 
-static int send_workspace(int sock, int upper)
+/* egress.h; here since the init calls it (cell.so has no egress.c) */
+int egress_listen_here(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(EGRESS_PORT),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1, fd, r;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 64) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int send_workspace(int sock, int upper, int egress)
 {
 	int fd, r;
 
+	if (egress >= 0 && (r = send_fd(sock, MSG_EGRESS, egress)) < 0) {
+		if (upper >= 0)
+			close(upper);
+		return r;
+	}
 	if (upper >= 0 && (r = send_fd(sock, MSG_UPPER, upper)) < 0)
 		return r;
 	fd = open(SANDBOX_HOME, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -832,7 +859,7 @@ __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_
  * hand-over of the workspace. */
 static void init_build(struct child_ctx *c)
 {
-	int r, upper = -1;
+	int r, upper = -1, egress = -1;
 
 	if ((r = wait_go(c->sock)) < 0)
 		fail(c, r == -EPIPE || r == -EBADMSG ? STEP_SYNC : STEP_CGROUP, r);
@@ -861,6 +888,12 @@ static void init_build(struct child_ctx *c)
 		fail(c, STEP_PROJECT, upper);
 	if (c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)
 		fail(c, STEP_LOOPBACK, r);
+	/* The egress proxy's socket is made here, in our network namespace,
+	 * and handed to the supervisor, which serves it from its own: an
+	 * ordinary user's codecell cannot enter this namespace (setns()
+	 * takes CAP_SYS_ADMIN in its own user namespace too). */
+	if (c->cfg->net == SANDBOX_NET_ALLOWLIST && (egress = egress_listen_here()) < 0)
+		fail(c, STEP_EGRESS, egress);
 	if (sethostname(SANDBOX_HOSTNAME, strlen(SANDBOX_HOSTNAME)) < 0 ||
 	    setdomainname("(none)", 6) < 0)
 		fail(c, STEP_HOSTNAME, -errno);
@@ -885,7 +918,7 @@ static void init_build(struct child_ctx *c)
 		close(c->fd_script);
 		c->fd_script = -1;
 	}
-	if ((r = send_workspace(c->sock, upper)) < 0)
+	if ((r = send_workspace(c->sock, upper, egress)) < 0)
 		fail(c, STEP_WORKSPACE, r);
 	if (!c->cfg->autostart && (r = wait_byte(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);

@@ -87,23 +87,8 @@ struct listen_job {
 static void *listen_in_netns(void *arg)
 {
 	struct listen_job *j = arg;
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(EGRESS_PORT),
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int one = 1, fd;
 
-	if (setns(j->pidfd, CLONE_NEWNET) < 0) {
-		j->fd = -errno;
-		return NULL;
-	}
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 64) < 0) {
-		j->fd = -errno;
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	j->fd = fd;
+	j->fd = setns(j->pidfd, CLONE_NEWNET) < 0 ? -errno : egress_listen_here();
 	return NULL;
 }
 
@@ -477,14 +462,17 @@ static void *accept_main(void *arg)
 	}
 }
 
-int egress_start(int netns_pidfd, const char *allow, struct egress **ret)
+int egress_start(int netns_pidfd, int listen_fd, const char *allow, struct egress **ret)
 {
 	struct egress *e = calloc(1, sizeof(*e));
 	char err[256];
 	int r;
 
-	if (!e)
+	if (!e) {
+		if (listen_fd >= 0)
+			close(listen_fd);
 		return -ENOMEM;
+	}
 	e->listen_fd = e->stop_fd = -1;
 	e->refs = 1;
 	pthread_mutex_init(&e->lock, NULL);
@@ -492,7 +480,7 @@ int egress_start(int netns_pidfd, const char *allow, struct egress **ret)
 		r = -EINVAL;
 		goto fail;
 	}
-	r = listen_socket(netns_pidfd);
+	r = listen_fd >= 0 ? TAKE_FD(listen_fd) : listen_socket(netns_pidfd);
 	if (r < 0)
 		goto fail;
 	e->listen_fd = r;
@@ -507,6 +495,7 @@ int egress_start(int netns_pidfd, const char *allow, struct egress **ret)
 	*ret = e;
 	return 0;
 fail:
+	close_fd(&listen_fd);
 	close_fd(&e->listen_fd);
 	close_fd(&e->stop_fd);
 	unref(e);

@@ -36,14 +36,8 @@
 #define EGRESS_MAX_CONNS 32
 #define EGRESS_BUF 16384
 #define EGRESS_HOST_MAX 253
-/* What a caller says after "cannot ": the step, and why -EPERM happens
- * (entering the sandbox's network namespace takes CAP_SYS_ADMIN in
- * codecell's own user namespace too, and the sandbox's init is not
- * dumpable: an ordinary user cannot). */
-#define EGRESS_STEP(r)                                                                        \
-	((r) == -EPERM ? "open the egress proxy inside the sandbox (the allowlist network "    \
-			 "needs codecell to run as root)"                                      \
-		       : "open the egress proxy inside the sandbox")
+/* What a caller says after "cannot ". */
+#define EGRESS_STEP "open the egress proxy inside the sandbox"
 
 /* ---- the request head (pure; fuzzed by tests/fuzz/fuzz-egress.c) ---- */
 
@@ -79,12 +73,19 @@ int egress_rewrite(const char *head, const struct egress_req *rq, struct buf *ou
 /* ---- the proxy ---- */
 
 struct egress;
-/* Start the proxy of a sandbox whose init is netns_pidfd (its network
- * namespace has lo up), for the egress list `allow` (the policy's
- * "host, host:port, *.example.com" text; copied).  -EINVAL for an empty
- * or bad list, -EPERM when codecell may not enter the namespace (not
- * root), -errno otherwise. */
-int egress_start(int netns_pidfd, const char *allow, struct egress **ret);
+/* Start the proxy of a sandbox for the egress list `allow` (the
+ * policy's "host, host:port, *.example.com" text; copied), on listen_fd
+ * (taken; made by the sandbox's init with egress_listen_here()), or when
+ * it is -1 on a socket made in the network namespace of the process
+ * netns_pidfd (lo up), which takes root: a pooled cell's, made before
+ * its session asked for the allowlist.  -EINVAL for an empty or bad
+ * list, -EPERM when codecell may not enter the namespace, -errno
+ * otherwise. */
+int egress_start(int netns_pidfd, int listen_fd, const char *allow, struct egress **ret);
+/* The proxy's socket, 127.0.0.1:EGRESS_PORT listening, in the caller's
+ * network namespace: the fd (O_CLOEXEC) or -errno.  System calls only
+ * (the sandbox's init calls it). */
+int egress_listen_here(void);
 /* Stop accepting, cut every connection, free.  Threads still resolving
  * a name finish on their own (their connect is refused).  NULL is a
  * no-op. */

@@ -24,6 +24,7 @@ enum step {
 	STEP_MOUNT_PRIVATE,
 	STEP_ROOTFS,
 	STEP_LOOPBACK,
+	STEP_EGRESS,
 	STEP_HOSTNAME,
 	STEP_PIVOT_ROOT,
 	STEP_TIME_NS,
@@ -52,6 +53,7 @@ enum msg_kind {
 	MSG_EXITED,	 /* the program ended: wstatus */
 	MSG_HELLO,	 /* a cell's init: carries a pidfd of itself */
 	MSG_UPPER,	 /* before READY, with a project: the upper layer's fd */
+	MSG_EGRESS,	 /* before READY, allowlist network: the proxy's listening socket */
 };
 
 /* How the child ends up (see cell.c for the template and its cells). */

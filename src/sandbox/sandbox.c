@@ -42,6 +42,10 @@ struct sandbox {
 	int sock;
 	int ws_fd;
 	int upper_fd; /* a project's upper layer, or -1 */
+	/* SANDBOX_NET_ALLOWLIST: the proxy's listening socket, made by the
+	 * init in the sandbox's network namespace; -1 once the proxy has it
+	 * (or for a pooled cell, whose proxy comes with its session) */
+	int egress_fd;
 	struct cgroup cg;
 	unsigned unenforced;
 	double timeout_s;
@@ -90,6 +94,7 @@ static const char *const step_names[_STEP_MAX] = {
 	[STEP_MOUNT_PRIVATE] = "make mounts private",
 	[STEP_ROOTFS] = "build the root filesystem",
 	[STEP_LOOPBACK] = "bring up loopback",
+	[STEP_EGRESS] = "open the egress proxy's socket",
 	[STEP_HOSTNAME] = "set the hostname",
 	[STEP_PIVOT_ROOT] = "pivot_root into the new root",
 	[STEP_TIME_NS] = "create the time namespace",
@@ -330,6 +335,11 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 	if (r < 0)
 		return r;
 	r = recv_msg(sb->sock, &m, &fd);
+	if (r > 0 && m.kind == MSG_EGRESS && fd >= 0 && sb->egress_fd < 0) {
+		sb->egress_fd = fd;
+		fd = -1;
+		r = recv_msg(sb->sock, &m, &fd);
+	}
 	if (r > 0 && m.kind == MSG_UPPER && fd >= 0 && sb->upper_fd < 0) {
 		sb->upper_fd = fd;
 		fd = -1;
@@ -454,6 +464,7 @@ static int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool
 	if (!sb)
 		return -ENOMEM;
 	*sb = (struct sandbox){ .pid = -1, .pidfd = -1, .sock = -1, .ws_fd = -1, .upper_fd = -1,
+				 .egress_fd = -1,
 				.timer_fd = -1, .ep = -1, .timeout_s = cfg->limits.timeout_s,
 				.cpu_limit_s = cfg->limits.cpu_seconds, .id_lock_fd = -1,
 				.cg = { .oom_efd = -1 } };
@@ -781,7 +792,7 @@ int sandbox_egress_start(struct sandbox *sb, const char *allow)
 		return -EEXIST;
 	if (sb->reaped || sb->pidfd < 0)
 		return -ESRCH;
-	return egress_start(sb->pidfd, allow, &sb->egress);
+	return egress_start(sb->pidfd, TAKE_FD(sb->egress_fd), allow, &sb->egress);
 }
 
 bool sandbox_is_cell(const struct sandbox *sb)
@@ -1334,6 +1345,7 @@ void sandbox_free(struct sandbox *sb)
 	egress_stop(TAKE_PTR(sb->egress));
 	close_fd(&sb->ws_fd);
 	close_fd(&sb->upper_fd);
+	close_fd(&sb->egress_fd);
 	close_fd(&sb->timer_fd);
 	close_fd(&sb->ep);
 	close_fd(&sb->sock);

@@ -634,7 +634,7 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 	r = make_sandbox(s, &cfg, &step);
 	if (r == 0 && s->kind != KERNEL_TEMPLATE && s->opts.net == SANDBOX_NET_ALLOWLIST &&
 	    (r = sandbox_egress_start(s->sb, s->egress)) < 0)
-		step = EGRESS_STEP(r);
+		step = EGRESS_STEP;
 	if (r < 0) {
 		if (ret_error && asprintf(ret_error, "cannot %s: %s", step ? step : "create the sandbox",
 					  strerror(-r)) < 0)
@@ -791,7 +791,7 @@ static int start_from_pool(struct session *s, char **ret_error)
 	if (s->opts.net == SANDBOX_NET_ALLOWLIST) {
 		r = sandbox_egress_start(s->sb, s->egress);
 		if (r < 0) {
-			if (ret_error && asprintf(ret_error, "cannot %s: %s", EGRESS_STEP(r), strerror(-r)) < 0)
+			if (ret_error && asprintf(ret_error, "cannot %s: %s", EGRESS_STEP, strerror(-r)) < 0)
 				*ret_error = NULL;
 			if (old)
 				pool_bury(s->pool, old, old_tpl);
@@ -925,8 +925,13 @@ int session_new(const struct session_opts *o, struct session **ret, char **ret_e
 		session_free(s);
 		return r;
 	}
-	/* a project's overlay is made as the sandbox is: cold only */
-	if (o->pool && !o->project_dir && pool_matches(o->pool, o)) {
+	/* A project's overlay is made as the sandbox is: cold only.  So is
+	 * an ordinary user's allowlist network: a pooled kernel is made with
+	 * lo only and gets its proxy's socket later from a thread that
+	 * enters its network namespace, which takes root; a cold start's
+	 * init makes the socket itself (egress.h). */
+	if (o->pool && !o->project_dir && pool_matches(o->pool, o) &&
+	    (o->net != SANDBOX_NET_ALLOWLIST || geteuid() == 0)) {
 		s->pool = o->pool;
 		pool_ref(s->pool);
 	}

@@ -22,7 +22,7 @@ import time
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import Serve, check, codecell, eq, main, scratch, test, write  # noqa: E402
+from cctest import JsonShell, Serve, check, codecell, eq, main, scratch, test, write  # noqa: E402
 
 NOPROXY = ["--env", "NO_PROXY=", "--env", "no_proxy="]
 
@@ -302,11 +302,41 @@ def policy_refuses_allowlist_without_hosts_or_network():
         check(r.status != 0 and ":2: egress:" in r.stderr, r)
         r = run(d, "print(1)\n", net="everywhere")
         check(r.status != 0 and "none, loopback or allowlist" in r.stderr, r)
-        # an ordinary user cannot enter the sandbox's network namespace
-        r = codecell("run", "--policy", policy(d, "example.invalid"), "--net", "allowlist", "-",
-                     stdin="print(1)\n", user=1000)
-        eq(r.status, 125, r)
-        check("needs codecell to run as root" in r.stderr, r)
+
+
+@test
+def an_ordinary_user_gets_the_proxy_too():
+    """codecell run and a session (with a restart) as uid 1000: the
+    sandbox's init makes the proxy's socket in its own network namespace,
+    which an ordinary user's codecell could not enter.  The list still
+    holds: a host not on it is refused."""
+    refused = ("import urllib.request, urllib.error, os\n"
+               "os.environ['NO_PROXY'] = os.environ['no_proxy'] = ''\n"
+               "try:\n"
+               "    urllib.request.urlopen('http://127.0.0.2:%d/hello', timeout=30)\n"
+               "except urllib.error.HTTPError as e:\n"
+               "    print(e.code)\n" % PORT)
+    with scratch() as d:
+        p = policy(d, "127.0.0.1:%d" % PORT)
+        r = codecell("run", "--policy", p, "--net", "allowlist", "-", timeout=120, user=1000,
+                     stdin=FETCH.replace("urllib.request.urlopen", "print(urllib.request.urlopen")
+                     .replace(".decode()\n", ".decode())\n"))
+        eq((r.status, r.stdout), (0, "hello from the origin\n"), r)
+        sh = JsonShell("--policy", p, "--net", "allowlist", user=1000)
+        setup = "import urllib.request, os; os.environ['NO_PROXY'] = os.environ['no_proxy'] = ''"
+        fetch = ("print(urllib.request.urlopen('http://127.0.0.1:%d/hello', timeout=30)"
+                 ".read().decode())" % PORT)
+        try:
+            for stmt in (setup, fetch, "os.kill(os.getpid(), 9)", setup, fetch):
+                j = sh.run(stmt)
+                if stmt == fetch:
+                    eq((j["status"], j["logs"]["stdout"]), ("ok", "hello from the origin\n"), j)
+                elif stmt.startswith("os.kill"):
+                    check(j["restarted"], j)  # a new kernel, with a new proxy
+            j = sh.run("exec(%r)" % refused)
+            eq((j["status"], j["logs"]["stdout"]), ("ok", "403\n"), j)
+        finally:
+            eq(sh.close(), 0, sh.stderr)
 
 
 @test

@@ -34,6 +34,7 @@
 #include "util/curl.h"
 #include "util/macro.h"
 #include "util/netguard.h"
+#include "util/resolve.h"
 #include "util/parse.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
@@ -410,8 +411,12 @@ static void bare_host(const char *host, char *out, size_t n)
 		snprintf(out, n, "%s", host);
 }
 
-static int target_resolve(const struct netguard_list *l, struct target *t, char *why, size_t n)
+/* Looked up within what is left of the call's timeout (deadline_ns,
+ * CLOCK_MONOTONIC): the resolver's own timeouts can be far longer. */
+static int target_resolve(const struct netguard_list *l, struct target *t, uint64_t deadline_ns,
+			  char *why, size_t n)
 {
+	uint64_t now = now_ns();
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
 	char host[NETGUARD_HOST_MAX + 8], text[NETGUARD_ADDR_STRLEN];
 	struct buf rs;
@@ -429,9 +434,11 @@ static int target_resolve(const struct netguard_list *l, struct target *t, char 
 		t->n_addrs = 1;
 		return 0;
 	}
-	r = getaddrinfo(host, NULL, &hints, &res);
+	r = resolve_bounded(host, &hints,
+			    deadline_ns > now ? (unsigned)((deadline_ns - now + 999999) / 1000000) : 0,
+			    &res);
 	if (r != 0)
-		return snprintf(why, n, "cannot resolve '%.200s': %s", host, gai_strerror(r)),
+		return snprintf(why, n, "cannot resolve '%.200s': %s", host, resolve_strerror(r)),
 		       -EHOSTUNREACH;
 	t->n_addrs = 0;
 	buf_init(&rs, sizeof(t->resolve) - 1);
@@ -995,7 +1002,7 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 		CURLcode c;
 
 		if ((r = target_parse(&req, &t, why, sizeof(why))) < 0 ||
-		    (r = target_resolve(&pol->http_hosts, &t, why, sizeof(why))) < 0) {
+		    (r = target_resolve(&pol->http_hosts, &t, req.deadline_ns, why, sizeof(why))) < 0) {
 			if (r == -EHOSTUNREACH) {
 				res = error_result("ConnectionError", why);
 				r = 0;

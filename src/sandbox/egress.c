@@ -2,9 +2,9 @@
  *
  * Threads: one acceptor per sandbox (poll on the listening socket and a
  * stop eventfd), one detached thread per connection (at most
- * EGRESS_MAX_CONNS).  A connection thread may block in getaddrinfo(), which
- * cannot be cancelled: so egress_stop() does not wait for connection
- * threads; it shuts their sockets down and the last thread to leave frees
+ * EGRESS_MAX_CONNS).  A connection thread may wait for a name lookup (up to
+ * EGRESS_CONNECT_TIMEOUT_S, util/resolve), which cannot be cancelled: so
+ * egress_stop() does not wait for connection threads; it shuts their sockets down and the last thread to leave frees
  * the shared state (a reference count). */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 #include "util/buf.h"
 #include "util/macro.h"
 #include "util/netguard.h"
+#include "util/resolve.h"
 #include "util/timeutil.h"
 
 #define EGRESS_WHY_MAX 256
@@ -218,10 +219,11 @@ static int dial(struct conn *c, const struct egress_req *rq)
 	r = netguard_parse_ip(rq->host, &ss, &sl);
 	if (r == -ERANGE)
 		return snprintf(c->why, sizeof(c->why), "'%.100s' is a malformed address", rq->host), 400;
-	if (r < 0 && (r = getaddrinfo(rq->host, NULL, &hints, &res)) != 0)
+	/* within the connect timeout: the resolver's own can be far longer */
+	if (r < 0 && (r = resolve_bounded(rq->host, &hints, EGRESS_CONNECT_TIMEOUT_S * 1000, &res)) != 0)
 		return snprintf(c->why, sizeof(c->why), "cannot resolve '%.100s': %s", rq->host,
-				gai_strerror(r)),
-		       502;
+				resolve_strerror(r)),
+		       r == RESOLVE_TIMEOUT ? 504 : 502;
 	snprintf(c->why, sizeof(c->why), "'%.100s' has no IPv4 or IPv6 address", rq->host);
 	for (struct addrinfo *ai = res; tried < EGRESS_MAX_ADDRS; ai = ai->ai_next) {
 		struct sockaddr_storage one;

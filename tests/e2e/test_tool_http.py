@@ -9,6 +9,7 @@ import fcntl
 import http.server
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -294,6 +295,59 @@ def https_verifies_the_certificate():
             s.stop()
 
 
+NETNS = False
+
+
+@test
+def a_name_lookup_that_is_never_answered_ends_with_the_timeout():
+    """A resolver that never answers (a UDP socket on 127.0.0.1:53 of this
+    test's own network namespace, named by a resolv.conf bound over the
+    host's in a mount namespace of codecell's own) with resolv.conf
+    options that would wait 90 s: the http tool gives up at its
+    `timeout`, the egress proxy at its 10 s connect timeout (504)."""
+    check(NETNS, "this test needs a network namespace of its own (run as root)")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as hole, scratch() as d:
+        hole.bind(("127.0.0.1", 53))  # in this test's own network namespace
+        resolv = write(os.path.join(d, "resolv.conf"),
+                       "nameserver 127.0.0.1\noptions timeout:30 attempts:3\n")
+        pol = write(os.path.join(d, "p.ini"), "[default]\ntools = http\n"
+                    "http.hosts = slow.example\negress = slow.example\n")
+
+        def under_resolv(*args):
+            return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolv, CODECELL] + list(args)
+
+        p = subprocess.Popen(under_resolv("mcp", "--policy", pol), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for i, (method, params) in enumerate((
+                    ("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "t", "version": "1"}}),
+                    ("tools/call", {"name": "http", "arguments": {
+                        "url": "http://slow.example/", "timeout": 2}}))):
+                p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                                          "params": params}) + "\n")
+                p.stdin.flush()
+                ready = select.select([p.stdout], [], [], 60)[0]
+                check(ready, "no answer to %s within 60 s" % method)
+                r = json.loads(p.stdout.readline())
+            text = json.dumps(r)
+            check(r["result"].get("isError") or "ConnectionError" in text, text)
+            check("slow.example" in text and "timed out" in text, text)
+        finally:
+            p.stdin.close()
+            p.wait(timeout=60)
+        code = ("import urllib.request, urllib.error\n"
+                "try:\n"
+                "    urllib.request.urlopen('http://slow.example/', timeout=100)\n"
+                "except urllib.error.HTTPError as e:\n"
+                "    print(e.code, e.reason)\n")
+        r = subprocess.run(under_resolv("run", "--policy", pol, "--net", "allowlist", "-"),
+                           input=code, capture_output=True, text=True, timeout=60)
+        eq(r.returncode, 0, r)
+        check(r.stdout.startswith("504 ") and "timed out" in r.stdout, r)
+
+
 if __name__ == "__main__":
-    own_netns()
+    NETNS = own_netns()
     main()

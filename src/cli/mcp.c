@@ -78,7 +78,6 @@ struct mcp_opts {
 	struct run_opts run; /* the sandbox limits, parsed by run_opts.c */
 	unsigned pool;
 	unsigned max_sessions;
-	bool idle_set;
 	bool help;
 };
 
@@ -135,13 +134,11 @@ static int mcp_opts_parse(int argc, char **argv, struct mcp_opts *o, char **shar
 	if (next < argc)
 		return buf_printf(err, "'codecell mcp' takes no arguments ('%s'): it talks on stdin and "
 				       "stdout", argv[next]), -EINVAL;
-	for (int k = 1; k < n; k++)
-		if (!strncmp(shared[k], "--idle-timeout", 14) &&
-		    (shared[k][14] == '\0' || shared[k][14] == '='))
-			o->idle_set = true;
 	if (shell_opts_parse(n, shared, &o->run, err) < 0)
 		return -EINVAL;
-	if (!o->idle_set)
+	/* the parser says whether it was given (not a scan of the
+	 * arguments, where "--env --idle-timeout" would look like it) */
+	if (!(o->run.limits_set & (1u << LIMIT_IDLE_TIMEOUT)))
 		o->run.idle_timeout_s = MCP_DEFAULT_IDLE_S;
 	/* a reply holds both streams twice (text and structuredContent),
 	 * JSON-escaped: keep it well under MCP_REPLY_MAX */

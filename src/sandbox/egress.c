@@ -50,6 +50,10 @@ struct egress {
 	/* each live connection's sockets, so that a stop can cut them */
 	int fds[EGRESS_MAX_CONNS][2];
 	bool used[EGRESS_MAX_CONNS];
+	/* decided since the last egress_take_events(); under lock */
+	struct egress_event *events;
+	size_t n_events;
+	uint64_t dropped;
 };
 
 struct conn {
@@ -71,6 +75,7 @@ static void unref(struct egress *e)
 	if (!last)
 		return;
 	netguard_list_release(&e->list);
+	free(e->events);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -336,16 +341,81 @@ static void relay(int a, int b, const char *pre, size_t pre_len)
 	}
 }
 
+/* Keep what was decided for c (status 200: connected). */
+static void note_event(struct conn *c, const struct egress_req *rq, int status)
+{
+	struct egress *e = c->e;
+	struct egress_event *ev;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct timespec ts;
+
+	pthread_mutex_lock(&e->lock);
+	if (e->n_events == EGRESS_EVENTS_MAX) {
+		e->dropped++;
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
+	if (!e->events && !(e->events = calloc(EGRESS_EVENTS_MAX, sizeof(*e->events)))) {
+		e->dropped++;
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
+	ev = &e->events[e->n_events++];
+	memset(ev, 0, sizeof(*ev));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ev->time_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	if (rq) {
+		snprintf(ev->method, sizeof(ev->method), "%s", rq->connect ? "CONNECT" : rq->method);
+		snprintf(ev->host, sizeof(ev->host), "%s", rq->host);
+		ev->port = rq->port;
+	}
+	ev->status = status ? status : 200;
+	if (status)
+		snprintf(ev->why, sizeof(ev->why), "%s", c->why);
+	else if (c->upstream >= 0 && getpeername(c->upstream, (struct sockaddr *)&ss, &sl) == 0)
+		netguard_format((struct sockaddr *)&ss, ev->address, sizeof(ev->address));
+	pthread_mutex_unlock(&e->lock);
+}
+
+int egress_take_events(struct egress *e, struct egress_event **ret, size_t *ret_n,
+		       uint64_t *ret_dropped)
+{
+	struct egress_event *copy = NULL;
+
+	*ret = NULL;
+	*ret_n = 0;
+	*ret_dropped = 0;
+	if (!e)
+		return 0;
+	pthread_mutex_lock(&e->lock);
+	if (e->n_events && !(copy = malloc(e->n_events * sizeof(*copy)))) {
+		pthread_mutex_unlock(&e->lock);
+		return -ENOMEM;
+	}
+	if (copy)
+		memcpy(copy, e->events, e->n_events * sizeof(*copy));
+	*ret = copy;
+	*ret_n = e->n_events;
+	*ret_dropped = e->dropped;
+	e->n_events = 0;
+	e->dropped = 0;
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
 static void serve(struct conn *c)
 {
 	struct egress_req rq;
 	int status = read_head(c, &rq);
+	bool parsed = status == 0; /* rq is whole only then */
 	struct buf up;
 
 	if (status < 0)
 		return;
 	if (status == 0)
 		status = dial(c, &rq);
+	note_event(c, parsed ? &rq : NULL, status);
 	if (status) {
 		refuse(c->client, status, c->why);
 		return;

@@ -91,6 +91,27 @@ int egress_listen_here(void);
  * no-op. */
 void egress_stop(struct egress *e);
 
+/* A connection the proxy decided on: what the program asked for and
+ * what came of it, for the audit log.  Kept from the moment of the
+ * decision (not the end of the connection), so a sandbox torn down with
+ * connections open loses none. */
+#define EGRESS_EVENTS_MAX 256 /* kept between two egress_take_events() */
+#define EGRESS_EVENT_WHY_MAX 256
+struct egress_event {
+	uint64_t time_ms;		/* epoch milliseconds */
+	char method[16];		/* "CONNECT", "GET", ...; "" if the head was bad */
+	char host[EGRESS_HOST_MAX + 1]; /* "" if the head was bad */
+	uint16_t port;
+	char address[48];		/* the address connected to, or "" */
+	int status;			/* 200: connected; else the proxy's answer */
+	char why[EGRESS_EVENT_WHY_MAX]; /* a refusal's reason, or "" */
+};
+/* The connections decided since the last call, oldest first: *ret
+ * (free(); NULL when none) and *ret_n; *ret_dropped: how many more there
+ * were than EGRESS_EVENTS_MAX (not kept).  0 or -ENOMEM.  e NULL: none. */
+int egress_take_events(struct egress *e, struct egress_event **ret, size_t *ret_n,
+		       uint64_t *ret_dropped);
+
 /* The variables set inside a sandbox with the allowlist network
  * (NULL-terminated, static): HTTP_PROXY, HTTPS_PROXY, http_proxy,
  * https_proxy, ALL_PROXY, all_proxy, NO_PROXY, no_proxy. */

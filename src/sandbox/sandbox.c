@@ -795,6 +795,12 @@ int sandbox_egress_start(struct sandbox *sb, const char *allow)
 	return egress_start(sb->pidfd, TAKE_FD(sb->egress_fd), allow, &sb->egress);
 }
 
+int sandbox_egress_events(struct sandbox *sb, struct egress_event **ret, size_t *ret_n,
+			  uint64_t *ret_dropped)
+{
+	return egress_take_events(sb->egress, ret, ret_n, ret_dropped);
+}
+
 bool sandbox_is_cell(const struct sandbox *sb)
 {
 	return sb->cell;

@@ -1,11 +1,18 @@
 /* sandbox/egress_head.c: the proxy's request-head parser and the head it
- * forwards.  (The proxy itself: tests/e2e/test_egress.py.) */
+ * forwards; the proxy's record of the connections it decided.  (The proxy
+ * itself: tests/e2e/test_egress.py.) */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -120,6 +127,83 @@ static void forwarded_head(void **state)
 	buf_release(&out);
 }
 
+/* A loopback listener on a port of the kernel's choosing. */
+static int listener(uint16_t *ret_port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+	*ret_port = ntohs(sin.sin_port);
+	return fd;
+}
+
+/* Send head to the proxy on port, return the status of its answer. */
+static int ask(uint16_t port, const char *head)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char got[512] = "";
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), status = -1;
+	ssize_t n;
+
+	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+	n = recv(fd, got, sizeof(got) - 1, 0);
+	assert_true(n > 12);
+	assert_int_equal(sscanf(got, "HTTP/1.1 %d", &status), 1);
+	close(fd);
+	return status;
+}
+
+/* Every connection decided (allowed, refused by the list, a bad head) is
+ * kept until taken, with what the audit log writes. */
+static void decided_connections_are_kept_for_the_audit(void **state)
+{
+	struct egress *e = NULL;
+	struct egress_event *ev = NULL;
+	uint16_t proxy_port, origin_port;
+	int origin = listener(&origin_port), proxy = listener(&proxy_port);
+	char allow[64], head[128];
+	uint64_t dropped = 1;
+	size_t n = 0;
+
+	(void)state;
+	snprintf(allow, sizeof(allow), "127.0.0.1:%u", origin_port);
+	assert_int_equal(egress_start(-1, proxy, allow, &e), 0);
+	snprintf(head, sizeof(head), "CONNECT 127.0.0.1:%u HTTP/1.1\r\n\r\n", origin_port);
+	assert_int_equal(ask(proxy_port, head), 200);
+	assert_int_equal(ask(proxy_port, "CONNECT evil.example:443 HTTP/1.1\r\n\r\n"), 403);
+	assert_int_equal(ask(proxy_port, "CONNECT x HTTP/1.1\r\nA\n\r\n"), 400);
+	/* each is kept before its answer is sent */
+	assert_int_equal(egress_take_events(e, &ev, &n, &dropped), 0);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(ev[0].method, "CONNECT");
+	assert_string_equal(ev[0].host, "127.0.0.1");
+	assert_int_equal(ev[0].port, origin_port);
+	assert_int_equal(ev[0].status, 200);
+	assert_string_equal(ev[0].address, "127.0.0.1");
+	assert_true(ev[0].time_ms > 0);
+	assert_string_equal(ev[1].host, "evil.example");
+	assert_int_equal(ev[1].status, 403);
+	assert_non_null(strstr(ev[1].why, "evil.example"));
+	assert_string_equal(ev[1].address, "");
+	assert_string_equal(ev[2].host, "");
+	assert_int_equal(ev[2].status, 400);
+	/* taken: none left */
+	free(ev);
+	assert_int_equal(egress_take_events(e, &ev, &n, &dropped), 0);
+	assert_int_equal(n, 0);
+	assert_null(ev);
+	egress_stop(e);
+	close(origin);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -127,6 +211,7 @@ int main(void)
 		cmocka_unit_test(incomplete_and_too_long),
 		cmocka_unit_test(refused_heads),
 		cmocka_unit_test(forwarded_head),
+		cmocka_unit_test(decided_connections_are_kept_for_the_audit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox/egress.h"
 #include "util/sha256.h"
 #include "util/banned.h"
 
@@ -282,4 +283,59 @@ int engine_audit_write(struct engine_audit *a, const struct engine_audit_record 
 	pthread_mutex_unlock(&a->lock);
 	free(line);
 	return k;
+}
+
+int engine_audit_egress(struct engine_audit *a, const struct engine_audit_record *base,
+			const struct egress_event *ev, size_t n, uint64_t dropped)
+{
+	struct engine_verdict refused = { .allowed = false, .rule = "egress", .http = 403 };
+	int r = 0, k;
+
+	if (!a)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		struct engine_audit_record rec = *base;
+		char at[64];
+		time_t t = (time_t)(ev[i].time_ms / 1000);
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		snprintf(at, sizeof(at), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			 (unsigned)(ev[i].time_ms % 1000));
+		rec.action = ACTION_EGRESS;
+		rec.has_lang = false;
+		rec.code = NULL;
+		rec.res = NULL;
+		rec.approval_id = rec.approval_state = NULL;
+		rec.duration_ms = 0;
+		rec.bytes = 0;
+		rec.verdict = ev[i].status == 200 ? NULL : &refused;
+		rec.status = ev[i].status == 200 ? "ok" : NULL;
+		rec.args = json_pack("{s:s, s:s, s:i, s:s?, s:i, s:s?, s:s}", "method", ev[i].method,
+				     "host", ev[i].host, "port", (int)ev[i].port, "address",
+				     ev[i].address[0] ? ev[i].address : NULL, "proxy_status",
+				     ev[i].status, "why", ev[i].why[0] ? ev[i].why : NULL, "at", at);
+		k = engine_audit_write(a, &rec);
+		json_decref(rec.args);
+		if (k < 0)
+			r = k;
+	}
+	if (dropped) {
+		struct engine_audit_record rec = *base;
+
+		rec.action = ACTION_EGRESS;
+		rec.has_lang = false;
+		rec.code = NULL;
+		rec.res = NULL;
+		rec.verdict = NULL;
+		rec.approval_id = rec.approval_state = NULL;
+		rec.status = "dropped";
+		rec.args = json_pack("{s:I}", "count", (json_int_t)dropped);
+		k = engine_audit_write(a, &rec);
+		json_decref(rec.args);
+		if (k < 0)
+			r = k;
+	}
+	return r;
 }

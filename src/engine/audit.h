@@ -61,4 +61,13 @@ json_t *engine_audit_json(const struct engine_audit_record *r);
 /* Append r.  0 or -errno.  a NULL: nothing (the log is off). */
 int engine_audit_write(struct engine_audit *a, const struct engine_audit_record *r);
 
+/* One record per connection the egress proxy decided (tool "egress";
+ * decision "allowed", or "rejected" with rule "egress"; arguments: method,
+ * host, port, address, proxy_status, why, at), and one more (status
+ * "dropped", arguments.count) for those it did not keep.  base gives the
+ * request id, client, session and door.  0 or the last -errno. */
+struct egress_event;
+int engine_audit_egress(struct engine_audit *a, const struct engine_audit_record *base,
+			const struct egress_event *ev, size_t n, uint64_t dropped);
+
 #endif

@@ -34,6 +34,7 @@ static const char *const action_names[_ACTION_MAX] = {
 	[ACTION_SQL] = "sql",
 	[ACTION_HTTP] = "http",
 	[ACTION_APPLY] = "apply",
+	[ACTION_EGRESS] = "egress",
 };
 
 const char *engine_action_name(enum engine_action a)
@@ -457,8 +458,9 @@ static int add_approval(struct parser *p, const char *w)
 {
 	if (!strcmp(w, "none"))
 		return 0;
+	/* egress: the list decides each connection, nobody is asked */
 	for (int a = 0; a < _ACTION_MAX; a++)
-		if (!strcmp(w, action_names[a])) {
+		if (a != ACTION_EGRESS && !strcmp(w, action_names[a])) {
 			p->pol->approval |= 1u << a;
 			return 0;
 		}

@@ -51,6 +51,7 @@ enum engine_action {
 	ACTION_SQL,	       /* the sql tool (engine/tool_sql.c) */
 	ACTION_HTTP,	       /* the http tool (engine/tool_http.c) */
 	ACTION_APPLY,	       /* a project's changes copied into it */
+	ACTION_EGRESS,	       /* a connection through the egress proxy (audit only) */
 	_ACTION_MAX
 };
 const char *engine_action_name(enum engine_action a);

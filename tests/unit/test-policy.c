@@ -16,6 +16,7 @@
 #include "engine/audit.h"
 #include "engine/policy.h"
 #include "engine/tool.h"
+#include "sandbox/egress.h"
 #include "util/sha256.h"
 
 static struct engine_policies *parse_ok(const char *text)
@@ -41,6 +42,8 @@ static void parse_errors_name_the_line(void **state)
 		{ "[default]\nbogus = 1\n", "line 2: unknown key 'bogus'" },
 		{ "[default]\nlimit.bogus = 1\n", "line 2: unknown limit 'limit.bogus'" },
 		{ "[default]\napproval = launch\n", "line 2: approval: unknown action 'launch'" },
+		/* the list decides each proxied connection; nobody is asked */
+		{ "[default]\napproval = egress\n", "line 2: approval: unknown action 'egress'" },
 		{ "[default]\nrate = fast\n", "line 2: rate: expected calls per second" },
 		{ "[default]\nnetwork = on\nnetwork = off\n", "line 3: 'network' is set twice" },
 		{ "[default]\n[default]\n", "line 2: [default] is given twice" },
@@ -301,6 +304,65 @@ static void audit_appends_whole_lines_and_rotates(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* Each connection of the egress proxy is a record of its own under the
+ * call that made the sandbox; the ones not kept are counted. */
+static void audit_egress_connections(void **state)
+{
+	char dir[] = "/tmp/cc-audit-XXXXXX", path[64], line[4096], err[256];
+	struct engine_audit *a = NULL;
+	struct engine_audit_record base = { .request_id = "00112233445566aa", .client = "c",
+					    .session = "s1", .action = ACTION_SESSION_EXEC };
+	struct egress_event ev[2] = {
+		{ .time_ms = 1764000000123ull, .method = "CONNECT", .host = "pypi.org", .port = 443,
+		  .address = "151.101.0.223", .status = 200 },
+		{ .time_ms = 1764000000456ull, .method = "GET", .host = "evil.example", .port = 80,
+		  .status = 403, .why = "'evil.example' (port 80) is not one of the allowed hosts" },
+	};
+	json_t *j[3];
+	FILE *f;
+	int n = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.log", dir);
+	assert_int_equal(engine_audit_open(path, 0, &a, err, sizeof(err)), 0);
+	assert_int_equal(engine_audit_egress(a, &base, ev, 2, 7), 0);
+	engine_audit_close(a);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (n < 3 && fgets(line, sizeof(line), f))
+		assert_non_null(j[n++] = json_loads(line, 0, NULL));
+	assert_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_int_equal(n, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_string_equal(json_string_value(json_object_get(j[i], "tool")), "egress");
+		assert_string_equal(json_string_value(json_object_get(j[i], "request_id")), "00112233445566aa");
+		assert_string_equal(json_string_value(json_object_get(j[i], "session")), "s1");
+	}
+	assert_string_equal(json_string_value(json_object_get(j[0], "decision")), "allowed");
+	assert_string_equal(json_string_value(json_object_get(j[0], "status")), "ok");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j[0], "arguments"), "host")),
+			    "pypi.org");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(j[0], "arguments"), "address")),
+		"151.101.0.223");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j[0], "arguments"), "at")),
+			    "2025-11-24T16:00:00.123Z");
+	assert_string_equal(json_string_value(json_object_get(j[1], "decision")), "rejected");
+	assert_string_equal(json_string_value(json_object_get(j[1], "rule")), "egress");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j[1], "arguments"),
+							    "proxy_status")),
+			 403);
+	assert_string_equal(json_string_value(json_object_get(j[2], "status")), "dropped");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j[2], "arguments"), "count")),
+			 7);
+	for (int i = 0; i < 3; i++)
+		json_decref(j[i]);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void approvals_decide_use_and_expire(void **state)
 {
 	struct engine_approvals *a = engine_approvals_new();
@@ -445,6 +507,7 @@ int main(void)
 		cmocka_unit_test(rules_counts_and_rate),
 		cmocka_unit_test(audit_record_fields),
 		cmocka_unit_test(audit_appends_whole_lines_and_rotates),
+		cmocka_unit_test(audit_egress_connections),
 		cmocka_unit_test(approvals_decide_use_and_expire),
 		cmocka_unit_test(tool_keys_and_databases),
 	};

@@ -654,6 +654,21 @@ void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *re
 		ret->cpu_throttled = keyed_value(text, "nr_throttled");
 }
 
+/* Free the paths, close the fds; the directories stay. */
+void cgroup_forget(struct cgroup *cg)
+{
+	for (int i = 0; i < CGROUP_STAT_FILES; i++)
+		if (cg->stat_fd1[i]) {
+			close(cg->stat_fd1[i] - 1);
+			cg->stat_fd1[i] = 0;
+		}
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		free(cg->path[c]); /* each slot its own copy, shared or not */
+		cg->path[c] = NULL;
+	}
+	close_fd(&cg->oom_efd);
+}
+
 void cgroup_destroy(struct cgroup *cg)
 {
 	for (int i = 0; i < CGROUP_STAT_FILES; i++)

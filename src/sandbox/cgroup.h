@@ -110,5 +110,8 @@ void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *re
 uint64_t cgroup_read_cpu(struct cgroup *cg);
 /* Remove the cgroup directories, waiting briefly for dying tasks. */
 void cgroup_destroy(struct cgroup *cg);
+/* Free the paths and close the fds, leaving the directories (another
+ * process removes them: sandbox_free_detached). */
+void cgroup_forget(struct cgroup *cg);
 
 #endif

@@ -385,6 +385,7 @@ int cli_run(int argc, char **argv)
 		o.req.changes = &g_changes;
 	}
 	o.req.teardown = &g_teardown;
+	sandbox_defer_sweep();
 	r = checked_run(&o, &res, &stopsig);
 	buf_release(&code);
 	if (r == -ECANCELED)

@@ -139,6 +139,9 @@ static struct cgroup_host g_cgroups;
 static struct id_range g_ids;
 static int g_ids_err;
 static pthread_once_t g_probed = PTHREAD_ONCE_INIT;
+/* sandbox_defer_sweep(): the stale-cgroup sweep waits for
+ * sandbox_free_detached()'s child */
+static bool g_sweep_deferred;
 
 static void probe_cgroups(void)
 {
@@ -149,6 +152,13 @@ static void probe_cgroups(void)
 	(void)buf_read_file(&self, "/proc/self/cgroup");
 	cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), getenv("CODECELL_CGROUP"), &g_cgroups);
 	buf_release(&self);
+	if (!g_sweep_deferred)
+		cgroup_host_sweep(&g_cgroups);
+}
+
+void sandbox_defer_sweep(void)
+{
+	g_sweep_deferred = true;
 }
 
 /* Once per process, whatever the thread (a server calls from many). */
@@ -1420,6 +1430,8 @@ __attribute__((noreturn)) static void teardown_child(struct sandbox *sb)
 	sb->cg.oom_efd = -1;
 	if (p.revents & POLLIN)
 		cgroup_destroy(&sb->cg);
+	if (g_sweep_deferred)
+		cgroup_host_sweep(&g_cgroups);
 	/* the id lock goes with us, last */
 	_exit(0);
 }

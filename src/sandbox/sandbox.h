@@ -334,6 +334,12 @@ void sandbox_free(struct sandbox *sb);
  * NULL. */
 void sandbox_free_detached(struct sandbox *sb);
 #define SANDBOX_TEARDOWN_MAX_S 30
+/* Before the first sandbox: the sweep of other, dead supervisors' cgroup
+ * directories (cgroup_host_sweep) is done by sandbox_free_detached()'s
+ * child, after the result, instead of before the first sandbox (a few
+ * hundred system calls on a host with many sandboxes).  For a process
+ * that makes one sandbox and ends it with sandbox_free_detached(). */
+void sandbox_defer_sweep(void);
 
 #endif
 

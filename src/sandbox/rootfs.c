@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/random.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -704,8 +705,14 @@ static int copy_file(const char *src, const char *dst)
 		close(in);
 		return r;
 	}
-	while ((n = read(in, chunk, sizeof(chunk))) > 0 && r == 0)
-		r = write_all(out, chunk, (size_t)n);
+	/* in the kernel, page cache to tmpfs: no copy through us, one call
+	 * for a file (ld.so.cache, mime.types: 190 KiB a run in all);
+	 * read/write where sendfile cannot */
+	while ((n = sendfile(out, in, NULL, 1 << 20)) > 0)
+		;
+	if (n < 0 && (errno == EINVAL || errno == ENOSYS) && lseek(in, 0, SEEK_CUR) == 0)
+		while ((n = read(in, chunk, sizeof(chunk))) > 0 && r == 0)
+			r = write_all(out, chunk, (size_t)n);
 	if (n < 0 && r == 0)
 		r = -errno;
 	close(in);

@@ -1382,10 +1382,10 @@ void sandbox_free(struct sandbox *sb)
 	free(sb);
 }
 
-/* Close every fd but the n in keep (sorted here). */
+/* Close every fd from 3 up but the n in keep (sorted here). */
 static void close_all_but(int *keep, size_t n)
 {
-	unsigned lo = 0;
+	unsigned lo = 3;
 
 	for (size_t i = 1; i < n; i++)
 		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
@@ -1421,8 +1421,8 @@ __attribute__((noreturn)) static void teardown_child(struct sandbox *sb)
 			(void)dup2(null, fd);
 	if (null > 2)
 		close(null);
+	/* fds 0-2 stay (/dev/null): nothing may open a file as them */
 	close_all_but(keep, ARRAY_SIZE(keep));
-	/* keep fds 0-2 (/dev/null): nothing may open a file as them */
 	while (poll(&p, 1, SANDBOX_TEARDOWN_MAX_S * 1000) < 0 && errno == EINTR)
 		;
 	for (int i = 0; i < CGROUP_STAT_FILES; i++)

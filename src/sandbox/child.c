@@ -437,9 +437,13 @@ static int set_rlimits(const struct child_ctx *c)
  * CAP_SETPCAP; the ids change next (needs CAP_SETUID); then the rest. */
 static int drop_bounding_caps(void)
 {
+	/* EINVAL: past the kernel's last capability, and so are the rest */
 	for (int cap = 0; cap <= 63; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break;
 			return -errno;
+		}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
 	return 0;

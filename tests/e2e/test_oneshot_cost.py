@@ -102,9 +102,14 @@ print(json.dumps({"pid": p.pid, "rc": p.returncode, "out": out, "err": err,
 
 
 def run_watched(*args):
+    """codecell run ARGS under TEARDOWN_WATCH, with TMPDIR and the working
+    directory an empty scratch directory that must stay empty."""
+    scratch = tmpdir()
+    env = dict(os.environ, TMPDIR=scratch)
     r = subprocess.run([sys.executable, "-c", TEARDOWN_WATCH, CODECELL, "run"] + list(args),
-                       capture_output=True, text=True, timeout=240)
+                       capture_output=True, text=True, timeout=240, env=env, cwd=scratch)
     eq(r.returncode, 0, r.stderr)
+    eq(os.listdir(scratch), [], "files left in TMPDIR / the working directory")
     return json.loads(r.stdout)
 
 

@@ -7,6 +7,7 @@ does to the CPUs the tree may use."""
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -110,6 +111,7 @@ def run_watched(*args):
                        capture_output=True, text=True, timeout=240, env=env, cwd=scratch)
     eq(r.returncode, 0, r.stderr)
     eq(os.listdir(scratch), [], "files left in TMPDIR / the working directory")
+    os.rmdir(scratch)
     return json.loads(r.stdout)
 
 
@@ -143,6 +145,7 @@ def run_exits_with_the_result_and_leaves_nothing_behind():
     eq((j["status"], j["exit_code"], j["logs"]["stdout"]), ("error", 7, "out\n"), j)
     check(j["usage"]["cpu_ms"] > 0, "no CPU time reported: %r" % j)
     check(not w["left"], w)
+    shutil.rmtree(d)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,13 @@ cgroups under it: otherwise they share the host-wide codecell/ group with
 every other codecell process's sandboxes (a server's sessions, a warm
 pool), whose CPU use the scheduler then charges against ours, while bare
 Python and bwrap compete only as processes.  Every command measured runs
-in that one cgroup.  bwrap exits without waiting for its sandbox's pid 1
-(it reads the exit status from a pipe): its figures leave out the pid 1's
-exit and the namespaces' teardown, which codecell waits for (it removes
-the cgroups and frees the uid only once the tree is gone).  Run with
-`make bench`.
+in that one cgroup.  Both sandboxes exit once their pid 1 has reported
+the program's status, without waiting for it: bwrap reads the status from
+a pipe; `codecell run` hands the init's exit, the namespaces' teardown and
+the removal of the cgroups to a child of its own.  Neither's wall time
+includes that teardown, and the CPU column (the reaped tree) counts the
+front process only: not the pid 1, not the program, not the teardown.
+Run with `make bench`.
 """
 import json
 import os
@@ -216,10 +218,11 @@ def oneshot(work):
               "on: %s (%.2f)" % ("PASS" if verdict <= 1.0 else "MISS", verdict))
     else:
         print("target (issue 13): not measured (no bwrap)")
-    print("  (CPU: user+sys of the tree.  bwrap exits once its pid 1 reports the program's "
-          "status, without waiting for it: its CPU is not counted, and its wall time leaves out "
-          "the pid 1's exit and the namespaces' teardown, which codecell waits for before it "
-          "removes the cgroups)")
+    print("  (CPU: user+sys of the reaped tree.  bwrap and codecell both exit once their pid 1 "
+          "reports the program's status, without waiting for it (codecell leaves the init's exit "
+          "and the cgroups' removal to a child of its own): for both, the CPU column counts "
+          "the front process only, and the wall time leaves out the pid 1's exit and the "
+          "namespaces' teardown)")
 
 
 def peak_rss_kb(cmd):

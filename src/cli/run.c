@@ -286,6 +286,32 @@ static int checked_run(struct run_opts *o, struct run_result *res, int *ret_sig)
 	return r;
 }
 
+/* The sandbox of the run, when its result was final before its end
+ * (engine.h, teardown): its init's exit, namespaces and cgroups. */
+static struct sandbox *g_teardown;
+
+/* Everything is said: hand the rest of the sandbox's end to a process
+ * of its own (sandbox_free_detached) and exit without waiting for it,
+ * as bwrap does once its pid 1 reports.  Our fds 0-2 become /dev/null
+ * first: a caller reading our output to its end (a shell's $(...)) gets
+ * it when we exit, not when that process has closed its copies. */
+static void end_sandbox(struct sandbox *sb)
+{
+	int null;
+
+	if (!sb)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3 && null >= 0; fd++)
+		if (null != fd)
+			(void)dup2(null, fd);
+	if (null > 2)
+		close(null);
+	sandbox_free_detached(sb);
+}
+
 int cli_run(int argc, char **argv)
 {
 	struct run_opts o;
@@ -358,6 +384,8 @@ int cli_run(int argc, char **argv)
 		o.req.changes_dir = g_changes_dir;
 		o.req.changes = &g_changes;
 	}
+	o.req.teardown = &g_teardown;
+	sandbox_defer_sweep();
 	r = checked_run(&o, &res, &stopsig);
 	buf_release(&code);
 	if (r == -ECANCELED)
@@ -368,5 +396,6 @@ int cli_run(int argc, char **argv)
 	}
 	status = report(&o, &res);
 	run_result_release(&res);
+	end_sandbox(g_teardown);
 	return stopsig ? 128 + stopsig : status;
 }

@@ -93,6 +93,15 @@ struct run_request {
 	const char *project_dir;
 	const char *changes_dir;
 	struct run_changes *changes;
+	/* NULL (the default): engine_run returns once nothing of the
+	 * sandbox is left.  Else it returns as soon as the result is final
+	 * (the program and everything it started are gone, the workspace
+	 * synced), and leaves here the sandbox whose init's exit, namespaces
+	 * and cgroups are still to be torn down, for the caller to end with
+	 * sandbox_free() or, in a process about to exit,
+	 * sandbox_free_detached() (`codecell run`); NULL when nothing is
+	 * pending. */
+	struct sandbox **teardown;
 };
 
 /* What a run with a project changed. */

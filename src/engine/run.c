@@ -611,6 +611,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 			.on_output = on_output,
 			.userdata = p,
 			.stop_fd = req->stop_fd,
+			.return_at_report = req->teardown != NULL,
 		};
 
 		k = sandbox_wait(sb, &o, &x);
@@ -629,7 +630,10 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		if (req->project_dir)
 			keep_changes(req, sb, &base);
 	}
-	sandbox_free(sb);
+	if (k == 0 && req->teardown)
+		*req->teardown = sb; /* the caller ends it */
+	else
+		sandbox_free(sb);
 	return k;
 }
 
@@ -641,6 +645,8 @@ int engine_run(const struct run_request *req, struct run_result *r)
 	int k;
 
 	memset(r, 0, sizeof(*r));
+	if (req->teardown)
+		*req->teardown = NULL;
 	if (!validate(req, r))
 		return 0;
 	p.flood = codecell_flood_cap(req->output_limit);

@@ -180,7 +180,6 @@ static void collect_stale(const char *parent, struct live_pids *lp)
 
 static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 {
-	struct live_pids lp = { .n = 0 };
 	char rel[4096];
 
 	h->version = CGROUP_V1;
@@ -199,8 +198,12 @@ static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 			continue;
 		/* co-mounted controllers ("cpu,cpuacct" with cpu and cpuacct
 		 * as symlinks to it) get one directory: cgroup_create() makes
-		 * it once for all of them */
-		if (mkdir_ok(parent) == 0) {
+		 * it once for all of them.  Only the hierarchy's own name can
+		 * be such a link: one readlink, not one per component. */
+		int made = mkdir_ok(parent);
+		char link[64];
+
+		if (made == 0 && readlink(dir, link, sizeof(link)) >= 0) {
 			char *real = realpath(parent, NULL);
 
 			if (real) {
@@ -208,12 +211,11 @@ static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 				parent = real;
 			}
 		}
-		if (mkdir_ok(parent) < 0 || !writable_cgroup(parent)) {
+		if (made < 0 || !writable_cgroup(parent)) {
 			h->why = "no permission to create a cgroup (run as root, or on cgroup v2 set CODECELL_CGROUP to a delegated cgroup)";
 			free(parent);
 			continue;
 		}
-		collect_stale(parent, &lp);
 		h->parent[c] = parent;
 	}
 }
@@ -272,7 +274,6 @@ static void probe_v2(const char *root, const char *env_override, struct cgroup_h
 	}
 	if (!parent)
 		return;
-	collect_stale(parent, &(struct live_pids){ .n = 0 });
 	/* one directory; a controller counts only if delegated to it.
 	 * CPU usage (cpu.stat) is there in every v2 cgroup. */
 	if (v2_has(parent, "memory"))
@@ -306,6 +307,21 @@ void cgroup_host_probe(const char *root, const char *self, const char *env_overr
 	if (!ret->parent[CGROUP_CTRL_MEMORY] && !ret->parent[CGROUP_CTRL_PIDS] &&
 	    !ret->parent[CGROUP_CTRL_CPUACCT])
 		ret->version = CGROUP_NONE;
+}
+
+void cgroup_host_sweep(const struct cgroup_host *h)
+{
+	struct live_pids lp = { .n = 0 };
+
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		bool seen = false;
+
+		/* v2 and co-mounted v1 controllers share a directory */
+		for (int d = 0; d < c && !seen; d++)
+			seen = h->parent[d] && h->parent[c] && !strcmp(h->parent[d], h->parent[c]);
+		if (h->parent[c] && !seen)
+			collect_stale(h->parent[c], &lp);
+	}
 }
 
 void cgroup_host_release(struct cgroup_host *h)
@@ -652,6 +668,21 @@ void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *re
 	/* v1 and v2 alike, with a quota set */
 	if (read_stat(cg, 4, cg->path[CGROUP_CTRL_CPU], "cpu.stat", text, sizeof(text)) == 0)
 		ret->cpu_throttled = keyed_value(text, "nr_throttled");
+}
+
+/* Free the paths, close the fds; the directories stay. */
+void cgroup_forget(struct cgroup *cg)
+{
+	for (int i = 0; i < CGROUP_STAT_FILES; i++)
+		if (cg->stat_fd1[i]) {
+			close(cg->stat_fd1[i] - 1);
+			cg->stat_fd1[i] = 0;
+		}
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
+		free(cg->path[c]); /* each slot its own copy, shared or not */
+		cg->path[c] = NULL;
+	}
+	close_fd(&cg->oom_efd);
 }
 
 void cgroup_destroy(struct cgroup *cg)

@@ -70,6 +70,12 @@ const char *cgroup_ctrl_name(enum cgroup_ctrl ctrl);
 void cgroup_host_probe(const char *root, const char *self, const char *env_override,
 		       struct cgroup_host *ret);
 void cgroup_host_release(struct cgroup_host *h);
+/* A supervisor killed with SIGKILL cannot remove its cgroups: remove the
+ * sb-<pid>-<n> directories of supervisors that are gone (rmdir fails
+ * while a cgroup still has tasks, so this never disturbs a live one).
+ * Not part of the probe: a process does it once, when it can afford to
+ * (sandbox.c). */
+void cgroup_host_sweep(const struct cgroup_host *h);
 /* Bits of enum sandbox_limit the host can enforce (memory, pids, cpus). */
 unsigned cgroup_host_enforceable(const struct cgroup_host *h);
 
@@ -110,5 +116,8 @@ void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *re
 uint64_t cgroup_read_cpu(struct cgroup *cg);
 /* Remove the cgroup directories, waiting briefly for dying tasks. */
 void cgroup_destroy(struct cgroup *cg);
+/* Free the paths and close the fds, leaving the directories (another
+ * process removes them: sandbox_free_detached). */
+void cgroup_forget(struct cgroup *cg);
 
 #endif

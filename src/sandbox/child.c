@@ -464,9 +464,13 @@ static int set_rlimits(const struct child_ctx *c)
  * CAP_SETPCAP; the ids change next (needs CAP_SETUID); then the rest. */
 static int drop_bounding_caps(void)
 {
+	/* EINVAL: past the kernel's last capability, and so are the rest */
 	for (int cap = 0; cap <= 63; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break;
 			return -errno;
+		}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
 	return 0;
@@ -790,6 +794,28 @@ static void kill_strays(const struct child_ctx *c, pid_t worker)
 	}
 }
 
+/* The program ended: kill what is left of the namespace and reap it
+ * all, as the kernel would once we exit, but before the report, so that
+ * the report means that nothing in the sandbox runs any more: the
+ * supervisor can read the workspace and the output as final without
+ * waiting for our own exit and the namespaces' teardown (sandbox_wait's
+ * return_at_report).  We are the PID namespace's init: kill(-1) reaches
+ * every process in it and no other, and every process whose parent dies
+ * becomes our child, so waiting until ECHILD waits for all of them.  A
+ * fork racing the kill is caught by the kernel (a group signal pending
+ * restarts fork) and by the next round. */
+static void end_namespace(void)
+{
+	for (int round = 0; round < 64; round++) {
+		int st;
+
+		if (kill(-1, SIGKILL) < 0 && errno == ESRCH)
+			return; /* nothing left to signal */
+		while (waitpid(-1, &st, __WALL) > 0 || errno == EINTR)
+			;
+	}
+}
+
 /* Reap what has ended.  Returns when nothing more has; exits when the
  * program (worker) ended (the kernel then kills whatever else is left in
  * the PID namespace), or for a template's init when no child is left. */
@@ -810,6 +836,8 @@ static void reap_ended(const struct child_ctx *c, pid_t *worker)
 		if (p == 0)
 			return;
 		if (p == *worker) {
+			if (c->mode == CHILD_EXEC)
+				end_namespace();
 			send_msg(c->sock, MSG_EXITED, 0, 0, st);
 			if (c->mode != CHILD_TEMPLATE)
 				_exit(0);

@@ -70,6 +70,8 @@ struct sandbox {
 	bool started;
 	bool autostart; /* the init starts the program itself (sandbox_config) */
 	bool reaped;
+	bool sock_eof; /* the init closed its end: it is exiting */
+	bool template_init; /* CHILD_TEMPLATE: reaps until no child is left */
 	bool cell; /* not our child: watched through the pidfd */
 	struct egress *egress; /* SANDBOX_NET_ALLOWLIST's proxy, or NULL */
 	bool born_in_cgroup; /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
@@ -142,6 +144,9 @@ static struct cgroup_host g_cgroups;
 static struct id_range g_ids;
 static int g_ids_err;
 static pthread_once_t g_probed = PTHREAD_ONCE_INIT;
+/* sandbox_defer_sweep(): the stale-cgroup sweep waits for
+ * sandbox_free_detached()'s child */
+static bool g_sweep_deferred;
 
 static void probe_cgroups(void)
 {
@@ -152,6 +157,13 @@ static void probe_cgroups(void)
 	(void)buf_read_file(&self, "/proc/self/cgroup");
 	cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), getenv("CODECELL_CGROUP"), &g_cgroups);
 	buf_release(&self);
+	if (!g_sweep_deferred)
+		cgroup_host_sweep(&g_cgroups);
+}
+
+void sandbox_defer_sweep(void)
+{
+	g_sweep_deferred = true;
 }
 
 /* Once per process, whatever the thread (a server calls from many). */
@@ -469,6 +481,7 @@ static int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool
 				.cpu_limit_s = cfg->limits.cpu_seconds, .id_lock_fd = -1,
 				.cg = { .oom_efd = -1 } };
 	sb->unenforced = compute_unenforced(&cfg->limits);
+	sb->template_init = cfg->template;
 	if (cfg->strict && sb->unenforced) {
 		*ret_step = "enforce every limit (--strict)";
 		free(sb);
@@ -1011,6 +1024,8 @@ static bool drain_reports(struct sandbox *sb)
 	struct msg m;
 	int r;
 
+	if (sb->sock_eof)
+		return true;
 	while ((r = recv_msg(sb->sock, &m, NULL)) > 0) {
 		if (m.kind == MSG_EXITED) {
 			sb->got_exit = true;
@@ -1020,7 +1035,25 @@ static bool drain_reports(struct sandbox *sb)
 			sb->failed_err = m.err;
 		}
 	}
+	if (r == 0)
+		sb->sock_eof = true;
 	return r == 0;
+}
+
+/* sandbox_wait_opts.return_at_report: is the result final already?
+ * The init (CHILD_EXEC) reports the program's end only once it has
+ * killed and reaped everything else in the namespace, then exits: with
+ * its report in, its end of the socket and every channel closed, no
+ * process of the sandbox runs or can write.  What is left, the init's
+ * own exit, the namespaces' teardown and the cgroups, changes nothing
+ * the result holds; the usage is read from the cgroup, so without the
+ * cpuacct and memory cgroups (whose figures the init's rusage would
+ * otherwise replace) the wait goes on to the reap. */
+static bool final_at_report(const struct sandbox *sb)
+{
+	return sb->got_exit && sb->sock_eof && !sb->killed && !sb->cell && !sb->template_init &&
+	       !sb->failed_err &&
+	       sb->cg.path[CGROUP_CTRL_CPUACCT] && sb->cg.path[CGROUP_CTRL_MEMORY];
 }
 
 enum { EV_SOCK = 100, EV_PIDFD, EV_TIMER, EV_OOM, EV_STOP, EV_HANGUP };
@@ -1170,6 +1203,9 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 	while (!sb->reaped || n_open > 0) {
 		struct epoll_event evs[16];
 		int timeout = -1, n;
+
+		if (o->return_at_report && n_open == 0 && final_at_report(sb))
+			break;
 
 		/* a kill asked for (an output flood, say) wins over the awaited
 		 * event that came in the same batch: the caller must see this
@@ -1360,6 +1396,92 @@ void sandbox_free(struct sandbox *sb)
 	if (sb->n_cpus)
 		sandbox_cpus_release(&sb->cpus);
 	/* last: the id is free once nothing of the tree is left */
+	close_fd(&sb->id_lock_fd);
+	free(sb);
+}
+
+/* Close every fd from 3 up but the n in keep (sorted here). */
+static void close_all_but(int *keep, size_t n)
+{
+	unsigned lo = 3;
+
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < lo)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			(void)close_range(lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	(void)close_range(lo, ~0U, 0);
+}
+
+/* sandbox_free_detached()'s child: out of the caller's session and
+ * files, wait (bounded) for the init to be gone, then what
+ * sandbox_free() does after the reap.  The init is not our child: the
+ * pidfd says when it has exited, after it left its cgroups. */
+__attribute__((noreturn)) static void teardown_child(struct sandbox *sb)
+{
+	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
+	int keep[2] = { sb->pidfd, sb->id_lock_fd };
+	int null;
+
+	(void)setsid();
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3 && null >= 0; fd++)
+		if (null != fd)
+			(void)dup2(null, fd);
+	if (null > 2)
+		close(null);
+	/* fds 0-2 stay (/dev/null): nothing may open a file as them */
+	close_all_but(keep, ARRAY_SIZE(keep));
+	while (poll(&p, 1, SANDBOX_TEARDOWN_MAX_S * 1000) < 0 && errno == EINTR)
+		;
+	for (int i = 0; i < CGROUP_STAT_FILES; i++)
+		sb->cg.stat_fd1[i] = 0; /* closed above */
+	sb->cg.oom_efd = -1;
+	if (p.revents & POLLIN)
+		cgroup_destroy(&sb->cg);
+	if (g_sweep_deferred)
+		cgroup_host_sweep(&g_cgroups);
+	/* the id lock goes with us, last */
+	_exit(0);
+}
+
+void sandbox_free_detached(struct sandbox *sb)
+{
+	pid_t p;
+
+	if (!sb)
+		return;
+	if (sb->reaped || sb->pid <= 0 || sb->egress || !final_at_report(sb)) {
+		sandbox_free(sb);
+		return;
+	}
+	p = fork();
+	if (p < 0) {
+		sandbox_free(sb);
+		return;
+	}
+	if (p == 0)
+		teardown_child(sb);
+	/* The child holds the pidfd, the cgroups and the id lock (an open
+	 * file description's lock lives while any fd to it is open). */
+	close_fd(&sb->ws_fd);
+	close_fd(&sb->upper_fd);
+	close_fd(&sb->timer_fd);
+	close_fd(&sb->ep);
+	close_fd(&sb->sock);
+	close_fd(&sb->pidfd);
+	cgroup_forget(&sb->cg);
+	if (sb->n_cpus)
+		sandbox_cpus_release(&sb->cpus);
 	close_fd(&sb->id_lock_fd);
 	free(sb);
 }

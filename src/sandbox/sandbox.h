@@ -203,6 +203,15 @@ struct sandbox_wait_opts {
 	 * grace to give (after, say, sandbox_interrupt()) before the kill; 0
 	 * kills at once.  NULL: kill at the deadline. */
 	double (*on_deadline)(void *userdata);
+	/* One-shot runs: return as soon as the result is final, when the
+	 * init has reported the program's end (it kills and reaps everything
+	 * else first) and closed its files, without waiting for the init's
+	 * exit and the namespaces' teardown; sandbox_ended() is then still
+	 * false, and the caller ends the sandbox with sandbox_free() or
+	 * sandbox_free_detached().  Ignored (the wait goes on to the reap)
+	 * for a kill, a setup failure, a cell or template, or without the
+	 * cpuacct and memory cgroups the usage is read from. */
+	bool return_at_report;
 };
 #define SANDBOX_KILL_STOP (-1)
 
@@ -317,6 +326,25 @@ int sandbox_interrupt(struct sandbox *sb);
 bool sandbox_ended(const struct sandbox *sb);
 /* Kill, reap, remove the cgroup, close everything.  Accepts NULL. */
 void sandbox_free(struct sandbox *sb);
+/* The same, for a process about to exit: when the tree's end is still
+ * pending (sandbox_wait's return_at_report), a child process of ours
+ * waits for the init's exit, removes the cgroups and frees the id, and
+ * this returns at once; otherwise (or if that process cannot be made)
+ * it is sandbox_free().  The caller must be single-threaded (a fork),
+ * exit soon after and reap nothing it did not start: the init becomes
+ * the host's init's (or the caller's subreaper's) to reap.  The child
+ * gets /dev/null for fds 0-2, closes every other fd but the ones it
+ * needs, and gives up after SANDBOX_TEARDOWN_MAX_S (the stale-cgroup
+ * sweep of the next codecell process removes what is left).  Accepts
+ * NULL. */
+void sandbox_free_detached(struct sandbox *sb);
+#define SANDBOX_TEARDOWN_MAX_S 30
+/* Before the first sandbox: the sweep of other, dead supervisors' cgroup
+ * directories (cgroup_host_sweep) is done by sandbox_free_detached()'s
+ * child, after the result, instead of before the first sandbox (a few
+ * hundred system calls on a host with many sandboxes).  For a process
+ * that makes one sandbox and ends it with sandbox_free_detached(). */
+void sandbox_defer_sweep(void);
 
 #endif
 

@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, check, codecell, eq, main, test  # noqa: E402
+from cctest import CODECELL, await_empty, check, codecell, eq, main, test  # noqa: E402
 
 CGROUP2_MAGIC = 0x63677270
 
@@ -63,7 +63,7 @@ def run_in_a_v2_cgroup_reports_what_it_cannot_enforce():
         eq(sorted(r.json["limits_unenforced"]), want, "limits_unenforced")
         # the cgroup namespace root is the sandbox's own cgroup
         check("0::/\n" in r.json["logs"]["stdout"], r.json["logs"]["stdout"])
-        eq(sb_dirs(d), [], "sandbox cgroup left behind")
+        eq(await_empty(lambda: sb_dirs(d)), [], "sandbox cgroup left behind")
     finally:
         os.rmdir(d)
 

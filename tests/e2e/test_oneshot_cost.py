@@ -5,11 +5,15 @@ compiling the source on every start, and that .pyc is the same code (the
 seed option still seeds); and `codecell run --help` says what --cpus
 does to the CPUs the tree may use."""
 import glob
+import json
 import os
+import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import check, codecell, eq, main, run_code, test  # noqa: E402
+from cctest import (CODECELL, await_empty, cgroup_parents, check, codecell, eq, main,  # noqa: E402
+                    run_code, sandbox_cgroups, test, tmpdir, write)
 
 # python3 -v says where each module's code object came from
 VERBOSE = "python3 -v -c pass 2>&1 | grep sitecustomize\n"
@@ -67,6 +71,81 @@ def run_help_says_the_tree_is_pinned_to_ceil_cpus():
     eq(r.status, 0, r)
     text = " ".join(r.stdout.split())
     check("pinned to ceil(N)" in text, "--cpus help: %r" % text)
+
+
+# Runs `codecell run` as a child subreaper, so that what codecell leaves
+# to end after it exits (its sandbox's init, the process that tears the
+# sandbox down) becomes ours: reaps until none is left (ECHILD) or the
+# deadline, and says what it saw.
+TEARDOWN_WATCH = r"""
+import ctypes, json, os, subprocess, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    sys.exit("prctl: %d" % ctypes.get_errno())
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
+out, err = p.communicate(timeout=120)
+orphans, left = 0, True
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        left = False
+        break
+    if pid:
+        orphans += 1
+    else:
+        time.sleep(0.01)
+print(json.dumps({"pid": p.pid, "rc": p.returncode, "out": out, "err": err,
+                  "orphans": orphans, "left": left}))
+"""
+
+
+def run_watched(*args):
+    """codecell run ARGS under TEARDOWN_WATCH, with TMPDIR and the working
+    directory an empty scratch directory that must stay empty."""
+    scratch = tmpdir()
+    env = dict(os.environ, TMPDIR=scratch)
+    r = subprocess.run([sys.executable, "-c", TEARDOWN_WATCH, CODECELL, "run"] + list(args),
+                       capture_output=True, text=True, timeout=240, env=env, cwd=scratch)
+    eq(r.returncode, 0, r.stderr)
+    eq(os.listdir(scratch), [], "files left in TMPDIR / the working directory")
+    os.rmdir(scratch)
+    return json.loads(r.stdout)
+
+
+@test
+def run_exits_with_the_result_and_leaves_nothing_behind():
+    # codecell exits once the result is final; the sandbox's init and
+    # cgroups go a moment later (sandbox_free_detached): the status and
+    # the output are the program's, and within the deadline no process
+    # and no cgroup of the run is left, also with a daemon the program
+    # started (killed with the namespace before the result)
+    d = tmpdir()
+    cases = [
+        ("exit 0\n", 0, ""),
+        ("echo out; echo err >&2; exit 7\n", 7, "out\n"),
+        ("(exec </dev/null >/dev/null 2>&1; setsid sleep 60) & echo bye\n", 0, "bye\n"),
+    ]
+    for i, (code, rc, out) in enumerate(cases):
+        path = os.path.join(d, "c%d.sh" % i)
+        write(path, code)
+        w = run_watched(path)
+        eq(w["rc"], rc, w)
+        eq(w["out"], out, w)
+        if rc == 7:
+            eq(w["err"], "err\n", w)
+        check(not w["left"], "processes of the run still alive after 30 s: %r" % w)
+        parents = cgroup_parents(os.getpid())
+        eq(await_empty(lambda: sandbox_cgroups(parents, w["pid"])), [],
+           "cgroups of the run left behind")
+    w = run_watched("--json", os.path.join(d, "c1.sh"))
+    j = json.loads(w["out"])
+    eq((j["status"], j["exit_code"], j["logs"]["stdout"]), ("error", 7, "out\n"), j)
+    check(j["usage"]["cpu_ms"] > 0, "no CPU time reported: %r" % j)
+    check(not w["left"], w)
+    shutil.rmtree(d)
 
 
 if __name__ == "__main__":

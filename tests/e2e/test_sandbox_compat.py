@@ -12,7 +12,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import JsonShell, Serve, check, children, eq, main, run_code, test  # noqa: E402
+from cctest import (JsonShell, Serve, await_empty, check, children, eq, main,  # noqa: E402
+                    run_code, test)
 
 
 def run_json(code, *args):
@@ -443,6 +444,8 @@ print(json.dumps(out))
         eq(out["dirs"], [], "more than the sandbox's own cgroup: %r" % out)
         eq(out["write"], 30, "write to cgroup.procs: %r" % out)
     finally:
+        # codecell removes its sandbox's cgroup just after it exits
+        await_empty(lambda: [x for x in os.listdir(d) if x.startswith("sb-")], timeout=10)
         for x in os.listdir(d):
             if x.startswith("sb-"):
                 os.rmdir(os.path.join(d, x))

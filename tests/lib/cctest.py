@@ -382,6 +382,19 @@ def leftovers():
     return left
 
 
+def await_empty(fn, timeout=30):
+    """fn()'s value once it is empty (polled), or its last value after
+    timeout seconds.  `codecell run` exits as soon as its result is final:
+    its sandbox's init ends and its cgroups are removed a moment later,
+    by a process of codecell's own (sandbox_free_detached)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if not v or time.monotonic() >= deadline:
+            return v
+        time.sleep(0.02)
+
+
 def main():
     """Run every test, or (CCTEST_ONLY=substring) those whose name has it."""
     failed = 0

@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import (CODECELL, codecell, run_code, test, main, check, eq,  # noqa: E402
-                    leftovers, tmpdir, write, children)
+                    leftovers, tmpdir, write, children, await_empty)
 
 SECRET = "cctest-secret-0d6f1c"
 
@@ -264,7 +264,8 @@ echo "inside=$n"
             pass
     check(not alive, "processes started inside still run on the host: %r" % alive)
     # other people's sandboxes may be running: only new, ownerless ones count
-    left = [c for c in leftovers() if c not in before and not _owner_alive(c)]
+    left = await_empty(lambda: [c for c in leftovers()
+                                if c not in before and not _owner_alive(c)])
     eq(left, [], "cgroups left behind")
 
 

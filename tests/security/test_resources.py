@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, Run, check, eq, leftovers, main, test  # noqa: E402
+from cctest import CODECELL, Run, await_empty, check, eq, leftovers, main, test  # noqa: E402
 
 
 
@@ -117,7 +117,7 @@ def run(code, *args, lang="python", user=None, timeout=60):
         r = Run(Proc(p.returncode, out, err), time.monotonic() - t0)
         check(r.stdout.strip(), "no result object: %r" % r)
         r.json  # must parse
-        eq(our_cgroups(p.pid), [], "cgroups left behind")
+        eq(await_empty(lambda: our_cgroups(p.pid)), [], "cgroups left behind")
         eq(mount_count(), mounts, "mounts in the host namespace changed")
         eq(tmp_entries() - tmps, set(), "new entries in the host /tmp")
         eq(os.listdir(scratch), [], "files left in TMPDIR / the working directory")

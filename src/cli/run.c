@@ -253,12 +253,17 @@ static int checked_run(struct run_opts *o, struct run_result *res, int *ret_sig)
 	struct engine_policies *ps;
 	struct engine_audit *au;
 	struct engine_verdict v = { 0 };
+	struct run_egress eg = { 0 };
+	char id[AUDIT_ID_LEN + 1];
 	uint64_t t0 = now_ns();
 	int r = 0;
 
 	*ret_sig = 0;
 	if (cli_policy_open(o, &ps, &au) < 0)
 		return -ECANCELED; /* said why */
+	engine_audit_id(id);
+	if (au)
+		o->req.egress_log = &eg;
 	if (engine_check_run(&ps->clients[0], DOOR_CLI, &o->req, o->limits_set, o->net_set, &v) < 0) {
 		engine_verdict_result(&v, res);
 	} else {
@@ -268,7 +273,8 @@ static int checked_run(struct run_opts *o, struct run_result *res, int *ret_sig)
 	if (au && r >= 0) {
 		json_t *args = engine_audit_run_args(&o->req, o->limits_set);
 		const struct engine_audit_record rec = {
-			.client = "cli", .door = DOOR_CLI, .action = ACTION_RUN, .has_lang = true,
+			.request_id = id, .client = "cli", .door = DOOR_CLI, .action = ACTION_RUN,
+			.has_lang = true,
 			.lang = o->req.lang, .code = o->req.code, .code_len = o->req.code_len,
 			.args = args, .verdict = &v, .duration_ms = (double)(now_ns() - t0) / 1e6,
 			.res = res,
@@ -276,11 +282,16 @@ static int checked_run(struct run_opts *o, struct run_result *res, int *ret_sig)
 
 		int k = engine_audit_write(au, &rec);
 
+		/* the proxy's connections, under the run's request id */
+		if (k >= 0)
+			k = engine_audit_egress(au, &rec, eg.ev, eg.n, eg.dropped);
 		if (k < 0)
 			log_warn("--audit '%s': cannot append the record: %s", o->audit_path,
 				 strerror(-k));
 		json_decref(args);
 	}
+	free(eg.ev);
+	o->req.egress_log = NULL;
 	engine_audit_close(au);
 	engine_policies_free(ps);
 	return r;

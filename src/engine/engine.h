@@ -102,6 +102,18 @@ struct run_request {
 	 * sandbox_free_detached() (`codecell run`); NULL when nothing is
 	 * pending. */
 	struct sandbox **teardown;
+	/* SANDBOX_NET_ALLOWLIST: where the proxy's connections go, for the
+	 * audit log (engine_audit_egress; the caller frees ev).  NULL: not
+	 * kept. */
+	struct run_egress *egress_log;
+};
+
+/* The connections the egress proxy of a run decided (sandbox/egress.h). */
+struct egress_event;
+struct run_egress {
+	struct egress_event *ev;
+	size_t n;
+	uint64_t dropped; /* more than the proxy keeps */
 };
 
 /* What a run with a project changed. */

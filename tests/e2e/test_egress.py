@@ -340,6 +340,35 @@ def an_ordinary_user_gets_the_proxy_too():
 
 
 @test
+def each_connection_is_in_the_audit_log():
+    """codecell run --audit: one record per connection the proxy decided,
+    under the run's request id, the allowed one with the address it
+    reached, the refused one with the rule and the reason."""
+    code = ("import urllib.request, urllib.error\n"
+            "print(urllib.request.urlopen('http://127.0.0.1:%(p)d/hello', timeout=30).status)\n"
+            "try:\n"
+            "    urllib.request.urlopen('http://evil.example/', timeout=30)\n"
+            "except urllib.error.HTTPError as e:\n"
+            "    print(e.code)\n" % {"p": PORT})
+    with scratch() as d:
+        log = os.path.join(d, "audit.log")
+        r = run(d, code, *NOPROXY, "--audit", log)
+        eq((r.status, r.stdout), (0, "200\n403\n"), r)
+        with open(log) as f:
+            recs = [json.loads(line) for line in f]
+    eq([x["tool"] for x in recs], ["run", "egress", "egress"], recs)
+    eq(len({x["request_id"] for x in recs}), 1, recs)
+    ok, refused = recs[1], recs[2]
+    eq((ok["decision"], ok["status"]), ("allowed", "ok"), ok)
+    eq({k: ok["arguments"].get(k) for k in ("method", "host", "port", "address", "proxy_status")},
+       {"method": "GET", "host": "127.0.0.1", "port": PORT, "address": "127.0.0.1",
+        "proxy_status": 200}, ok)
+    eq((refused["decision"], refused["rule"], refused["arguments"]["host"],
+        refused["arguments"]["proxy_status"]), ("rejected", "egress", "evil.example", 403), refused)
+    check("not one of the allowed hosts" in refused["arguments"]["why"], refused)
+
+
+@test
 def none_and_loopback_are_unchanged():
     """No proxy, no variables: loopback has lo only (3128 is nobody's),
     none has not even lo."""

@@ -112,7 +112,9 @@ def the_supervisor_stays_where_it_was():
 
 def v1_dir_of(ctrl):
     """This process's cgroup directory in the v1 hierarchy of ctrl."""
-    rel = next(line.split(":", 2)[2] for line in open("/proc/self/cgroup").read().splitlines()
+    with open("/proc/self/cgroup") as f:
+        lines = f.read().splitlines()
+    rel = next(line.split(":", 2)[2] for line in lines
                if ctrl in line.split(":", 2)[1].split(","))
     return os.path.realpath("/sys/fs/cgroup/" + ctrl) + rel
 
@@ -130,18 +132,22 @@ def a_cgroup_that_cannot_be_limited_fails_the_run_before_the_program():
     try:
         with open(os.path.join(d, "cpu.cfs_quota_us"), "w") as f:
             f.write("10000")
-        r = subprocess.run(["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"',
-                            "sh", d, CODECELL, "run", "--cpus", "1", "--timeout", "20",
-                            "--lang", "bash", "-"],
-                           input="echo the program ran\n", capture_output=True, text=True,
-                           timeout=120)
-        eq(r.returncode, 125, "exit status (stderr %r)" % r.stderr)
-        eq(r.stdout, "", "the program must not have run")
-        check("cgroup" in r.stderr, "the message names the cgroup: %r" % r.stderr)
-        # a failed set-up is torn down before codecell exits
-        ours = os.path.join(d, "codecell")
-        left = os.listdir(ours) if os.path.isdir(ours) else []
-        eq([e for e in left if e.startswith("sb-")], [], "sandbox cgroups left")
+        p = subprocess.Popen(["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"',
+                              "sh", d, CODECELL, "run", "--cpus", "1", "--timeout", "20",
+                              "--lang", "bash", "-"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate("echo the program ran\n", timeout=120)
+        eq(p.returncode, 125, "exit status (stderr %r)" % err)
+        eq(out, "", "the program must not have run")
+        check("cgroup" in err, "the message names the cgroup: %r" % err)
+        # a failed set-up is torn down before codecell exits: none of
+        # its cgroups (sb-PID-N, PID codecell's: sh exec'd it) is left
+        for c in hierarchies():
+            parent = os.path.join(d if c == "cpu" else v1_dir_of(c), "codecell")
+            left = os.listdir(parent) if os.path.isdir(parent) else []
+            eq([e for e in left if e.startswith("sb-%d-" % p.pid)], [],
+               "sandbox cgroups left in %s" % c)
     finally:
         for sub in (os.path.join(d, "codecell"), d):
             for _ in range(100):

@@ -67,8 +67,9 @@ static int wait_byte(int sock)
  * for us: writing "0" moves this thread (all of us: the init has one)
  * into each, without the global lock a move by pid takes (cgroup.h).
  * The fds were opened by the supervisor, whose credentials the kernel
- * checks, and are closed before anything else runs here. */
-static int wait_go(int sock)
+ * checks, and are closed before anything else runs here.  *ret_kind:
+ * the message's byte ("G": go, the cgroups come later, join_late). */
+static int wait_go(int sock, char *ret_kind)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * _CGROUP_CTRL_MAX)];
@@ -106,7 +107,28 @@ static int wait_go(int sock)
 		return r;
 	if (mh.msg_flags & MSG_CTRUNC)
 		return -EBADMSG;
+	*ret_kind = b;
 	return n == 1 ? 0 : -EPIPE;
+}
+
+/* Join the cgroups the supervisor made while we built the root, then
+ * unshare the cgroup namespace (it needs us in our cgroup) before the
+ * root's cgroup mounts (rootfs.c, n_early), so before anything of the
+ * sandbox's runs: the worker, and all it forks, is always inside the
+ * limits.  Until then the init's own set-up is charged to the
+ * supervisor's cgroups: one process, its namespaces and at most the
+ * root's 1 MiB tmpfs (rootfs.c), whatever the sandbox will run. */
+static void join_late(struct child_ctx *c)
+{
+	char kind = 0;
+	int r = wait_go(c->sock, &kind);
+
+	if (r < 0)
+		fail(c, r == -EPIPE || r == -EBADMSG ? STEP_SYNC : STEP_CGROUP, r);
+	if (kind != 'c')
+		fail(c, STEP_SYNC, -EBADMSG);
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		fail(c, STEP_CGROUP_NS, -errno);
 }
 
 static int loopback_up(void)
@@ -888,11 +910,12 @@ __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_
 static void init_build(struct child_ctx *c)
 {
 	int r, upper = -1, egress = -1;
+	char go = 0;
 
-	if ((r = wait_go(c->sock)) < 0)
+	if ((r = wait_go(c->sock, &go)) < 0)
 		fail(c, r == -EPIPE || r == -EBADMSG ? STEP_SYNC : STEP_CGROUP, r);
 	/* Now in our cgroup: it becomes the root of the namespace's view. */
-	if (unshare(CLONE_NEWCGROUP) < 0)
+	if (go != 'G' && unshare(CLONE_NEWCGROUP) < 0)
 		fail(c, STEP_CGROUP_NS, -errno);
 	/* Become the sandbox user now: files we create in the new root must
 	 * have a mapped owner (else EOVERFLOW), and host root is never
@@ -910,8 +933,18 @@ static void init_build(struct child_ctx *c)
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "mode=0755,size=1048576,nr_inodes=4096") < 0)
 		fail(c, STEP_ROOTFS, -errno);
-	if ((r = rootfs_apply(c->fs, NEWROOT)) < 0)
-		fail(c, STEP_ROOTFS, r);
+	if (go != 'G') {
+		if ((r = rootfs_apply(c->fs, NEWROOT)) < 0)
+			fail(c, STEP_ROOTFS, r);
+	} else {
+		if (chdir(NEWROOT) < 0)
+			fail(c, STEP_ROOTFS, -errno);
+		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n_early)) < 0)
+			fail(c, STEP_ROOTFS, r);
+		join_late(c);
+		if ((r = rootfs_apply_ops(c->fs, c->fs->n_early, c->fs->n)) < 0)
+			fail(c, STEP_ROOTFS, r);
+	}
 	if (c->has_lower && (upper = project_overlay(c)) < 0)
 		fail(c, STEP_PROJECT, upper);
 	if (c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)

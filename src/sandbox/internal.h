@@ -146,6 +146,9 @@ struct rootfs {
 	size_t n;
 	char *strings[ROOTFS_MAX_OPS]; /* owned strings the ops point to */
 	size_t n_strings;
+	/* the ops before the cgroup mounts: on v1 the init applies them
+	 * before it has joined its cgroups (child.c, init_build) */
+	size_t n_early;
 	/* under a CPU quota: the ceil(cpus) CPUs the init pins the tree to
 	 * (and /proc/stat lists), so that nproc and sched_getaffinity say
 	 * how many the quota is worth; n_cpus 0: no change (from struct
@@ -184,6 +187,8 @@ void rootfs_release(struct rootfs *fs);
 /* Run the ops under the directory base (child side; no allocation).
  * On failure returns -errno. */
 int rootfs_apply(const struct rootfs *fs, const char *base);
+/* ops [from, to) only, from the current directory */
+int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to);
 /* The OP_MASK ops, in the new root after pivot_root (cwd "/"). */
 int rootfs_apply_late(const struct rootfs *fs);
 

@@ -596,6 +596,7 @@ int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l,
 		r = add(fs, OP_PROC, NULL, "proc", NULL, 0);
 	if (r == 0)
 		r = add_proc_masks(fs, l);
+	fs->n_early = fs->n;
 	if (r == 0)
 		r = add_cgroup_mounts(fs, host);
 	if (r == 0)
@@ -798,15 +799,20 @@ int rootfs_apply_late(const struct rootfs *fs)
 	return 0;
 }
 
-int rootfs_apply(const struct rootfs *fs, const char *base)
+int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to)
 {
-	if (chdir(base) < 0)
-		return -errno;
-	for (size_t i = 0; i < fs->n; i++) {
+	for (size_t i = from; i < to && i < fs->n; i++) {
 		int r = apply_op(&fs->ops[i]);
 
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+int rootfs_apply(const struct rootfs *fs, const char *base)
+{
+	if (chdir(base) < 0)
+		return -errno;
+	return rootfs_apply_ops(fs, 0, fs->n);
 }

@@ -314,8 +314,34 @@ static pid_t clone_child(int cgroup_fd, int *ret_pidfd)
 	return (pid_t)pid;
 }
 
-/* cgroup, go, then READY with the workspace fd. */
-static int handshake_go(struct sandbox *sb, int *ret_step)
+static int make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg);
+
+/* v1, after "G": make and limit the cgroups while the init builds the
+ * root on another CPU, then hand it their "tasks" files; it joins them
+ * before the root's cgroup mounts and so before the program (child.c,
+ * join_late).  A cgroup that cannot be made fails the run here, with
+ * the init still waiting for them. */
+static int late_cgroups(struct sandbox *sb, const struct sandbox_config *cfg, int *ret_step)
+{
+	int join[_CGROUP_CTRL_MAX], n_join, r;
+
+	*ret_step = STEP_CGROUP;
+	r = make_cgroup(sb, cfg);
+	if (r < 0)
+		return r;
+	n_join = cgroup_open_join_fds(&sb->cg, join);
+	if (n_join < 0)
+		return n_join;
+	*ret_step = STEP_SYNC;
+	r = send_with_fds(sb->sock, "c", 1, join, (size_t)n_join);
+	for (int i = 0; i < n_join; i++)
+		close(join[i]);
+	return r;
+}
+
+/* cgroup, go, then READY with the workspace fd.  late_cfg: the v1
+ * cgroups are not made yet (late_cgroups). */
+static int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step)
 {
 	struct msg m;
 	int fd = -1, r;
@@ -323,7 +349,9 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 	int join[_CGROUP_CTRL_MAX], n_join = 0;
 
 	*ret_step = STEP_CGROUP;
-	if (sb->cg.version == CGROUP_V1) {
+	if (late_cfg) {
+		/* late_cgroups(), after "G" */
+	} else if (sb->cg.version == CGROUP_V1) {
 		/* the child joins itself, with these (cgroup.h) */
 		n_join = cgroup_open_join_fds(&sb->cg, join);
 		if (n_join < 0)
@@ -341,10 +369,13 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 	if (sb->n_cpus)
 		(void)sched_setaffinity(sb->pid, sizeof(sb->cpus), &sb->cpus);
 	*ret_step = STEP_SYNC;
-	r = send_with_fds(sb->sock, "g", 1, join, (size_t)n_join);
+	r = send_with_fds(sb->sock, late_cfg ? "G" : "g", 1, join, (size_t)n_join);
 	for (int i = 0; i < n_join; i++)
 		close(join[i]);
 	if (r < 0)
+		return r;
+	/* EPIPE: the init failed in its set-up; its report names the step */
+	if (late_cfg && (r = late_cgroups(sb, late_cfg, ret_step)) < 0 && r != -EPIPE)
 		return r;
 	r = recv_msg(sb->sock, &m, &fd);
 	if (r > 0 && m.kind == MSG_EGRESS && fd >= 0 && sb->egress_fd < 0) {
@@ -375,7 +406,8 @@ static int handshake_go(struct sandbox *sb, int *ret_step)
 }
 
 /* The parent's half of the hand-shake: maps, cgroup, go, then READY. */
-static int handshake(struct sandbox *sb, bool privileged, int *ret_step)
+static int handshake(struct sandbox *sb, const struct sandbox_config *late_cfg, bool privileged,
+		     int *ret_step)
 {
 	int r;
 
@@ -383,7 +415,7 @@ static int handshake(struct sandbox *sb, bool privileged, int *ret_step)
 	r = write_maps(sb->pid, sb->ws_uid, sb->ws_gid, privileged);
 	if (r < 0)
 		return r;
-	return handshake_go(sb, ret_step);
+	return handshake_go(sb, late_cfg, ret_step);
 }
 
 static unsigned compute_unenforced(const struct sandbox_limits *l)
@@ -530,11 +562,13 @@ static void child_ctx_release(struct child_ctx *c)
  * step. */
 static int spawn(struct sandbox *sb, struct child_ctx *c, bool privileged, int *ret_step)
 {
+	/* v1: the cgroups are made while the init builds the root
+	 * (late_cgroups); v2 clones into its cgroup, made first */
+	bool late = g_cgroups.version == CGROUP_V1;
 	int sv[2], r;
 
 	*ret_step = STEP_CGROUP;
-	r = make_cgroup(sb, c->cfg);
-	if (r < 0)
+	if (!late && (r = make_cgroup(sb, c->cfg)) < 0)
 		return r;
 	*ret_step = STEP_CLONE;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -570,7 +604,7 @@ static int spawn(struct sandbox *sb, struct child_ctx *c, bool privileged, int *
 	 * (sysctl or AppArmor).  The caller words it. */
 	if (sb->pid < 0)
 		return -errno;
-	return handshake(sb, privileged, ret_step);
+	return handshake(sb, late ? c->cfg : NULL, privileged, ret_step);
 }
 
 int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
@@ -773,7 +807,7 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
 		r = await_hello(sb, &step);
 	}
 	if (r == 0)
-		r = handshake_go(sb, &step);
+		r = handshake_go(sb, NULL, &step);
 	if (r < 0) {
 		if (ret_failed_step)
 			*ret_failed_step = sandbox_step_name(step);

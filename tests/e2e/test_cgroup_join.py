@@ -110,5 +110,54 @@ def the_supervisor_stays_where_it_was():
         p.wait()
 
 
+def v1_dir_of(ctrl):
+    """This process's cgroup directory in the v1 hierarchy of ctrl."""
+    with open("/proc/self/cgroup") as f:
+        lines = f.read().splitlines()
+    rel = next(line.split(":", 2)[2] for line in lines
+               if ctrl in line.split(":", 2)[1].split(","))
+    return os.path.realpath("/sys/fs/cgroup/" + ctrl) + rel
+
+
+@test
+def a_cgroup_that_cannot_be_limited_fails_the_run_before_the_program():
+    # On v1 the supervisor makes and limits the cgroups while the init
+    # builds the root (src/sandbox/sandbox.c, late_cgroups): a limit the
+    # kernel refuses must still end the run cleanly, before the program.
+    # v1 refuses a CPU quota above the parent's: run codecell in a cpu
+    # cgroup of our own with a 0.1-CPU quota and ask for one CPU.
+    check("cpu" in hierarchies(), "this test needs the cgroup v1 cpu hierarchy")
+    d = os.path.join(v1_dir_of("cpu"), "cc-join-test-%d" % os.getpid())
+    os.mkdir(d)
+    try:
+        with open(os.path.join(d, "cpu.cfs_quota_us"), "w") as f:
+            f.write("10000")
+        p = subprocess.Popen(["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"',
+                              "sh", d, CODECELL, "run", "--cpus", "1", "--timeout", "20",
+                              "--lang", "bash", "-"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        out, err = p.communicate("echo the program ran\n", timeout=120)
+        eq(p.returncode, 125, "exit status (stderr %r)" % err)
+        eq(out, "", "the program must not have run")
+        check("cgroup" in err, "the message names the cgroup: %r" % err)
+        # a failed set-up is torn down before codecell exits: none of
+        # its cgroups (sb-PID-N, PID codecell's: sh exec'd it) is left
+        for c in hierarchies():
+            parent = os.path.join(d if c == "cpu" else v1_dir_of(c), "codecell")
+            left = os.listdir(parent) if os.path.isdir(parent) else []
+            eq([e for e in left if e.startswith("sb-%d-" % p.pid)], [],
+               "sandbox cgroups left in %s" % c)
+    finally:
+        for sub in (os.path.join(d, "codecell"), d):
+            for _ in range(100):
+                try:
+                    if os.path.isdir(sub):
+                        os.rmdir(sub)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
 if __name__ == "__main__":
     main()

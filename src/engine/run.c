@@ -531,6 +531,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	cfg.net = req->net;
 	cfg.strict = req->strict;
 	cfg.autostart = !fill;
+	cfg.late_cgroups = true; /* short-lived: see sandbox.h */
 	if (!fill && sc.via == VIA_FILE) {
 		cfg.script_name = sc.name;
 		cfg.script_fd = f->code;

@@ -564,7 +564,7 @@ static int spawn(struct sandbox *sb, struct child_ctx *c, bool privileged, int *
 {
 	/* v1: the cgroups are made while the init builds the root
 	 * (late_cgroups); v2 clones into its cgroup, made first */
-	bool late = g_cgroups.version == CGROUP_V1;
+	bool late = g_cgroups.version == CGROUP_V1 && c->cfg->late_cgroups;
 	int sv[2], r;
 
 	*ret_step = STEP_CGROUP;

@@ -111,6 +111,13 @@ struct sandbox_config {
 	const char *script_name;
 	int script_fd;
 	bool autostart;
+	/* cgroup v1: make and limit the cgroups while the init builds the
+	 * root (off the critical path), the init joining them before the
+	 * program.  Until it joins, the init's set-up (the root's tmpfs
+	 * files, up to 1 MiB) is charged to the caller's cgroups, and stays
+	 * there on v1 for the sandbox's life: for one-shot runs, which are
+	 * short, not for a server's sessions. */
+	bool late_cgroups;
 	/* A host directory (absolute) the workspace shows through an
 	 * overlay: reads see the directory, writes and deletions land in an
 	 * upper layer on the workspace's tmpfs (sandbox_upper_fd()), and the

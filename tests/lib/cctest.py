@@ -26,6 +26,19 @@ PYTHON = "/usr/bin/python3"
 
 _tests = []
 
+# A bound for what, when broken, never ends or runs for ten minutes (the
+# tests' sleeps under a timeout are 600 s or endless loops): a working run
+# on a machine at a load average of 100 takes far less, a broken one always
+# more.  It is not a speed check (the rule: no timed assertions; speed is
+# measured in bench/), only what tells "ended" from "hung".
+HANG_S = 60
+
+# --timeout values for a test that needs its program to get somewhere (to
+# print a first line) before the timeout ends it: on a loaded machine the
+# start alone can take over a second, so the test tries again with twice
+# the time until the program got there.  Each try checks everything else.
+TIMEOUTS_S = (1, 2, 4, 8, 16, 32)
+
 
 def test(fn):
     _tests.append(fn)

@@ -34,22 +34,18 @@ _codecell_seed()
 del _codecell_seed
 
 
-# a one-shot program (python3 FILE, the init's child): stdout and stderr
-# are two pipes, and a write to one waits (half a second at most) until
-# codecell has read what the other holds, so that it reads them in the
-# order they were written (the result's outputs)
-def _codecell_order():
+# stdout and stderr are two pipes, so codecell can read "A" on stderr, "B"
+# on stdout and "C" on stderr in any order.  This makes sys.stdout and
+# sys.stderr wait, on a write to one, (half a second at most) until
+# codecell has read what the other holds: it then reads them in the order
+# they were written (the result's outputs).  A child process writing to
+# fd 1 and 2 itself is not ordered.  One copy for both users: a one-shot
+# program (below) and the Python kernel (kernels/python_kernel.py), which
+# finds it in this module, imported by site before the kernel starts.
+# dunder: sys.__stdout__ and sys.__stderr__ too (the kernel keeps its own).
+def _codecell_ordered_std(dunder=True):
     import io
-    import os
-    import stat
     import sys
-    if os.getppid() != 1 or not sys.argv or sys.argv[0] in ('', '-c', '-m'):
-        return
-    try:
-        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (1, 2)):
-            return
-    except OSError:
-        return
     last = [0]
 
     def drained(fd):
@@ -59,7 +55,7 @@ def _codecell_order():
         deadline, delay = None, 0.00005
         while True:
             try:
-                fcntl.ioctl(fd, 0x541B, n)  # FIONREAD
+                fcntl.ioctl(fd, 0x541B, n)  # FIONREAD: bytes not yet read
             except OSError:
                 return
             if not int.from_bytes(n, sys.byteorder):
@@ -91,7 +87,24 @@ def _codecell_order():
         new = io.TextIOWrapper(raw, encoding=old.encoding, errors=old.errors,
                                line_buffering=old.line_buffering, write_through=True)
         setattr(sys, name, new)
-        setattr(sys, '__%s__' % name, new)
+        if dunder:
+            setattr(sys, '__%s__' % name, new)
+
+
+# a one-shot program (python3 FILE, the init's child) with both streams
+# on codecell's pipes
+def _codecell_order():
+    import os
+    import stat
+    import sys
+    if os.getppid() != 1 or not sys.argv or sys.argv[0] in ('', '-c', '-m'):
+        return
+    try:
+        if not all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (1, 2)):
+            return
+    except OSError:
+        return
+    _codecell_ordered_std()
 
 
 _codecell_order()

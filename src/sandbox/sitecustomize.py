@@ -109,3 +109,68 @@ def _codecell_order():
 
 _codecell_order()
 del _codecell_order
+
+
+# matplotlib's font cache, built once by scripts/mpl-fontcache.sh (run by
+# `make setup`): a fresh sandbox's matplotlib would otherwise open every
+# system font on its first import to build its own (a second at idle, 30 s
+# on a loaded host).  On the first import of matplotlib, and only then,
+# the cache is copied into MPLCONFIGDIR, which matplotlib needs writable
+# (it rebuilds a cache that names a font file since removed), provided the
+# font directories are as they were when it was built: new fonts on the
+# host or in ~/.fonts make matplotlib build its own, as without it.
+_CODECELL_MPL = '/usr/local/share/codecell/matplotlib'
+
+
+def _codecell_font_stamp(roots):
+    """{directory: mtime_ns} of every directory under roots: a font
+    added or removed anywhere below changes one."""
+    import os
+    out = {}
+    for root in roots:
+        for d, _, _ in os.walk(root):
+            try:
+                out[d] = os.stat(d).st_mtime_ns
+            except OSError:
+                pass
+    return out
+
+
+def _codecell_font_cache():
+    import json
+    import os
+    dst = os.environ.get('MPLCONFIGDIR')
+    if not dst:
+        return
+    try:
+        with open(_CODECELL_MPL + '/stamp.json') as f:
+            stamp = json.load(f)
+        if _codecell_font_stamp(stamp['roots']) != stamp['dirs']:
+            return
+        os.makedirs(dst, exist_ok=True)
+        for n in os.listdir(_CODECELL_MPL):
+            to = os.path.join(dst, n)
+            if n.startswith('fontlist-') and n.endswith('.json') and not os.path.exists(to):
+                with open(os.path.join(_CODECELL_MPL, n), 'rb') as f:
+                    data = f.read()
+                tmp = '%s.%d.tmp' % (to, os.getpid())
+                with open(tmp, 'wb') as f:
+                    f.write(data)
+                os.rename(tmp, to)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return
+
+
+# (it stays in sys.meta_path: removing itself while the import system
+# walks the list would skip the next finder)
+class _CodecellFontCache:
+    done = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name == 'matplotlib' and not self.done:
+            self.done = True
+            _codecell_font_cache()
+        return None
+
+
+__import__('sys').meta_path.insert(0, _CodecellFontCache())

@@ -150,7 +150,7 @@ def timeout_interrupts_the_cell_and_keeps_the_shell():
 @test
 def interrupt_spares_background_jobs():
     sh = BashShell("--timeout", "1")
-    eq(sh.run("sleep 60 & echo $! > /tmp/bg.pid")["status"], "ok")
+    eq(sh.run("sleep 600 & echo $! > /tmp/bg.pid")["status"], "ok")
     eq(sh.run("sleep 100")["status"], "timeout")
     eq(sh.out("kill -0 $(cat /tmp/bg.pid) && echo alive"), "alive\n")
     sh.close()

@@ -51,7 +51,9 @@ def tmp_entries():
     dirs per run, checked separately.)"""
     out = set()
     for n in os.listdir("/tmp"):
-        if n.startswith("cctest-"):  # test scripts' own temp dirs
+        # test scripts' own temp dirs (test_tool_sql's cc-pg-* is uid
+        # 1000's, and another run's may appear meanwhile)
+        if n.startswith(("cctest-", "cc-")):
             continue
         try:
             uid = os.lstat(os.path.join("/tmp", n)).st_uid

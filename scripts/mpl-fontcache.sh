@@ -6,7 +6,7 @@
 # font directories' mtimes when it was built.
 #
 # Why: MPLCONFIGDIR is fresh in every sandbox, so matplotlib opened every
-# system font to build its cache on each first import (a second at idle,
+# system font to build its cache on each first import (0.3 s of CPU at idle,
 # 30 s on a loaded host).  The sandbox's sitecustomize copies this cache
 # into MPLCONFIGDIR when matplotlib is first imported, if the stamp still
 # matches (src/sandbox/sitecustomize.py).  Run again (make setup does)

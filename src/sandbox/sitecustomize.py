@@ -113,7 +113,7 @@ del _codecell_order
 
 # matplotlib's font cache, built once by scripts/mpl-fontcache.sh (run by
 # `make setup`): a fresh sandbox's matplotlib would otherwise open every
-# system font on its first import to build its own (a second at idle, 30 s
+# system font on its first import to build its own (0.3 s of CPU at idle, 30 s
 # on a loaded host).  On the first import of matplotlib, and only then,
 # the cache is copied into MPLCONFIGDIR, which matplotlib needs writable
 # (it rebuilds a cache that names a font file since removed), provided the

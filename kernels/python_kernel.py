@@ -243,52 +243,15 @@ def _setup_interpreter():
 
 
 def _ordered_std():
-    """stdout and stderr are two pipes, so the supervisor can read "A" on
-    stderr, "B" on stdout and "C" on stderr in any order.  A write to one
-    waits (half a second at most) until the supervisor has read what the
-    other holds: it then reads them in the order they were written, and
-    the result's outputs[] keeps it.  Only sys.stdout and sys.stderr are
-    ordered; a child process writing to fd 1 and 2 itself is not."""
-    import io
-    last = [0]
-
-    def drained(fd):
-        import fcntl
-        import time
-        n = bytearray(4)
-        deadline, delay = None, 0.00005
-        while True:
-            try:
-                fcntl.ioctl(fd, 0x541B, n)  # FIONREAD: bytes not yet read
-            except OSError:
-                return
-            if not int.from_bytes(n, sys.byteorder):
-                return
-            now = time.monotonic()
-            if deadline is None:
-                deadline = now + 0.5
-            elif now > deadline:
-                return
-            time.sleep(delay)
-            delay = min(delay * 2, 0.002)
-
-    class Ordered(io.FileIO):
-        def write(self, b):
-            fd = self.fileno()
-            if last[0] and last[0] != fd:
-                drained(last[0])
-            last[0] = fd
-            return io.FileIO.write(self, b)
-
-    for name, fd in (("stdout", 1), ("stderr", 2)):
-        old = getattr(sys, name)
-        try:
-            raw = Ordered(fd, "wb", closefd=False)
-        except (OSError, ValueError):
-            continue
-        setattr(sys, name, io.TextIOWrapper(
-            raw, encoding=old.encoding, errors=old.errors,
-            line_buffering=old.line_buffering, write_through=True))
+    """stdout and stderr are two pipes: a write to one waits until the
+    supervisor has read what the other holds, so that the result's
+    outputs[] keep the order they were written in.  The writer is the
+    sandbox's sitecustomize's (src/sandbox/sitecustomize.py), which site
+    imported before this kernel started: one copy, already compiled.  A
+    kernel run outside a sandbox, without it, keeps its streams."""
+    order = getattr(sys.modules.get("sitecustomize"), "_codecell_ordered_std", None)
+    if order is not None:
+        order(dunder=False)
 
 
 # ---- matplotlib: the codecell_inline backend --------------------------------

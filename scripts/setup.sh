@@ -93,3 +93,11 @@ elif ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.codecell-in
 	(cd "$node_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) &&
 		cp "$node_dir/package-lock.json" "$node_dir/node_modules/.codecell-installed"
 fi
+
+# matplotlib's font cache for the sandboxes, rebuilt only when the fonts
+# changed (scripts/mpl-fontcache.sh says why)
+if [ "$(id -u)" -eq 0 ]; then
+	sh "$(dirname "$0")/mpl-fontcache.sh"
+else
+	sudo sh "$(dirname "$0")/mpl-fontcache.sh"
+fi

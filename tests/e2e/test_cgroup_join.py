@@ -13,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, check, eq, main, test  # noqa: E402
+from cctest import CODECELL, HANG_S, check, eq, main, test  # noqa: E402
 
 V1_CONTROLLERS = ("memory", "pids", "cpuacct", "cpu")
 
@@ -67,7 +67,7 @@ def the_init_the_program_and_its_children_are_in_the_sandbox_cgroup():
         p.stdin.close()
         eq(p.stdout.readline().strip(), "started", "program did not start")
         # the subshells exec sleep after the echo: give them a moment
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG_S
         while len(procs_with(token)) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
         sleeps = procs_with(token)

@@ -2,7 +2,6 @@
 ceilings for `codecell run`, `codecell serve` and `codecell mcp`), the
 policy file, the audit log and the seed option."""
 import hashlib
-import http.client
 import json
 import os
 import select
@@ -14,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, Serve, check, codecell, eq, main, test, write  # noqa: E402
+from cctest import CODECELL, Serve, call, check, codecell, eq, main, test, write  # noqa: E402
 
 
 def sha(s):
@@ -48,27 +47,6 @@ policy = narrow
 key_sha256 = %s
 policy = few
 """ % (sha(KEYS["alice"]), sha(KEYS["bob"]), sha(KEYS["carol"]))
-
-
-def call(s, method, path, body=None, key=None, raw=None, headers=None):
-    """(status, JSON) with the client's key."""
-    h = dict(headers or {})
-    if key:
-        h["Authorization"] = "Bearer " + key
-    data = raw
-    if body is not None:
-        data = json.dumps(body)
-        h["Content-Type"] = "application/json"
-    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
-    try:
-        c.request(method, path, body=data, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        if not r.getheader("Content-Type", "").startswith("application/json"):
-            return r.status, data
-        return r.status, json.loads(data or b"null")
-    finally:
-        c.close()
 
 
 def rejected(st, j, http, rule):

@@ -4,8 +4,6 @@ shell --project DIR`, `codecell diff|apply|discard`, and the API's
 .../changes/discard.  DIR is never written from inside; changes reach it
 only through apply."""
 import hashlib
-import http.client
-import json
 import os
 import shutil
 import stat
@@ -15,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import Serve, check, codecell, eq, main, test, write  # noqa: E402
+from cctest import Serve, call, check, codecell, eq, main, test, write  # noqa: E402
 
 OWNER = 4242  # the project's owner: not the sandbox's host id, not root
 
@@ -424,24 +422,6 @@ def diffs_round_trip_through_git_apply():
         eq(p.returncode, 0, p.stderr)
         eq(contents(cp), seen)
 
-
-
-def call(s, method, path, body=None, key=None, headers=None):
-    h = dict(headers or {})
-    if key:
-        h["Authorization"] = "Bearer " + key
-    data = None
-    if body is not None:
-        data = json.dumps(body)
-        h["Content-Type"] = "application/json"
-    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
-    try:
-        c.request(method, path, body=data, headers=h)
-        r = c.getresponse()
-        raw = r.read()
-        return r.status, json.loads(raw or b"null")
-    finally:
-        c.close()
 
 
 def sha(s):

@@ -23,7 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import PYTHON, ROOT, check, eq, main, test, tmpdir  # noqa: E402
+from cctest import HANG_S, PYTHON, ROOT, check, eq, main, test, tmpdir  # noqa: E402
 
 with open(os.path.join(ROOT, "kernels", "python_kernel.py")) as _f:
     SRC = _f.read()
@@ -500,17 +500,18 @@ def repr_that_raises_does_not_break_kernel():
 def sigint_interrupts_running_cell():
     with Kernel() as k:
         k.run_ok("kept = 41")
-        rid = k.start("import time\nprint('started', flush=True)\ntime.sleep(30)\nkept = 0")
+        rid = k.start("import time\nprint('started', flush=True)\ntime.sleep(600)\nkept = 0")
         k.wait_output("started")
         time.sleep(0.2)  # into time.sleep() (else the traceback quotes print())
         t0 = time.monotonic()
         k.p.send_signal(signal.SIGINT)
-        c = Cell(k.collect(rid, timeout=10))
-        check(time.monotonic() - t0 < 5, "interrupt took %.1fs" % (time.monotonic() - t0))
+        c = Cell(k.collect(rid, timeout=HANG_S))
+        # a sleep not interrupted would last 600 s
+        check(time.monotonic() - t0 < HANG_S, "interrupt took %.1fs" % (time.monotonic() - t0))
         eq(c.error["name"], "KeyboardInterrupt", "error name")
         tb = c.error["traceback"]
         check_traceback(tb)
-        check("time.sleep(30)" in tb, tb)
+        check("time.sleep(600)" in tb, tb)
         eq(k.value("kept + 1"), "42", "state after the interrupt")
         # a busy loop in Python code is interrupted too
         rid = k.start("print('spin', flush=True)\nwhile True:\n    pass")
@@ -796,10 +797,11 @@ def eof_on_requests_exits_0():
             k.run_ok("f = open('left-open.txt', 'w')\nf.write('kept')\n"
                      "import atexit\natexit.register(lambda: open('atexit.txt', 'w').write('ran'))")
             k.run_ok("import threading, time\n"
-                     "threading.Thread(target=time.sleep, args=(60,)).start()")
+                     "threading.Thread(target=time.sleep, args=(600,)).start()")
             t0 = time.monotonic()
             eq(k.close(), 0, "exit status")
-            check(time.monotonic() - t0 < 10, "waited for a user thread")
+            # waiting for the thread would take 600 s
+            check(time.monotonic() - t0 < HANG_S, "waited for a user thread")
         with open(os.path.join(ws, "left-open.txt")) as f:
             eq(f.read(), "kept", "unclosed file flushed at exit")
         with open(os.path.join(ws, "atexit.txt")) as f:

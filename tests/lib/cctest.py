@@ -26,6 +26,19 @@ PYTHON = "/usr/bin/python3"
 
 _tests = []
 
+# A bound for what, when broken, never ends or runs for ten minutes (the
+# tests' sleeps under a timeout are 600 s or endless loops): a working run
+# on a machine at a load average of 100 takes far less, a broken one always
+# more.  It is not a speed check (the rule: no timed assertions; speed is
+# measured in bench/), only what tells "ended" from "hung".
+HANG_S = 60
+
+# --timeout values for a test that needs its program to get somewhere (to
+# print a first line) before the timeout ends it: on a loaded machine the
+# start alone can take over a second, so the test tries again with twice
+# the time until the program got there.  Each try checks everything else.
+TIMEOUTS_S = (1, 2, 4, 8, 16, 32)
+
 
 def test(fn):
     _tests.append(fn)
@@ -328,12 +341,18 @@ class Serve:
         self.port = int(line.split()[4].rstrip("/").rsplit(":", 1)[1])
         self.pid = self.p.pid
 
-    def request(self, method, path, body=None, headers=None, timeout=120):
-        """(status, JSON or bytes)."""
+    def request(self, method, path, body=None, headers=None, timeout=120, key=None):
+        """(status, JSON or bytes): the JSON of a JSON answer (None when
+        empty), the bytes of any other.  body: a dict or list goes as
+        JSON, anything else as it is.  key: a policy's client key, sent
+        as a Bearer token."""
         import http.client
+        headers = dict(headers or {})
+        if key:
+            headers["Authorization"] = "Bearer " + key
         if isinstance(body, (dict, list)):
             body = json.dumps(body)
-            headers = dict(headers or {}, **{"Content-Type": "application/json"})
+            headers["Content-Type"] = "application/json"
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             c.request(method, path, body=body, headers=headers or {})
@@ -342,7 +361,7 @@ class Serve:
             ctype = r.getheader("Content-Type", "")
         finally:
             c.close()
-        return r.status, json.loads(data) if ctype.startswith("application/json") else data
+        return r.status, json.loads(data or b"null") if ctype.startswith("application/json") else data
 
     def post(self, path, body, timeout=120):
         return self.request("POST", path, body, timeout=timeout)
@@ -368,6 +387,12 @@ class Serve:
     def log(self):
         self.errf.seek(0)
         return self.errf.read()
+
+
+def call(s, method, path, body=None, key=None, raw=None, headers=None):
+    """(status, JSON or bytes) of one request to the Serve s as the client
+    whose key is key: body goes as JSON, raw (bytes) as it is."""
+    return s.request(method, path, body if body is not None else raw, headers, key=key)
 
 
 def leftovers():

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, Run, await_empty, check, eq, leftovers, main, test  # noqa: E402
+from cctest import CODECELL, HANG_S, Run, await_empty, check, eq, leftovers, main, test  # noqa: E402
 
 
 
@@ -51,7 +51,9 @@ def tmp_entries():
     dirs per run, checked separately.)"""
     out = set()
     for n in os.listdir("/tmp"):
-        if n.startswith("cctest-"):  # test scripts' own temp dirs
+        # test scripts' own temp dirs (test_tool_sql's cc-pg-* is uid
+        # 1000's, and another run's may appear meanwhile)
+        if n.startswith(("cctest-", "cc-")):
             continue
         try:
             uid = os.lstat(os.path.join("/tmp", n)).st_uid
@@ -94,9 +96,12 @@ class Proc:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
-def run(code, *args, lang="python", user=None, timeout=60):
+def run(code, *args, lang="python", user=None, timeout=2 * HANG_S):
     """codecell run --json; returns the Run, after checking that it left
-    no cgroup, mount or /tmp entry behind."""
+    no cgroup, mount or /tmp entry behind.  A run that does not end within
+    timeout seconds fails as hung: the programs here never end on their
+    own, so that is what a limit that does not stop them looks like (the
+    tests assert no other time: a loaded machine makes every run slow)."""
     cmd = [CODECELL, "run", "--json", "--lang", lang] + list(args) + ["-"]
     if user is not None:
         cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
@@ -142,12 +147,12 @@ while True:
 
 @test
 def python_fork_bomb_is_contained():
-    r = run(PY_FORK_BOMB, "--pids", "32", "--timeout", "3", timeout=30)
+    # the bomb never ends: that run() returns at all is the teardown's check
+    r = run(PY_FORK_BOMB, "--pids", "32", "--timeout", "3")
     j = r.json
     eq(j["status"], "timeout", "status: %r" % r)
     check("pids" in limits(r), "limits_hit lacks pids: %r" % j["limits_hit"])
     check("wall_time" in limits(r), "limits_hit lacks wall_time: %r" % j["limits_hit"])
-    check(r.elapsed < 3 + 2.5, "took %.1f s for a 3 s timeout" % r.elapsed)
     eq(r.status, 124, "exit status")
 
 
@@ -155,15 +160,12 @@ def python_fork_bomb_is_contained():
 def bash_fork_bomb_is_contained():
     # the classic: the script itself returns at once, the bomb runs in the
     # background until the init's exit takes the namespace down
-    r = run(":(){ :|:& };:\n", "--pids", "32", "--timeout", "3", lang="bash", timeout=30)
+    r = run(":(){ :|:& };:\n", "--pids", "32", "--timeout", "3", lang="bash")
     check(r.json["status"] in ("ok", "timeout"), "status: %r" % r)
-    check(r.elapsed < 3 + 2.5, "took %.1f s" % r.elapsed)
     # and one that keeps the session alive
-    r = run(":(){ :|:& };:\nsleep 30\n", "--pids", "32", "--timeout", "3", lang="bash",
-            timeout=30)
+    r = run(":(){ :|:& };:\nsleep 600\n", "--pids", "32", "--timeout", "3", lang="bash")
     eq(r.json["status"], "timeout", "status: %r" % r)
     check("pids" in limits(r), "limits_hit lacks pids: %r" % r)
-    check(r.elapsed < 3 + 2.5, "took %.1f s" % r.elapsed)
 
 
 @test
@@ -177,16 +179,18 @@ for i in range(500):
     except OSError:
         break
     if pid == 0:
-        time.sleep(30)
+        time.sleep(600)
         os._exit(0)
     n += 1
 print(n)
-""", "--pids", "32", "--timeout", "10")
+""", "--pids", "32", "--timeout", str(HANG_S))
+    # had the sleeping children kept the run alive, its timeout would
+    # have ended it: status "timeout", wall_time hit
     eq(r.json["status"], "ok", "status: %r" % r)
+    check("wall_time" not in limits(r), "the sleeping children kept the run alive: %r" % r)
     n = int(r.json["logs"]["stdout"])
     check(0 < n <= 31, "forked %d processes under --pids 32" % n)
     check("pids" in limits(r), "limits_hit lacks pids")
-    check(r.elapsed < 5, "the sleeping children kept the run alive: %.1f s" % r.elapsed)
 
 
 BALLOON = """
@@ -205,7 +209,6 @@ def memory_balloon_hits_memory_limit():
     eq(r.status, 137, "exit status")
     check(j["usage"]["max_rss_kb"] <= 160 * 1024, "peak %d kB over a 128M limit"
           % j["usage"]["max_rss_kb"])
-    check(r.elapsed < 10, "took %.1f s" % r.elapsed)
 
 
 @test
@@ -216,13 +219,15 @@ import os, time
 for i in range(4):
     if os.fork() == 0:
         a = [bytearray(1 << 20) for _ in range(48)]
-        time.sleep(30)
+        time.sleep(600)
         os._exit(0)
-time.sleep(30)
-""", "--memory", "128M", "--timeout", "20")
+time.sleep(600)
+""", "--memory", "128M", "--timeout", str(HANG_S))
     eq(r.json["status"], "memory_limit", "status: %r" % r)
     check("memory" in limits(r), "limits_hit lacks memory")
-    check(r.elapsed < 10, "the tree was not killed: %.1f s" % r.elapsed)
+    # had only one child been killed, the others and the parent would
+    # sleep on until the timeout
+    check("wall_time" not in limits(r), "the tree was not killed: %r" % r)
 
 
 DISK_FILL = """
@@ -276,7 +281,6 @@ def output_flood_is_cut():
     num, sep2, tail = tail.partition(" bytes cut ...]\n")
     check(sep2 and num.isdigit() and int(num) > 0, "bad marker: %r" % out[len(head):len(head) + 80])
     check(tail.strip("x\n") == "" and len(tail) > 100, "no tail: %r" % tail[-100:])
-    check(r.elapsed < 10, "took %.1f s" % r.elapsed)
 
 
 @test
@@ -296,8 +300,9 @@ def busy_loop_times_out():
     j = r.json
     eq(j["status"], "timeout", "status: %r" % r)
     check("wall_time" in limits(r), "limits_hit lacks wall_time")
-    check(1000 <= j["duration_ms"] <= 1500, "duration %.0f ms" % j["duration_ms"])
-    check(r.elapsed < 2.0, "took %.2f s" % r.elapsed)
+    # no sooner than the timeout; how much later depends on the load
+    # (run() fails a loop the timeout never stops as hung)
+    check(j["duration_ms"] >= 1000, "duration %.0f ms" % j["duration_ms"])
     eq(r.status, 124, "exit status")
 
 
@@ -305,8 +310,7 @@ def busy_loop_times_out():
 def sleep_times_out():
     r = run("import time\ntime.sleep(10**6)\n", "--timeout", "1")
     eq(r.json["status"], "timeout", "status: %r" % r)
-    check(1000 <= r.json["duration_ms"] <= 1500, "duration %.0f ms" % r.json["duration_ms"])
-    check(r.elapsed < 2.0, "took %.2f s" % r.elapsed)
+    check(r.json["duration_ms"] >= 1000, "duration %.0f ms" % r.json["duration_ms"])
 
 
 @test
@@ -325,7 +329,8 @@ time.sleep(0.3)
 print("parent exits")
 """ % token, "--timeout", "10")
     eq(r.json["status"], "ok", "status: %r" % r)
-    time.sleep(0.2)
+    # the daemon sleeps for over an hour: gone within HANG_S, or it survived
+    await_gone(token)
     eq(procs_with("sleep " + token), [], "the daemon survived the run")
     # none of the sandbox ids' processes is ours (other runs may share
     # the machine, so only ours count)
@@ -334,10 +339,9 @@ print("parent exits")
 
 @test
 def user_mode_fork_bomb_is_contained():
-    r = run(PY_FORK_BOMB, "--pids", "32", "--timeout", "3", user=1000, timeout=30)
+    r = run(PY_FORK_BOMB, "--pids", "32", "--timeout", "3", user=1000)
     j = r.json
     eq(j["status"], "timeout", "status: %r" % r)
-    check(r.elapsed < 3 + 2.5, "took %.1f s" % r.elapsed)
     for lim in ("memory", "pids"):
         check(lim in j["limits_unenforced"], "limits_unenforced lacks %s: %r"
               % (lim, j["limits_unenforced"]))
@@ -370,7 +374,6 @@ def user_mode_balloon_is_contained():
     check(j["usage"]["max_rss_kb"] <= 160 * 1024, "peak %d kB" % j["usage"]["max_rss_kb"])
     for lim in ("memory", "pids"):
         check(lim in j["limits_unenforced"], "limits_unenforced lacks %s" % lim)
-    check(r.elapsed < 10, "took %.1f s" % r.elapsed)
 
 
 def start_supervised(token):
@@ -380,9 +383,21 @@ def start_supervised(token):
     p.stdin.write("echo ready\nsleep %s\n" % token)
     p.stdin.close()
     check(p.stdout.readline().strip() == "ready", "sandbox did not start")
-    time.sleep(0.1)
+    # bash starts the sleep after the echo: on a loaded machine, later
+    deadline = time.monotonic() + HANG_S
+    while not procs_with("sleep " + token) and time.monotonic() < deadline:
+        time.sleep(0.05)
     check(procs_with("sleep " + token), "the sandboxed sleep is not running")
     return p
+
+
+def await_gone(token):
+    """Wait (up to HANG_S) for the `sleep TOKEN` processes to go.  The
+    sleeps run for hours, so one still there then has survived; a loaded
+    machine only makes their end later."""
+    deadline = time.monotonic() + HANG_S
+    while procs_with("sleep " + token) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def cleanup_after_supervisor(pid, token):
@@ -419,9 +434,7 @@ def sandbox_dies_with_its_supervisor():
     try:
         p.kill()
         p.wait()
-        deadline = time.monotonic() + 2
-        while procs_with("sleep " + token) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        await_gone(token)
         eq(procs_with("sleep " + token), [], "the sandbox outlived its supervisor")
     finally:
         cleanup_after_supervisor(p.pid, token)
@@ -433,10 +446,8 @@ def sigterm_to_supervisor_tears_the_sandbox_down():
     p = start_supervised(token)
     try:
         p.send_signal(signal.SIGTERM)
-        p.wait(timeout=10)
-        deadline = time.monotonic() + 2
-        while procs_with("sleep " + token) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        p.wait(timeout=HANG_S)
+        await_gone(token)
         eq(procs_with("sleep " + token), [], "the sandbox outlived SIGTERM to codecell")
         eq(our_cgroups(p.pid), [], "cgroups left after SIGTERM")
     finally:

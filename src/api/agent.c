@@ -105,7 +105,7 @@ static void job_stop(struct agent_job *j)
 static void job_free(struct agent_job *j)
 {
 	if (j->reserved)
-		api_registry_unreserve(&j->srv->reg);
+		engine_sessions_unreserve(&j->srv->reg);
 	if (j->holds_session)
 		engine_release(j->client, ACTION_SESSION_CREATE);
 	if (j->stop[0] >= 0)
@@ -311,7 +311,7 @@ enum MHD_Result api_handle_agent(struct api_call *c)
 		job_free(j);
 		return api_respond_error(c, &e);
 	}
-	if (api_registry_reserve(&c->srv->reg) < 0) {
+	if (engine_sessions_reserve(&c->srv->reg) < 0) {
 		job_free(j);
 		return api_respond_errorf(c, 429, "too_many_sessions",
 					  "the server runs --max-sessions sessions already: try "

@@ -41,7 +41,7 @@
 
 struct exec_job {
 	struct api_server *srv;
-	struct api_session *entry; /* a reference; NULL: one-shot */
+	struct engine_session *entry; /* a reference; NULL: one-shot */
 	struct api_request req;	   /* owned */
 	bool stream;
 	bool e2b; /* events in E2B's shape (e2b.h) */
@@ -130,7 +130,7 @@ static void job_unregister(struct exec_job *j)
 static void job_signal(struct exec_job *j, int sig)
 {
 	if (j->entry) {
-		api_session_signal(j->entry, sig);
+		engine_session_signal(j->entry, sig);
 	} else {
 		struct signalfd_siginfo si = { .ssi_signo = (uint32_t)sig };
 
@@ -196,7 +196,7 @@ static void on_hangup(void *userdata)
 
 static void run_in_session(struct exec_job *j)
 {
-	struct api_session *e = j->entry;
+	struct engine_session *e = j->entry;
 	struct session_exec_opts eo = {
 		.timeout_s = j->req.timeout_s,
 		.live_stdout = j->stream ? j->live[0][1] : -1,
@@ -210,7 +210,7 @@ static void run_in_session(struct exec_job *j)
 	int k;
 
 	pthread_mutex_lock(&e->lock);
-	api_session_drain(e);
+	engine_session_drain(e);
 	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
 		api_error_set(&j->err, 404, "session_not_found", "the session '%s' was deleted", e->id);
 		j->has_err = true;
@@ -222,7 +222,7 @@ static void run_in_session(struct exec_job *j)
 		__atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
 		k = engine_session_exec(e->s, j->req.code, j->req.code_len, &eo, &j->res);
 		__atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
-		api_session_touch(e);
+		engine_session_touch(e);
 		if (k < 0) {
 			run_result_release(&j->res);
 			api_error_set(&j->err, 500, "session_failed",
@@ -233,7 +233,7 @@ static void run_in_session(struct exec_job *j)
 		} else {
 			j->has_res = true;
 			if (j->res.restarted)
-				api_session_note_preload(e);
+				engine_session_note_preload(e);
 		}
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -323,7 +323,7 @@ static void job_free(struct exec_job *j)
 	if (j->has_res)
 		run_result_release(&j->res);
 	api_request_release(&j->req);
-	api_session_unref(j->entry);
+	engine_session_unref(j->entry);
 	buf_release(&j->pending);
 	pthread_mutex_destroy(&j->lock);
 	free(j);
@@ -345,7 +345,7 @@ static int live_pipes(struct exec_job *j)
 /* A job for the request; with inline_run, for job_run() on the calling
  * thread (a session's execution answered with one JSON object), else
  * running on its own thread. */
-static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
+static struct exec_job *job_new(struct api_call *c, struct engine_session *entry,
 				struct api_request *req, bool inline_run, int *ret_err)
 {
 	struct exec_job *j = calloc(1, sizeof(*j));
@@ -394,7 +394,7 @@ static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
 		r = job_register(j);
 	if (r == 0) {
 		if (entry)
-			api_session_ref(entry);
+			engine_session_ref(entry);
 		j->entry = entry;
 		if (!inline_run) {
 			r = -pthread_create(&j->thread, NULL, job_main, j);
@@ -837,7 +837,7 @@ static enum MHD_Result start_stream(struct api_call *c, struct exec_job *j)
 	return ret;
 }
 
-enum MHD_Result api_exec(struct api_call *c, struct api_session *entry, struct api_request *req)
+enum MHD_Result api_exec(struct api_call *c, struct engine_session *entry, struct api_request *req)
 {
 	struct exec_job *j;
 	enum MHD_Result ret;

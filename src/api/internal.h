@@ -20,6 +20,7 @@
 #include "session/session.h"
 #include "session/workspace.h"
 #include "api/e2b.h"
+#include "engine/sessions.h"
 
 /* ---- text (text.c) ---- */
 
@@ -56,89 +57,6 @@ void api_metrics_add(struct api_metrics *m, uint64_t *counter);
 /* pool: the warm pool's health, or NULL when there is none. */
 char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_sessions,
 		       unsigned busy, const struct session_pool_health *pool, size_t *ret_len);
-
-/* ---- sessions (registry.c) ---- */
-
-/* A session as the server holds it.  lock is held around every call into
- * the session; s is NULL once the session was deleted or expired.  The
- * stop pipe carries struct signalfd_siginfo records to session_exec()'s
- * stop_fd: SIGINT interrupts the cell, SIGTERM kills the kernel. */
-struct api_session {
-	char id[API_ID_LEN + 1];
-	pthread_mutex_t lock;
-	struct session *s;
-	int stop_r, stop_w;
-	int refs; /* atomic */
-	/* what it was made with, for listings (read-only after creation) */
-	enum session_lang lang;
-	char *preload;
-	struct sandbox_limits limits;
-	uint64_t output_limit;
-	uint64_t result_limit;
-	enum sandbox_net net;
-	double idle_timeout_s;
-	char created[32]; /* ISO 8601, UTC */
-	bool pooled;
-	/* how long the current kernel took to be ready (create, restart or
-	 * fork); atomic: written by those, read by listings */
-	uint64_t startup_ns;
-	/* what the kernel imported; under info, which is never held long */
-	pthread_mutex_t info;
-	char *preloaded, *preload_failed;
-	/* atomics: read without lock for listings */
-	uint64_t executions;
-	uint64_t last_used_ms; /* epoch milliseconds */
-	int busy;
-	/* set before a SIGTERM record is sent, checked by an execution after
-	 * it drained the pipe (see exec.c job_claim) */
-	int dying;	/* deleted, expired */
-	/* the client that made it; its session slot is given back when the
-	 * last reference goes */
-	struct engine_client *client;
-	int restarting; /* a restart waits for the lock */
-	char *project; /* the host directory behind its overlay, or NULL */
-};
-
-struct api_registry {
-	pthread_mutex_t lock;
-	struct api_session **slots;
-	unsigned max, count, reserved;
-};
-
-int api_registry_init(struct api_registry *reg, unsigned max);
-void api_registry_release(struct api_registry *reg);
-/* A place for one more session: 0, or -EBUSY at the limit. */
-int api_registry_reserve(struct api_registry *reg);
-void api_registry_unreserve(struct api_registry *reg);
-/* Add entry (takes the reservation and a reference). */
-void api_registry_add(struct api_registry *reg, struct api_session *entry);
-/* The entry with this id with a new reference, or NULL. */
-struct api_session *api_registry_get(struct api_registry *reg, const char *id);
-/* Remove entry; true if it was there (its reference is the caller's now). */
-bool api_registry_remove(struct api_registry *reg, struct api_session *entry);
-/* Every entry with a new reference each; *ret (free()) and its length. */
-int api_registry_list(struct api_registry *reg, struct api_session ***ret, unsigned *ret_n);
-unsigned api_registry_count(struct api_registry *reg);
-
-/* A new entry with one reference; the session is not started. */
-struct api_session *api_session_entry_new(void);
-void api_session_ref(struct api_session *e);
-/* Drop a reference; the last one frees the session and the entry. */
-void api_session_unref(struct api_session *e);
-/* Send a signal record to a running execution (SIGINT: interrupt,
- * SIGTERM: kill the kernel).  Harmless when idle: the next execution
- * drains the pipe first. */
-void api_session_signal(struct api_session *e, int sig);
-/* Under e->lock: drop records meant for an earlier execution. */
-void api_session_drain(struct api_session *e);
-/* Under e->lock: end the session now (delete, expiry, shutdown). */
-void api_session_end(struct api_session *e);
-/* Under e->lock: note what the kernel imported (after start, restart). */
-void api_session_note_preload(struct api_session *e);
-/* Under e->lock: an execution is over. */
-void api_session_touch(struct api_session *e);
-/* The JSON description of a session (GET /v1/sessions/{id}). */
-json_t *api_session_json(struct api_session *e);
 
 /* ---- logging (server.c) ---- */
 
@@ -219,7 +137,7 @@ struct api_server {
 	char *preload;
 	struct MHD_Daemon *mhd;
 	unsigned port;
-	struct api_registry reg;
+	struct engine_sessions reg;
 	struct api_metrics metrics;
 	struct api_log_limiter logs;
 	struct api_conns conns;
@@ -336,19 +254,9 @@ void api_upload_data(struct api_call *c, const char *data, size_t len);
  * temporary file not renamed into place is removed. */
 void api_upload_release(struct api_call *c);
 
-/* Start a session with so and register it (the caller holds a
- * reservation, api_registry_reserve, which it takes; and client's session
- * slot, which the entry gives back as it goes; client NULL: none): 0 and
- * *ret (a reference), or -errno with e set (400 invalid_value, 500). */
-int api_session_create(struct api_server *srv, const struct session_opts *so,
-		       struct engine_client *client, struct api_session **ret, struct api_error *e);
-/* Take e out of the registry and end it (what runs is killed); false if
- * it was no longer there.  The caller's reference stays its own. */
-bool api_session_delete(struct api_server *srv, struct api_session *e);
-
 /* Under e->lock: e's workspace (engine/files.h) now; 0, -ESRCH (the
  * session was deleted) or -ENOENT (no workspace yet). */
-int api_ws_of(struct api_session *e, struct engine_ws *w);
+int api_ws_of(struct engine_session *e, struct engine_ws *w);
 /* A workspace operation's error in /v1's shape (or, e2b, envd's
  * status): the engine's one table (engine_files_error). */
 enum MHD_Result api_files_error(struct api_call *c, int err, const char *what, const char *path,
@@ -357,14 +265,14 @@ enum MHD_Result api_files_error(struct api_call *c, int err, const char *what, c
 enum MHD_Result api_send_file(struct api_call *c, int fd, const struct stat *st);
 /* The upload in c->upload (for c->route.path) into place in e's
  * workspace, as a PUT does.  0 or -errno (-E2BIG, -ESTALE, ...). */
-int api_upload_finish(struct api_call *c, struct api_session *e, bool *ret_replaced);
+int api_upload_finish(struct api_call *c, struct engine_session *e, bool *ret_replaced);
 
 /* Look up the route's session (a new reference) or respond 404. */
-struct api_session *api_call_session(struct api_call *c, enum MHD_Result *ret);
+struct engine_session *api_call_session(struct api_call *c, enum MHD_Result *ret);
 
 /* Run code (exec.c): in the entry's session, or one-shot when entry is
  * NULL; answers with the result object or an NDJSON stream. */
-enum MHD_Result api_exec(struct api_call *c, struct api_session *entry, struct api_request *req);
+enum MHD_Result api_exec(struct api_call *c, struct engine_session *entry, struct api_request *req);
 /* Stop every execution in flight (shutdown). */
 void api_exec_stop_all(struct api_server *srv);
 
@@ -373,18 +281,28 @@ void api_exec_stop_all(struct api_server *srv);
 void api_audit(struct api_call *c, struct engine_audit_record *r);
 enum MHD_Result api_reject(struct api_call *c, const struct engine_verdict *v,
 			   struct engine_audit_record *rec);
-int api_check_exec(struct api_call *c, struct api_session *entry, struct api_request *req,
+/* The answer to a rejection recorded already (the engine's pipeline). */
+enum MHD_Result api_refuse(struct api_call *c, const struct engine_verdict *v);
+/* engine_caller.approve for the API: the X-Approval-Id header's approval,
+ * or the call held until a person decides (E2B's calls wait; /v1's with
+ * "Prefer: respond-async" do not).  cls: the api_call. */
+int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
+		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
+/* The engine's caller for this call: its client, door, audit log,
+ * request id and approval. */
+void api_caller(struct api_call *c, struct engine_caller *cl);
+/* The answer to a lifecycle call that failed (engine/sessions.h): a
+ * rejection, a held call (202), or err's status and message. */
+enum MHD_Result api_session_refused(struct api_call *c, struct engine_caller *cl, int r,
+				    const struct engine_session_error *err);
+int api_check_exec(struct api_call *c, struct engine_session *entry, struct api_request *req,
 		   struct engine_verdict *v, enum MHD_Result *ret);
 /* The audit record of a session made (id NULL when it failed). */
 void api_audit_session_create(struct api_call *c, const char *id, const struct session_opts *so,
 			      const char *status, uint64_t t0);
 int api_check_session(struct api_call *c, struct session_opts *so, const struct api_request *req,
 		      struct engine_verdict *v, enum MHD_Result *ret);
-/* Interrupt, restart, fork: checked and recorded (a fork holds a session
- * slot of the client's). */
-int api_check_action(struct api_call *c, struct api_session *e, enum engine_action a,
-		     enum MHD_Result *ret);
-int api_check_file(struct api_call *c, struct api_session *e, enum engine_action a,
+int api_check_file(struct api_call *c, struct engine_session *e, enum engine_action a,
 		   uint64_t bytes, enum MHD_Result *ret);
 /* engine_tool_request.approve for the API: the X-Approval-Id header's
  * approval, or the call held until a person decides.  cls: the api_call. */
@@ -392,18 +310,18 @@ struct engine_tool;
 int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
 		     struct engine_verdict *v, char ret_id[17], const char **ret_state);
 /* The same, its record's arguments naming a destination too (a move). */
-int api_check_file_to(struct api_call *c, struct api_session *e, enum engine_action a,
+int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_action a,
 		      uint64_t bytes, const char *to, enum MHD_Result *ret);
 /* A command (E2B's process Start): bash code in e's sandbox, with the
  * client's execution slot (engine_release() it when the command ends)
  * and rate; its record comes at its end (api_audit_command). */
-int api_check_command(struct api_call *c, struct api_session *e, const char *cmd, size_t len,
+int api_check_command(struct api_call *c, struct engine_session *e, const char *cmd, size_t len,
 		      double timeout_s, struct engine_verdict *v, enum MHD_Result *ret);
 void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
-		       const char *approval_id, struct api_session *e, const char *cmd, size_t len,
+		       const char *approval_id, struct engine_session *e, const char *cmd, size_t len,
 		       const struct run_result *res, uint64_t t0, const char *status);
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
-		    const char *approval_id, struct api_session *entry, const struct api_request *req,
+		    const char *approval_id, struct engine_session *entry, const struct api_request *req,
 		    const struct run_result *res, uint64_t t0);
 
 /* The reaper (handlers.c). */

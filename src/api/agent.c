@@ -20,7 +20,12 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "api/internal.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "api/text.h"
+#include "engine/sessions.h"
 #include "engine/audit.h"
 #include "engine/engine.h"
 #include "engine/policy.h"

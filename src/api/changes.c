@@ -8,7 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "engine/sessions.h"
 #include "engine/policy.h"
 #include "session/changes.h"
 #include "util/macro.h"

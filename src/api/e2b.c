@@ -11,6 +11,11 @@
 #include <time.h>
 
 #include "api/e2b_internal.h"
+#include "api/handlers.h"
+#include "api/metrics.h"
+#include "api/policy.h"
+#include "api/text.h"
+#include "api/e2b.h"
 #include "engine/limits.h"
 #include "util/timeutil.h"
 #include "util/macro.h"

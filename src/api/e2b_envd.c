@@ -24,6 +24,10 @@
 
 #include "api/connect.h"
 #include "api/e2b_internal.h"
+#include "api/files.h"
+#include "api/policy.h"
+#include "api/text.h"
+#include "api/e2b.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/macro.h"

@@ -3,7 +3,9 @@
 #ifndef CODECELL_API_E2B_INTERNAL_H
 #define CODECELL_API_E2B_INTERNAL_H
 
-#include "api/internal.h"
+#include "api/http.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 
 #define E2B_ENVD_VERSION "0.5.7" /* the SDKs take their current paths from 0.5.7 on */
 #define E2B_TIMEOUT_DEFAULT_S 300 /* a sandbox's life when create gives none (E2B's) */

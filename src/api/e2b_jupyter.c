@@ -14,6 +14,8 @@
 #include <sys/random.h>
 
 #include "api/e2b_internal.h"
+#include "api/exec.h"
+#include "api/policy.h"
 #include "util/banned.h"
 
 static int lang_parse(const char *s, enum e2b_lang *ret)

@@ -22,7 +22,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/e2b.h"
+#include "api/exec.h"
+#include "api/http.h"
+#include "api/metrics.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "api/text.h"
+#include "engine/sessions.h"
 #include "engine/engine.h"
 #include "util/buf.h"
 #include "util/macro.h"
@@ -92,37 +99,63 @@ struct exec_job {
 
 /* ---- the job list (shutdown stops them all) ---- */
 
+/* Every execution in flight of a server, to stop at shutdown. */
+struct api_jobs {
+	pthread_mutex_t lock;
+	struct exec_job *head;
+	bool stopping; /* api_jobs_stop_all was called: no new job */
+};
+
+int api_jobs_new(struct api_jobs **ret)
+{
+	struct api_jobs *js = calloc(1, sizeof(*js));
+
+	if (!js)
+		return -ENOMEM;
+	pthread_mutex_init(&js->lock, NULL);
+	*ret = js;
+	return 0;
+}
+
+void api_jobs_free(struct api_jobs *js)
+{
+	if (!js)
+		return;
+	pthread_mutex_destroy(&js->lock);
+	free(js);
+}
+
 static int job_register(struct exec_job *j)
 {
-	struct api_server *srv = j->srv;
+	struct api_jobs *js = j->srv->jobs;
 	int r = 0;
 
-	pthread_mutex_lock(&srv->lock);
-	if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST)) {
+	pthread_mutex_lock(&js->lock);
+	if (js->stopping || __atomic_load_n(&j->srv->stopping, __ATOMIC_SEQ_CST)) {
 		r = -ESHUTDOWN;
 	} else {
-		j->next = srv->jobs;
-		if (srv->jobs)
-			srv->jobs->prev = j;
-		srv->jobs = j;
+		j->next = js->head;
+		if (js->head)
+			js->head->prev = j;
+		js->head = j;
 	}
-	pthread_mutex_unlock(&srv->lock);
+	pthread_mutex_unlock(&js->lock);
 	return r;
 }
 
 static void job_unregister(struct exec_job *j)
 {
-	struct api_server *srv = j->srv;
+	struct api_jobs *js = j->srv->jobs;
 
-	pthread_mutex_lock(&srv->lock);
+	pthread_mutex_lock(&js->lock);
 	if (j->prev)
 		j->prev->next = j->next;
-	else if (srv->jobs == j)
-		srv->jobs = j->next;
+	else if (js->head == j)
+		js->head = j->next;
 	if (j->next)
 		j->next->prev = j->prev;
 	j->prev = j->next = NULL;
-	pthread_mutex_unlock(&srv->lock);
+	pthread_mutex_unlock(&js->lock);
 }
 
 /* A stop record to the job's execution: sig SIGINT interrupts a session's
@@ -140,12 +173,15 @@ static void job_signal(struct exec_job *j, int sig)
 	}
 }
 
-void api_exec_stop_all(struct api_server *srv)
+void api_jobs_stop_all(struct api_jobs *js)
 {
-	pthread_mutex_lock(&srv->lock);
-	for (struct exec_job *j = srv->jobs; j; j = j->next)
+	if (!js)
+		return;
+	pthread_mutex_lock(&js->lock);
+	js->stopping = true;
+	for (struct exec_job *j = js->head; j; j = j->next)
 		job_signal(j, SIGTERM);
-	pthread_mutex_unlock(&srv->lock);
+	pthread_mutex_unlock(&js->lock);
 }
 
 /* ---- the job's thread ---- */

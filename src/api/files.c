@@ -11,7 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/files.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 #include "engine/files.h"
 #include "util/macro.h"
 #include "util/banned.h"

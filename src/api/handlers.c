@@ -6,7 +6,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/internal.h"
+#include "api/e2b.h"
+#include "api/exec.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/metrics.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
 #include "util/banned.h"

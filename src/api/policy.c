@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "api/e2b.h"
-#include "api/internal.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 #include "engine/approval.h"
 #include "util/sha256.h"
 #include "util/timeutil.h"

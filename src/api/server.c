@@ -14,7 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/conns.h"
+#include "api/e2b.h"
+#include "api/exec.h"
+#include "api/files.h"
+#include "api/framing.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/metrics.h"
+#include "api/server.h"
+#include "api/text.h"
+#include "engine/sessions.h"
 #include "engine/approval.h"
 #include "sandbox/sandbox.h"
 #include "util/buf.h"
@@ -860,6 +870,8 @@ int api_server_new(const struct api_config *c, struct api_server **ret, char **r
 	api_metrics_init(&srv->metrics);
 	set_listen_host(srv);
 	r = engine_sessions_init(&srv->reg, c->max_sessions);
+	if (r == 0)
+		r = api_jobs_new(&srv->jobs);
 	if (r < 0 || (c->token && !srv->token) || (c->preload && !srv->preload)) {
 		api_server_free(srv);
 		return -ENOMEM;
@@ -925,7 +937,7 @@ void api_server_free(struct api_server *srv)
 	/* after quiescing, closing the listening socket is ours */
 	if (srv->mhd && MHD_quiesce_daemon(srv->mhd) < 0)
 		srv->listen_fd = -1;
-	api_exec_stop_all(srv);
+	api_jobs_stop_all(srv->jobs);
 	api_mcp_stop(srv);
 	engine_sessions_close_all(&srv->reg);
 	wait_in_flight(srv, SERVER_DRAIN_S);
@@ -945,6 +957,7 @@ void api_server_free(struct api_server *srv)
 	session_pool_free(srv->pool);
 	api_e2b_free(srv);
 	engine_sessions_release(&srv->reg);
+	api_jobs_free(srv->jobs);
 	api_metrics_release(&srv->metrics);
 	pthread_cond_destroy(&srv->wake);
 	pthread_mutex_destroy(&srv->lock);

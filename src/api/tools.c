@@ -7,7 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/files.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 #include "engine/approval.h"
 #include "engine/tool.h"
 #include "util/banned.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/request.h"
 #include "api/route.h"
 #include "util/parse.h"
 

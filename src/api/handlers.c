@@ -376,7 +376,7 @@ void *api_reaper_main(void *arg)
 			break;
 		pthread_mutex_unlock(&srv->lock);
 		{
-			unsigned n = engine_sessions_reap(&srv->reg);
+			unsigned n = engine_sessions_reap(&srv->reg, NULL, NULL);
 
 			for (unsigned i = 0; i < n; i++)
 				api_metrics_add(&srv->metrics, &srv->metrics.sessions_expired);

@@ -25,6 +25,7 @@ int engine_sessions_init(struct engine_sessions *reg, unsigned max)
 	if (!reg->slots)
 		return -ENOMEM;
 	reg->max = max;
+	reg->id_len = ENGINE_SESSION_ID_LEN;
 	pthread_mutex_init(&reg->lock, NULL);
 	return 0;
 }
@@ -165,22 +166,23 @@ static void iso_time(uint64_t ms, char *out, size_t n)
 	snprintf(out + len, n - len, ".%03uZ", (unsigned)(ms % 1000));
 }
 
-struct engine_session *engine_session_entry_new(void)
+struct engine_session *engine_session_entry_new(unsigned id_len)
 {
 	struct engine_session *e = calloc(1, sizeof(*e));
 	unsigned char rnd[ENGINE_SESSION_ID_LEN / 2];
+	size_t n = id_len && id_len <= ENGINE_SESSION_ID_LEN ? id_len / 2 : sizeof(rnd);
 	int p[2];
 
 	if (!e)
 		return NULL;
 	/* ids are capabilities of a sort: unguessable, from the kernel's
 	 * CSPRNG */
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) ||
+	if (getrandom(rnd, n, 0) != (ssize_t)n ||
 	    pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
 		free(e);
 		return NULL;
 	}
-	for (size_t i = 0; i < sizeof(rnd); i++) {
+	for (size_t i = 0; i < n; i++) {
 		e->id[2 * i] = "0123456789abcdef"[rnd[i] >> 4];
 		e->id[2 * i + 1] = "0123456789abcdef"[rnd[i] & 15];
 	}
@@ -331,7 +333,7 @@ static void record(struct engine_caller *cl, struct engine_audit_record *rec)
 	if (!cl->audit)
 		return;
 	rec->request_id = cl->request_id;
-	rec->client = cl->client->name;
+	rec->client = cl->client ? cl->client->name : cl->name;
 	rec->door = cl->door;
 	k = engine_audit_write(cl->audit, rec);
 	if (k < 0)
@@ -357,6 +359,8 @@ static int pipeline_check(struct engine_caller *cl, struct engine_audit_record *
 	memset(v, 0, sizeof(*v));
 	an->id[0] = '\0';
 	an->state = NULL;
+	if (!cl->client)
+		return 0; /* no policy: nothing to check, no slot held */
 	while (check(cl, arg, v) < 0) {
 		if (!v->needs_approval || !cl->approve)
 			r = -EPERM;
@@ -381,6 +385,13 @@ static int pipeline_check(struct engine_caller *cl, struct engine_audit_record *
 		return r;
 	}
 	return 0;
+}
+
+/* The client's session slot, taken by the check, goes back. */
+static void give_back(struct engine_caller *cl)
+{
+	if (cl->client)
+		engine_release(cl->client, ACTION_SESSION_CREATE);
 }
 
 static int check_session(struct engine_caller *cl, void *arg, struct engine_verdict *v)
@@ -459,7 +470,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	}
 	if (seeded)
 		so.env = (const char *const *)seeded;
-	e = engine_session_entry_new();
+	e = engine_session_entry_new(reg->id_len);
 	if (!e) {
 		r = -errno;
 		engine_env_free(seeded);
@@ -505,7 +516,7 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 	if (r == 0) {
 		r = start_session(reg, cl, spec, ret, err);
 		if (r < 0)
-			engine_release(cl->client, ACTION_SESSION_CREATE);
+			give_back(cl);
 		if (r != -EPERM) {
 			rec.lang = engine_lang_of_session(spec->so.lang);
 			rec.session = r < 0 ? NULL : (*ret)->id;
@@ -601,7 +612,7 @@ int engine_session_restart(struct engine_caller *cl, struct engine_session *e,
 static int fork_entry(struct engine_sessions *reg, struct engine_session *src,
 		      struct engine_session **ret, char **ret_msg)
 {
-	struct engine_session *e = engine_session_entry_new();
+	struct engine_session *e = engine_session_entry_new(reg->id_len);
 	uint64_t t0 = now_ns();
 	int r;
 
@@ -637,7 +648,7 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 	if (r < 0)
 		return r;
 	if (engine_sessions_reserve(reg) < 0) {
-		engine_release(cl->client, ACTION_SESSION_CREATE);
+		give_back(cl);
 		err_set(err, 429, "too_many_sessions",
 			"%u sessions are open, the most this server allows (--max-sessions): delete one first",
 			reg->max);
@@ -648,7 +659,7 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 	r = src->s ? fork_entry(reg, src, ret, &msg) : -ESRCH;
 	pthread_mutex_unlock(&src->lock);
 	if (r < 0) {
-		engine_release(cl->client, ACTION_SESSION_CREATE);
+		give_back(cl);
 		engine_sessions_unreserve(reg);
 		err->start_failed = r != -ESRCH;
 		if (r == -ESRCH)
@@ -686,7 +697,8 @@ bool engine_session_close(struct engine_sessions *reg, struct engine_caller *cl,
 	return true;
 }
 
-unsigned engine_sessions_reap(struct engine_sessions *reg)
+unsigned engine_sessions_reap(struct engine_sessions *reg,
+			     void (*on_end)(void *cls, const struct engine_session *e), void *cls)
 {
 	struct engine_session **list = NULL;
 	unsigned n = 0, ended = 0;
@@ -703,6 +715,8 @@ unsigned engine_sessions_reap(struct engine_sessions *reg)
 				engine_session_end(e);
 				engine_session_unref(e); /* the registry's */
 				ended++;
+				if (on_end)
+					on_end(cls, e);
 			}
 			pthread_mutex_unlock(&e->lock);
 		}

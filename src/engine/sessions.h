@@ -64,6 +64,7 @@ struct engine_sessions {
 	pthread_mutex_t lock;
 	struct engine_session **slots;
 	unsigned max, count, reserved;
+	unsigned id_len; /* hex digits of its ids: ENGINE_SESSION_ID_LEN, or fewer (even) */
 };
 
 int engine_sessions_init(struct engine_sessions *reg, unsigned max);
@@ -82,7 +83,7 @@ int engine_sessions_list(struct engine_sessions *reg, struct engine_session ***r
 unsigned engine_sessions_count(struct engine_sessions *reg);
 
 /* A new entry with one reference; the session is not started. */
-struct engine_session *engine_session_entry_new(void);
+struct engine_session *engine_session_entry_new(unsigned id_len);
 void engine_session_ref(struct engine_session *e);
 /* Drop a reference; the last one frees the session and the entry. */
 void engine_session_unref(struct engine_session *e);
@@ -106,7 +107,8 @@ json_t *engine_session_json(struct engine_session *e);
 /* Who asks, and how a person's approval is had.  A door fills it per
  * call. */
 struct engine_caller {
-	struct engine_client *client; /* never NULL */
+	struct engine_client *client; /* NULL: no policy (nothing checked or held) */
+	const char *name;	      /* the records' client without one */
 	enum engine_door door;
 	struct engine_audit *audit; /* NULL: no records */
 	const char *request_id;	    /* NULL: one is made per record */
@@ -174,8 +176,9 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 bool engine_session_close(struct engine_sessions *reg, struct engine_caller *cl,
 			  struct engine_session *e);
 /* End the sessions idle past their idle_timeout (a busy one waits for
- * the next round).  The number ended. */
-unsigned engine_sessions_reap(struct engine_sessions *reg);
+ * the next round); on_end (or NULL) is told of each.  The number ended. */
+unsigned engine_sessions_reap(struct engine_sessions *reg,
+			     void (*on_end)(void *cls, const struct engine_session *e), void *cls);
 /* End every session (shutdown): what runs is stopped first. */
 void engine_sessions_close_all(struct engine_sessions *reg);
 

@@ -355,14 +355,15 @@ static int parse_session_lang(const char *name, enum session_lang *ret, const ch
 
 static json_t *session_json(const struct engine_session *e)
 {
-	return json_pack("{s:s, s:s, s:b, s:o, s:s, s:s}", "session_id", e->id, "language",
+	return json_pack("{s:s, s:s, s:b, s:o, s:s, s:s, s:o}", "session_id", e->id, "language",
 			 lang_name(e), "pooled", e->pooled, "preload",
 			 e->preload ? json_string(e->preload) : json_null(), "preloaded",
-			 session_preloaded(e->s), "preload_failed", session_preload_failed(e->s));
+			 session_preloaded(e->s), "preload_failed", session_preload_failed(e->s),
+			 "project", e->project ? json_string(e->project) : json_null());
 }
 
 int mcp_tools_create_session(struct mcp_tools *t, const char *language, const char *preload,
-			     json_t **ret, struct buf *msg)
+			     const char *project, json_t **ret, struct buf *msg)
 {
 	struct engine_session_spec spec = { .asked = t->cfg.limits_asked,
 					    .net_asked = t->cfg.net_asked };
@@ -389,6 +390,10 @@ int mcp_tools_create_session(struct mcp_tools *t, const char *language, const ch
 	else if (lang != SESSION_PYTHON)
 		spec.so.preload = NULL;
 	spec.so.pool = pool_wait(t);
+	/* a project: under the policy's `projects`, as POST /v1/sessions */
+	if (project && !t->cfg.client)
+		return buf_puts(msg, "project needs a policy with 'projects' (--policy)"), -EPERM;
+	spec.project = project;
 	caller(t, &cl);
 	r = engine_session_new(&t->reg, &cl, &spec, &e, &err);
 	t->recorded = r != -EBUSY;

@@ -8,6 +8,7 @@
 
 #include "api/request.h"
 #include "api/route.h"
+#include "api/text.h"
 #include "util/parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -103,6 +103,7 @@ struct shell {
 	struct session *s; /* the entry's */
 	struct engine_sessions reg; /* the shell's one session, the engine's */
 	struct engine_session *e;
+	struct engine_caller cl; /* who runs: the CLI's client, --audit */
 	const struct run_opts *o;
 	bool tty;
 	struct lineedit *ed; /* line editing on a terminal, or NULL */
@@ -176,46 +177,25 @@ static void engine_env_freep(char ***p)
 	engine_env_free(*p);
 }
 
-static enum session_lang session_lang_of(const struct shell *sh)
-{
-	enum session_lang l = SESSION_PYTHON;
-
-	(void)engine_lang_session(sh->o->req.lang, &l);
-	return l;
-}
 
 static void run_statement(struct shell *sh, const char *code, size_t len)
 {
 	struct session_exec_opts eo = { .live_stdout = sh->o->json ? -1 : STDOUT_FILENO,
 					 .live_stderr = sh->o->json ? -1 : STDERR_FILENO,
 					 .stop_fd = sh->sig_fd };
-	struct engine_client *client = &sh->policies->clients[0];
-	struct engine_verdict v = { 0 };
+	struct engine_session_error err;
 	struct run_result r;
-	uint64_t t0 = now_ns();
-	int k = 0;
+	int k;
 
 	/* the engine's pipeline: policy check, the cell, an audit record */
-	if (engine_check_exec(client, DOOR_CLI, session_lang_of(sh), 0, &v) < 0) {
-		engine_verdict_result(&v, &r);
-	} else {
-		k = engine_session_exec(sh->s, code, len, &eo, &r);
-		engine_release(client, ACTION_SESSION_EXEC);
-	}
+	sh->cl.audit_err = 0;
+	k = engine_session_run(&sh->cl, sh->e, code, len, &eo, NULL, &r, &err);
+	if (sh->cl.audit_err < 0)
+		log_warn("--audit: cannot append the record");
 	if (k < 0) {
 		log_error("the session cannot go on: %s", strerror(-k));
 		sh->status = EXIT_CODECELL_ERROR;
 		return;
-	}
-	if (sh->audit) {
-		struct engine_audit_record rec = {
-			.client = "cli", .door = DOOR_CLI, .action = ACTION_SESSION_EXEC,
-			.has_lang = true, .lang = sh->o->req.lang, .code = code, .code_len = len,
-			.verdict = &v, .duration_ms = (double)(now_ns() - t0) / 1e6, .res = &r,
-		};
-
-		if (engine_audit_write(sh->audit, &rec) < 0)
-			log_warn("--audit: cannot append the record");
 	}
 	if (sh->o->json) {
 		json_t *j = run_result_to_json(&r);
@@ -532,8 +512,10 @@ int cli_shell(int argc, char **argv)
 	/* the engine's pipeline: the policy check, the kernel, a record */
 	memset(&cl, 0, sizeof(cl));
 	cl.client = &sh.policies->clients[0];
+	cl.name = "cli";
 	cl.door = DOOR_CLI;
 	cl.audit = sh.audit;
+	sh.cl = cl;
 	spec.asked = o.limits_set;
 	spec.net_asked = o.net_set;
 	t0 = now_ns();

@@ -333,7 +333,7 @@ static void record(struct engine_caller *cl, struct engine_audit_record *rec)
 	if (!cl->audit)
 		return;
 	rec->request_id = cl->request_id;
-	rec->client = cl->client ? cl->client->name : cl->name;
+	rec->client = cl->name ? cl->name : cl->client->name;
 	rec->door = cl->door;
 	k = engine_audit_write(cl->audit, rec);
 	if (k < 0)
@@ -359,8 +359,10 @@ static int pipeline_check(struct engine_caller *cl, struct engine_audit_record *
 	memset(v, 0, sizeof(*v));
 	an->id[0] = '\0';
 	an->state = NULL;
-	if (!cl->client)
+	if (!cl->client) {
+		v->allowed = true;
 		return 0; /* no policy: nothing to check, no slot held */
+	}
 	while (check(cl, arg, v) < 0) {
 		if (!v->needs_approval || !cl->approve)
 			r = -EPERM;
@@ -547,6 +549,85 @@ int engine_session_check(struct engine_caller *cl, struct engine_session *e,
 	rec.status = "ok";
 	record(cl, &rec);
 	return 0;
+}
+
+struct exec_arg {
+	enum session_lang lang;
+	double timeout_s;
+};
+
+static int check_exec(struct engine_caller *cl, void *arg, struct engine_verdict *v)
+{
+	struct exec_arg *x = arg;
+
+	return engine_check_exec(cl->client, cl->door, x->lang, x->timeout_s, v);
+}
+
+/* Under e->lock: the cell, unless e is gone or restarting. */
+static int run_locked(struct engine_session *e, const char *code, size_t len,
+		      const struct session_exec_opts *eo, struct run_result *ret,
+		      struct engine_session_error *err)
+{
+	int k;
+
+	engine_session_drain(e);
+	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
+		err_set(err, 404, "session_not_found", "the session '%s' was closed", e->id);
+		return -ESRCH;
+	}
+	if (__atomic_load_n(&e->restarting, __ATOMIC_SEQ_CST)) {
+		err_set(err, 409, "session_restarting",
+			"the session is being restarted: run the code again");
+		return -EBUSY;
+	}
+	__atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
+	k = engine_session_exec(e->s, code, len, eo, ret);
+	__atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
+	engine_session_touch(e);
+	if (k < 0) {
+		run_result_release(ret);
+		err_set(err, 500, "session_failed",
+			"the session '%s' cannot go on (%s): close it and create a new one", e->id,
+			strerror(-k));
+		return k;
+	}
+	if (ret->restarted)
+		engine_session_note_preload(e);
+	return 0;
+}
+
+int engine_session_run(struct engine_caller *cl, struct engine_session *e, const char *code,
+		       size_t len, const struct session_exec_opts *eo, json_t *args,
+		       struct run_result *ret, struct engine_session_error *err)
+{
+	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC, .session = e->id,
+					   .has_lang = true, .lang = engine_lang_of_session(e->lang),
+					   .code = code, .code_len = len, .args = args };
+	struct exec_arg x = { e->lang, eo->timeout_s };
+	struct approval_note an;
+	uint64_t t0 = now_ns();
+	int r;
+
+	memset(err, 0, sizeof(*err));
+	memset(ret, 0, sizeof(*ret));
+	r = pipeline_check(cl, &rec, check_exec, &x, &an, err);
+	if (r == -EPERM) {
+		/* a refusal is a result too, naming the rule */
+		engine_verdict_result(&err->verdict, ret);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&e->lock);
+	r = run_locked(e, code, len, eo, ret, err);
+	pthread_mutex_unlock(&e->lock);
+	if (cl->client)
+		engine_release(cl->client, ACTION_SESSION_EXEC);
+	rec.duration_ms = (double)(now_ns() - t0) / 1e6;
+	rec.res = r == 0 ? ret : NULL;
+	rec.status = r == 0 ? NULL : "error";
+	record(cl, &rec);
+	return r;
 }
 
 int engine_session_interrupt(struct engine_caller *cl, struct engine_session *e, bool *ret_busy,

@@ -108,7 +108,7 @@ json_t *engine_session_json(struct engine_session *e);
  * call. */
 struct engine_caller {
 	struct engine_client *client; /* NULL: no policy (nothing checked or held) */
-	const char *name;	      /* the records' client without one */
+	const char *name; /* the records' client name (NULL: client's) */
 	enum engine_door door;
 	struct engine_audit *audit; /* NULL: no records */
 	const char *request_id;	    /* NULL: one is made per record */
@@ -158,6 +158,18 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
  * signals, a project's apply): 0, -EPERM or -EINPROGRESS. */
 int engine_session_check(struct engine_caller *cl, struct engine_session *e,
 			 enum engine_action a, struct engine_session_error *err);
+/* Run code in e through the pipeline: the policy (engine_check_exec:
+ * the language, the cell's timeout eo->timeout_s, the client's
+ * executions and rate; a person's approval through cl), the cell under
+ * e's lock (engine_session_exec: size, UTF-8 and NUL bytes checked
+ * first), the record (args: the call's arguments for it, borrowed, or
+ * NULL).  0 with *ret the result, a refusal by the policy included
+ * (status rejected, naming the rule); -EINPROGRESS (held, no result),
+ * -ESRCH (e was closed), -EBUSY (e is being restarted), another -errno
+ * (the session cannot go on): err says so. */
+int engine_session_run(struct engine_caller *cl, struct engine_session *e, const char *code,
+		       size_t len, const struct session_exec_opts *eo, json_t *args,
+		       struct run_result *ret, struct engine_session_error *err);
 /* Interrupt what runs in e; *ret_busy: something ran. */
 int engine_session_interrupt(struct engine_caller *cl, struct engine_session *e, bool *ret_busy,
 			     struct engine_session_error *err);

@@ -273,6 +273,9 @@ static int run_in_session(struct engine_session *e, struct mcp_tools *t, const s
 {
 	struct session_exec_opts eo = { .timeout_s = a->timeout_s, .live_stdout = -1,
 					 .live_stderr = -1, .stop_fd = t->cfg.stop_fd, .hangup_fd = -1 };
+	struct engine_session_error err;
+	struct engine_caller cl;
+	json_t *args;
 	int k;
 
 	if (a->has_seed)
@@ -281,23 +284,18 @@ static int run_in_session(struct engine_session *e, struct mcp_tools *t, const s
 	if (a->language && strcmp(a->language, lang_name(e)) != 0)
 		return buf_printf(msg, "session '%s' runs %s, not %s: leave out language, or create a %s session",
 				  e->id, lang_name(e), a->language, a->language), -EINVAL;
-	if (t->cfg.client &&
-	    engine_check_exec(t->cfg.client, DOOR_MCP, e->lang, a->timeout_s, &t->verdict) < 0) {
-		engine_verdict_result(&t->verdict, res);
-		return 0;
-	}
-	pthread_mutex_lock(&e->lock);
-	engine_session_drain(e);
-	k = e->s ? engine_session_exec(e->s, a->code, a->code_len, &eo, res) : -ESRCH;
-	if (k == 0 && res->restarted)
-		engine_session_note_preload(e);
-	pthread_mutex_unlock(&e->lock);
-	if (t->cfg.client)
-		engine_release(t->cfg.client, ACTION_SESSION_EXEC);
-	engine_session_touch(e);
+	/* the engine's pipeline: the policy, the cell, the record */
+	caller(t, &cl);
+	args = json_pack("{s:f}", "timeout", a->timeout_s);
+	k = engine_session_run(&cl, e, a->code, a->code_len, &eo, args, res, &err);
+	json_decref(args);
+	if (cl.audit_err < 0)
+		log_msg(t, "warning", "cannot append to the audit log");
+	t->verdict = err.verdict;
+	if (!t->cfg.client)
+		t->verdict.allowed = true;
 	if (k < 0)
-		return buf_printf(msg, "the session '%s' cannot go on (%s): close it and create a new one",
-				  e->id, strerror(-k)), k;
+		return buf_puts(msg, err.message), k;
 	return 0;
 }
 
@@ -317,7 +315,8 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 	r = e ? run_in_session(e, t, a, &res, msg) : run_oneshot(t, a, &res, msg);
 	if (r < 0)
 		return r;
-	if (t->cfg.audit) {
+	/* a session's run was recorded by the engine */
+	if (t->cfg.audit && !e) {
 		struct engine_audit_record rec = {
 			.client = audit_client(t), .session = e ? e->id : NULL, .door = DOOR_MCP,
 			.action = e ? ACTION_SESSION_EXEC : ACTION_RUN, .has_lang = true,

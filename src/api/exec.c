@@ -230,6 +230,11 @@ static void on_hangup(void *userdata)
 	api_metrics_add(&j->srv->metrics, &j->srv->metrics.disconnects);
 }
 
+static bool claim_cb(void *cls)
+{
+	return job_claim(cls);
+}
+
 static void run_in_session(struct exec_job *j)
 {
 	struct engine_session *e = j->entry;
@@ -243,36 +248,25 @@ static void run_in_session(struct exec_job *j)
 		.on_hangup = on_hangup,
 		.userdata = j,
 	};
-	int k;
+	struct engine_session_error err;
+	int k = engine_session_cell(e, j->req.code, j->req.code_len, &eo, claim_cb, j, &j->res,
+				    &err);
 
-	pthread_mutex_lock(&e->lock);
-	engine_session_drain(e);
-	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
-		api_error_set(&j->err, 404, "session_not_found", "the session '%s' was deleted", e->id);
-		j->has_err = true;
-	} else if (__atomic_load_n(&e->restarting, __ATOMIC_SEQ_CST)) {
-		api_error_set(&j->err, 409, "session_restarting",
-			      "the session is being restarted: run the code again");
-		j->has_err = true;
-	} else if (job_claim(j)) {
-		__atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
-		k = engine_session_exec(e->s, j->req.code, j->req.code_len, &eo, &j->res);
-		__atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
-		engine_session_touch(e);
-		if (k < 0) {
-			run_result_release(&j->res);
-			api_error_set(&j->err, 500, "session_failed",
-				      "the session cannot go on (%s): delete it and create a new one",
-				      strerror(-k));
-			j->has_err = true;
-			api_metrics_add(&j->srv->metrics, &j->srv->metrics.session_failures);
-		} else {
-			j->has_res = true;
-			if (j->res.restarted)
-				engine_session_note_preload(e);
-		}
+	if (k == 0) {
+		j->has_res = true;
+		return;
 	}
-	pthread_mutex_unlock(&e->lock);
+	if (k == -ECANCELED)
+		return; /* job_claim said why */
+	if (k == -ESRCH || k == -EBUSY) {
+		api_error_set(&j->err, err.http, err.code, "%s", err.message);
+	} else {
+		api_error_set(&j->err, 500, "session_failed",
+			      "the session cannot go on (%s): delete it and create a new one",
+			      strerror(-k));
+		api_metrics_add(&j->srv->metrics, &j->srv->metrics.session_failures);
+	}
+	j->has_err = true;
 }
 
 static void run_oneshot(struct exec_job *j)

@@ -563,37 +563,42 @@ static int check_exec(struct engine_caller *cl, void *arg, struct engine_verdict
 	return engine_check_exec(cl->client, cl->door, x->lang, x->timeout_s, v);
 }
 
-/* Under e->lock: the cell, unless e is gone or restarting. */
-static int run_locked(struct engine_session *e, const char *code, size_t len,
-		      const struct session_exec_opts *eo, struct run_result *ret,
-		      struct engine_session_error *err)
+int engine_session_cell(struct engine_session *e, const char *code, size_t len,
+			const struct session_exec_opts *eo, bool (*claim)(void *cls), void *cls,
+			struct run_result *ret, struct engine_session_error *err)
 {
-	int k;
+	int k = 0;
 
+	pthread_mutex_lock(&e->lock);
 	engine_session_drain(e);
 	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
-		err_set(err, 404, "session_not_found", "the session '%s' was closed", e->id);
-		return -ESRCH;
-	}
-	if (__atomic_load_n(&e->restarting, __ATOMIC_SEQ_CST)) {
+		err_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		k = -ESRCH;
+	} else if (__atomic_load_n(&e->restarting, __ATOMIC_SEQ_CST)) {
 		err_set(err, 409, "session_restarting",
 			"the session is being restarted: run the code again");
-		return -EBUSY;
+		k = -EBUSY;
+	} else if (claim && !claim(cls)) {
+		k = -ECANCELED;
+	}
+	if (k < 0) {
+		pthread_mutex_unlock(&e->lock);
+		return k;
 	}
 	__atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
 	k = engine_session_exec(e->s, code, len, eo, ret);
 	__atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
 	engine_session_touch(e);
+	if (k == 0 && ret->restarted)
+		engine_session_note_preload(e);
+	pthread_mutex_unlock(&e->lock);
 	if (k < 0) {
 		run_result_release(ret);
 		err_set(err, 500, "session_failed",
 			"the session '%s' cannot go on (%s): close it and create a new one", e->id,
 			strerror(-k));
-		return k;
 	}
-	if (ret->restarted)
-		engine_session_note_preload(e);
-	return 0;
+	return k;
 }
 
 int engine_session_run(struct engine_caller *cl, struct engine_session *e, const char *code,
@@ -618,9 +623,7 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 	}
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&e->lock);
-	r = run_locked(e, code, len, eo, ret, err);
-	pthread_mutex_unlock(&e->lock);
+	r = engine_session_cell(e, code, len, eo, NULL, NULL, ret, err);
 	if (cl->client)
 		engine_release(cl->client, ACTION_SESSION_EXEC);
 	rec.duration_ms = (double)(now_ns() - t0) / 1e6;

@@ -170,6 +170,15 @@ int engine_session_check(struct engine_caller *cl, struct engine_session *e,
 int engine_session_run(struct engine_caller *cl, struct engine_session *e, const char *code,
 		       size_t len, const struct session_exec_opts *eo, json_t *args,
 		       struct run_result *ret, struct engine_session_error *err);
+/* The cell alone, after the door's own check (the server's, which
+ * answers before a stream starts): under e's lock, what runs is
+ * drained of earlier stop records, e's state checked, then claim(cls)
+ * (NULL: none; false: -ECANCELED, err untouched) says whether it may
+ * still start.  0 with *ret, or -ESRCH, -EBUSY (restarting) or the
+ * session's -errno (err says so; *ret released). */
+int engine_session_cell(struct engine_session *e, const char *code, size_t len,
+			const struct session_exec_opts *eo, bool (*claim)(void *cls), void *cls,
+			struct run_result *ret, struct engine_session_error *err);
 /* Interrupt what runs in e; *ret_busy: something ran. */
 int engine_session_interrupt(struct engine_caller *cl, struct engine_session *e, bool *ret_busy,
 			     struct engine_session_error *err);

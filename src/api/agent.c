@@ -20,7 +20,12 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "api/internal.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "api/text.h"
+#include "engine/sessions.h"
 #include "engine/audit.h"
 #include "engine/engine.h"
 #include "engine/policy.h"
@@ -105,7 +110,7 @@ static void job_stop(struct agent_job *j)
 static void job_free(struct agent_job *j)
 {
 	if (j->reserved)
-		api_registry_unreserve(&j->srv->reg);
+		engine_sessions_unreserve(&j->srv->reg);
 	if (j->holds_session)
 		engine_release(j->client, ACTION_SESSION_CREATE);
 	if (j->stop[0] >= 0)
@@ -311,7 +316,7 @@ enum MHD_Result api_handle_agent(struct api_call *c)
 		job_free(j);
 		return api_respond_error(c, &e);
 	}
-	if (api_registry_reserve(&c->srv->reg) < 0) {
+	if (engine_sessions_reserve(&c->srv->reg) < 0) {
 		job_free(j);
 		return api_respond_errorf(c, 429, "too_many_sessions",
 					  "the server runs --max-sessions sessions already: try "

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/server.h"
 #include "engine/approval.h"
 #include "util/banned.h"
 

@@ -8,7 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "engine/sessions.h"
 #include "engine/policy.h"
 #include "session/changes.h"
 #include "util/macro.h"
@@ -19,10 +22,10 @@
 #define DIGEST_TEXT_MAX (64u << 20) /* of the diff the digest is taken over */
 
 /* The session, locked, with a project: 0; else answered in *ret. */
-static int locked_project(struct api_call *c, struct api_session **ret_e,
+static int locked_project(struct api_call *c, struct engine_session **ret_e,
 			  struct changes_base **ret_b, int *ret_up, enum MHD_Result *ret)
 {
-	struct api_session *e = api_call_session(c, ret);
+	struct engine_session *e = api_call_session(c, ret);
 
 	if (!e)
 		return -ENOENT;
@@ -43,14 +46,14 @@ static int locked_project(struct api_call *c, struct api_session **ret_e,
 		return 0;
 	}
 	pthread_mutex_unlock(&e->lock);
-	api_session_unref(e);
+	engine_session_unref(e);
 	return -EPERM;
 }
 
-static void unlock_project(struct api_session *e)
+static void unlock_project(struct engine_session *e)
 {
 	pthread_mutex_unlock(&e->lock);
-	api_session_unref(e);
+	engine_session_unref(e);
 }
 
 /* changes_list() failed with r. */
@@ -81,7 +84,7 @@ enum MHD_Result api_handle_changes(struct api_call *c)
 {
 	const char *q = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "max_bytes");
 	uint64_t max = CHANGES_DIFF_MAX;
-	struct api_session *e;
+	struct engine_session *e;
 	struct changes_base *b;
 	struct change_list l;
 	struct buf diff;
@@ -190,7 +193,7 @@ static enum MHD_Result apply_locked(struct api_call *c, int up, struct changes_b
 
 enum MHD_Result api_handle_changes_apply(struct api_call *c)
 {
-	struct api_session *e;
+	struct engine_session *e;
 	struct changes_base *b;
 	char want[2 * SHA256_LEN + 1];
 	enum MHD_Result ret;
@@ -205,11 +208,19 @@ enum MHD_Result api_handle_changes_apply(struct api_call *c)
 		return ret;
 	/* the policy: "apply" may need a person's approval, which names the
 	 * session and changes_sha256 (the body) */
-	if (api_check_action(c, e, ACTION_APPLY, &ret) < 0) {
-		api_session_unref(e);
-		return ret;
+	{
+		struct engine_session_error err;
+		struct engine_caller cl;
+		int k;
+
+		api_caller(c, &cl);
+		k = engine_session_check(&cl, e, ACTION_APPLY, &err);
+		if (k < 0) {
+			engine_session_unref(e);
+			return api_session_refused(c, &cl, k, &err);
+		}
 	}
-	api_session_unref(e);
+	engine_session_unref(e);
 	if (locked_project(c, &e, &b, &up, &ret) < 0)
 		return ret;
 	ret = apply_locked(c, up, b, want);
@@ -220,7 +231,7 @@ enum MHD_Result api_handle_changes_apply(struct api_call *c)
 enum MHD_Result api_handle_changes_discard(struct api_call *c)
 {
 	struct ws_owner o = { .chown = geteuid() == 0 };
-	struct api_session *e;
+	struct engine_session *e;
 	struct changes_base *b;
 	struct change_list l;
 	enum MHD_Result ret;

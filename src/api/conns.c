@@ -16,7 +16,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "api/internal.h"
+#include "api/conns.h"
+#include "api/server.h"
 #include "util/banned.h"
 
 #define WATCHDOG_TICK_MS 250

@@ -11,6 +11,11 @@
 #include <time.h>
 
 #include "api/e2b_internal.h"
+#include "api/handlers.h"
+#include "api/metrics.h"
+#include "api/policy.h"
+#include "api/text.h"
+#include "api/e2b.h"
 #include "engine/limits.h"
 #include "util/timeutil.h"
 #include "util/macro.h"
@@ -65,7 +70,7 @@ int api_e2b_init(struct api_server *srv)
 
 static void e2b_sandbox_free(struct e2b_sandbox *sb)
 {
-	api_session_unref(sb->entry);
+	engine_session_unref(sb->entry);
 	json_decref(sb->metadata);
 	free(sb);
 }
@@ -114,7 +119,8 @@ static void unlink_sandbox(struct e2b_state *st, struct e2b_sandbox *sb)
 /* End the sandbox's session and free it (out of the table already). */
 static void e2b_sandbox_end(struct api_server *srv, struct e2b_sandbox *sb)
 {
-	api_session_delete(srv, sb->entry);
+	if (engine_session_close(&srv->reg, NULL, sb->entry))
+		api_metrics_add(&srv->metrics, &srv->metrics.sessions_deleted);
 	e2b_sandbox_free(sb);
 }
 
@@ -663,17 +669,17 @@ void e2b_abs_path(const char *rel, char *out, size_t n)
 
 /* ---- the sandbox of a request ---- */
 
-struct api_session *e2b_sandbox_session(struct api_call *c, enum MHD_Result *ret)
+struct engine_session *e2b_sandbox_session(struct api_call *c, enum MHD_Result *ret)
 {
 	struct e2b_state *st = c->srv->e2b;
-	struct api_session *e = NULL;
+	struct engine_session *e = NULL;
 	struct e2b_sandbox *sb;
 
 	pthread_mutex_lock(&st->lock);
 	sb = e2b_find(st, c->e2b->id);
 	if (sb) {
 		e = sb->entry;
-		api_session_ref(e);
+		engine_session_ref(e);
 	}
 	pthread_mutex_unlock(&st->lock);
 	if (!e)
@@ -782,8 +788,9 @@ static bool template_known(const char *t)
 	       !strcmp(t, "base");
 }
 
-/* -ECANCELED: the policy refused the sandbox, and *refused holds the
- * answer already given (in E2B's shape). */
+/* -ECANCELED: the engine refused the sandbox (the policy) or could not
+ * start it, and *refused holds the answer already given (in E2B's
+ * shape). */
 static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **ret,
 			struct api_error *e, enum MHD_Result *refused)
 {
@@ -793,7 +800,6 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 	char *env[SESSION_MAX_ENV + 1] = { 0 };
 	uint64_t timeout_s = E2B_TIMEOUT_DEFAULT_S;
 	struct e2b_sandbox *sb = NULL;
-	struct session_opts so;
 	size_t n_env = 0;
 	json_t *meta = NULL;
 	int r;
@@ -816,35 +822,36 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 	if (r == 0 && (srv->token || engine_policies_has_clients(srv->policies)) &&
 	    random_hex(sb->access, API_ID_LEN / 2) < 0)
 		r = api_error_set(e, 500, "internal", "no random bytes for the access token");
-	if (r == 0 && api_registry_reserve(&srv->reg) < 0)
-		r = api_error_set(e, 429, "too_many_sessions",
-				  "%u sandboxes and sessions are open, the most this server allows (--max-sessions): kill one first",
-				  srv->cfg.max_sessions);
 	if (r == 0) {
-		session_opts_init(&so);
-		so.preload = srv->preload;
-		so.pool = srv->pool;
-		so.env = n_env ? (const char *const *)env : NULL;
+		struct engine_session_spec spec = { 0 };
+		struct engine_session_error err;
+		struct engine_caller cl;
+
+		session_opts_init(&spec.so);
+		spec.so.preload = srv->preload;
+		spec.so.pool = srv->pool;
+		spec.so.env = n_env ? (const char *const *)env : NULL;
 		/* a cell runs until the sandbox's end; its client's timeout
 		 * (runCode's timeoutMs) ends it sooner by going away */
-		so.limits.timeout_s = engine_limits[LIMIT_TIMEOUT].ceiling;
-		so.idle_timeout_s = 0; /* the sandbox's timeout ends it (api_e2b_sweep) */
-		/* the same policy check as POST /v1/sessions: the SDK asks
-		 * for no limit, so ceilings lower the defaults; the client's
-		 * session slot goes back with the entry */
-		struct api_request none = { 0 };
-		struct engine_verdict v = { 0 };
-		uint64_t t0 = now_ns();
-
-		if (api_check_session(c, &so, &none, &v, refused) < 0) {
+		spec.so.limits.timeout_s = engine_limits[LIMIT_TIMEOUT].ceiling;
+		spec.so.idle_timeout_s = 0; /* the sandbox's timeout ends it (api_e2b_sweep) */
+		/* the same pipeline as POST /v1/sessions: the SDK asks for no
+		 * limit, so ceilings lower the defaults; the client's session
+		 * slot goes back with the entry */
+		api_caller(c, &cl);
+		r = engine_session_new(&srv->reg, &cl, &spec, &sb->entry, &err);
+		if (err.start_failed)
+			api_metrics_add(&srv->metrics, &srv->metrics.session_failures);
+		if (r == -EBUSY) {
+			r = api_error_set(e, 429, "too_many_sessions",
+					  "%u sandboxes and sessions are open, the most this server allows (--max-sessions): kill one first",
+					  srv->cfg.max_sessions);
+		} else if (r < 0) {
+			*refused = api_session_refused(c, &cl, r, &err);
 			r = -ECANCELED;
 		} else {
-			r = api_session_create(srv, &so, c->client, &sb->entry, e);
-			api_audit_session_create(c, r < 0 ? NULL : sb->entry->id, &so,
-						 r < 0 ? "error" : "ok", t0);
+			api_metrics_add(&srv->metrics, &srv->metrics.sessions_created);
 		}
-		if (r < 0)
-			api_registry_unreserve(&srv->reg);
 	}
 	for (size_t i = 0; i < n_env; i++)
 		free(env[i]);
@@ -1021,11 +1028,11 @@ static enum MHD_Result handle_sandbox(struct api_call *c)
 static enum MHD_Result handle_health(struct api_call *c)
 {
 	enum MHD_Result ret;
-	struct api_session *e = e2b_sandbox_session(c, &ret);
+	struct engine_session *e = e2b_sandbox_session(c, &ret);
 
 	if (!e)
 		return ret;
-	api_session_unref(e);
+	engine_session_unref(e);
 	if (c->e2b->port == 49983)
 		return e2b_respond_empty(c, 204);
 	return api_respond_json(c, 200, json_pack("{s:s}", "status", "ok"));

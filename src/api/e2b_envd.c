@@ -24,6 +24,10 @@
 
 #include "api/connect.h"
 #include "api/e2b_internal.h"
+#include "api/files.h"
+#include "api/policy.h"
+#include "api/text.h"
+#include "api/e2b.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/macro.h"
@@ -48,9 +52,9 @@ static enum MHD_Result fs_error(struct api_call *c, int err, const char *what, c
 }
 
 /* The sandbox's session and workspace, locked: 0, or answered. */
-static int ws_lock(struct api_call *c, struct api_session **ret_e, struct engine_ws *w, enum MHD_Result *ret)
+static int ws_lock(struct api_call *c, struct engine_session **ret_e, struct engine_ws *w, enum MHD_Result *ret)
 {
-	struct api_session *e = e2b_sandbox_session(c, ret);
+	struct engine_session *e = e2b_sandbox_session(c, ret);
 	int r;
 
 	if (!e)
@@ -59,7 +63,7 @@ static int ws_lock(struct api_call *c, struct api_session **ret_e, struct engine
 	r = api_ws_of(e, w);
 	if (r < 0) {
 		pthread_mutex_unlock(&e->lock);
-		api_session_unref(e);
+		engine_session_unref(e);
 		*ret = api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", c->e2b->id);
 		return r;
 	}
@@ -67,10 +71,10 @@ static int ws_lock(struct api_call *c, struct api_session **ret_e, struct engine
 	return 0;
 }
 
-static void ws_unlock(struct api_session *e)
+static void ws_unlock(struct engine_session *e)
 {
 	pthread_mutex_unlock(&e->lock);
-	api_session_unref(e);
+	engine_session_unref(e);
 }
 
 /* ---- uploads: POST /files ---- */
@@ -231,7 +235,7 @@ static void mp_next_part(struct api_call *c)
 {
 	struct e2b_call *x = c->e2b;
 	struct e2b_multipart *m = &x->mp;
-	struct api_session *e;
+	struct engine_session *e;
 	bool replaced;
 	int r;
 
@@ -243,7 +247,7 @@ static void mp_next_part(struct api_call *c)
 		upload_fail(x, "a part names the workspace itself: name a file");
 		return;
 	}
-	e = api_registry_get(&c->srv->reg, c->route.session_id);
+	e = engine_sessions_get(&c->srv->reg, c->route.session_id);
 	r = e ? 0 : -ESRCH;
 	if (e) {
 		/* POST /v1's check of an upload, each part its own; a refusal
@@ -257,7 +261,7 @@ static void mp_next_part(struct api_call *c)
 	}
 	if (r == 0)
 		r = api_upload_finish(c, e, &replaced);
-	api_session_unref(e);
+	engine_session_unref(e);
 	if (r == -EPERM) {
 		x->upload_err = r;
 		api_upload_release(c);
@@ -327,7 +331,7 @@ void e2b_upload_data(struct api_call *c, const char *data, size_t len)
 static enum MHD_Result files_post(struct api_call *c)
 {
 	struct e2b_call *x = c->e2b;
-	struct api_session *e;
+	struct engine_session *e;
 	enum MHD_Result ret;
 	bool replaced = false;
 	char abs[API_PATH_MAX + 32];
@@ -352,12 +356,12 @@ static enum MHD_Result files_post(struct api_call *c)
 	/* PUT /v1/sessions/{id}/files' check: the file's size against the
 	 * policy's max_file, the client's rate, approvals */
 	if (api_check_file(c, e, ACTION_WRITE_FILE, c->upload.u.size, &ret) < 0) {
-		api_session_unref(e);
+		engine_session_unref(e);
 		api_upload_release(c);
 		return ret;
 	}
 	r = api_upload_finish(c, e, &replaced);
-	api_session_unref(e);
+	engine_session_unref(e);
 	if (r < 0)
 		return fs_error(c, r, "write", c->route.path);
 	if (!x->written)
@@ -381,7 +385,7 @@ static enum MHD_Result files_post(struct api_call *c)
 static enum MHD_Result files_get(struct api_call *c)
 {
 	char path[API_PATH_MAX + 64];
-	struct api_session *e;
+	struct engine_session *e;
 	struct api_error err;
 	struct engine_ws w;
 	struct stat st;
@@ -506,7 +510,7 @@ static enum MHD_Result fs_listdir(struct api_call *c, json_t *body, const struct
 {
 	json_t *jd = json_object_get(body, "depth"), *arr;
 	struct engine_files_listing l = { .depth = 1 };
-	struct api_session *e;
+	struct engine_session *e;
 	struct engine_ws w;
 	enum MHD_Result ret;
 	int k;
@@ -560,7 +564,7 @@ static enum MHD_Result entry_answer(struct api_call *c, const struct engine_ws *
 static int fs_check(struct api_call *c, enum e2b_route route, const struct api_route *r,
 		    const struct api_route *to, enum MHD_Result *ret)
 {
-	struct api_session *e = e2b_sandbox_session(c, ret);
+	struct engine_session *e = e2b_sandbox_session(c, ret);
 	int k;
 
 	if (!e)
@@ -571,7 +575,7 @@ static int fs_check(struct api_call *c, enum e2b_route route, const struct api_r
 	k = route == E2B_R_FS_MAKEDIR ? api_check_file(c, e, ACTION_WRITE_FILE, 0, ret)
 	    : route == E2B_R_FS_MOVE  ? api_check_file_to(c, e, ACTION_DELETE_FILE, 0, to->path, ret)
 				      : api_check_file(c, e, ACTION_DELETE_FILE, 0, ret);
-	api_session_unref(e);
+	engine_session_unref(e);
 	return k;
 }
 
@@ -579,7 +583,7 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 {
 	enum e2b_route route = c->e2b->route;
 	struct api_route r, to;
-	struct api_session *e;
+	struct engine_session *e;
 	struct api_error err;
 	struct engine_ws w;
 	enum MHD_Result ret;
@@ -648,7 +652,7 @@ static char *base64(const char *s, size_t n)
 }
 
 /* Run a helper call in the sandbox's kernel: 0 and *res, or -errno. */
-static int helper(struct api_session *e, const char *call, struct run_result *res)
+static int helper(struct engine_session *e, const char *call, struct run_result *res)
 {
 	char *cell = e2b_helper_cell(call);
 	int r;
@@ -662,7 +666,7 @@ static int helper(struct api_session *e, const char *call, struct run_result *re
 
 struct proc_stream {
 	struct api_server *srv;
-	struct api_session *e;
+	struct engine_session *e;
 	/* a command started here (not a stream reattached): the policy's
 	 * execution slot it holds, and its audit record at the end */
 	struct engine_client *client;
@@ -885,7 +889,7 @@ static void proc_free(void *cls)
 	struct proc_stream *p = cls;
 
 	command_done(p);
-	api_session_unref(p->e);
+	engine_session_unref(p->e);
 	buf_release(&p->out);
 	free(p);
 }
@@ -1002,7 +1006,7 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	const unsigned char *msg;
 	const char *why;
 	struct proc_stream *p;
-	struct api_session *e = NULL;
+	struct engine_session *e = NULL;
 	struct run_result res;
 	enum MHD_Result ret;
 	char call[64];
@@ -1030,7 +1034,7 @@ static enum MHD_Result proc_connect(struct api_call *c)
 
 		if (sb) {
 			e = sb->entry;
-			api_session_ref(e);
+			engine_session_ref(e);
 		}
 	}
 	pthread_mutex_unlock(&c->srv->e2b->lock);
@@ -1041,14 +1045,14 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	}
 	snprintf(call, sizeof(call), "has(%u)", p->pid);
 	if (helper(e, call, &res) < 0) {
-		api_session_unref(e);
+		engine_session_unref(e);
 		free(p);
 		return stream_errorf(c, 502, "the sandbox '%s' was killed", c->e2b->id);
 	}
 	known = e2b_cell_text(&res) && !strcmp(e2b_cell_text(&res), "True");
 	run_result_release(&res);
 	if (!known) {
-		api_session_unref(e);
+		engine_session_unref(e);
 		ret = stream_errorf(c, 404, "no process %u in the sandbox", p->pid);
 		free(p);
 		return ret;
@@ -1089,16 +1093,16 @@ static char *command_text(json_t *req)
 
 /* The sandbox of the request with a new reference to its session, or
  * NULL. */
-static struct api_session *sandbox_ref(struct api_call *c)
+static struct engine_session *sandbox_ref(struct api_call *c)
 {
-	struct api_session *e = NULL;
+	struct engine_session *e = NULL;
 	struct e2b_sandbox *sb;
 
 	pthread_mutex_lock(&c->srv->e2b->lock);
 	sb = e2b_find(c->srv->e2b, c->e2b->id);
 	if (sb) {
 		e = sb->entry;
-		api_session_ref(e);
+		engine_session_ref(e);
 	}
 	pthread_mutex_unlock(&c->srv->e2b->lock);
 	return e;
@@ -1199,7 +1203,7 @@ static enum MHD_Result proc_signal(struct api_call *c, json_t *body)
 {
 	json_t *proc = json_object_get(body, "process"), *pid = json_object_get(proc, "pid"),
 	       *sig = json_object_get(body, "signal");
-	struct api_session *e;
+	struct engine_session *e;
 	struct run_result res;
 	enum MHD_Result ret;
 	const char *t;
@@ -1219,13 +1223,21 @@ static enum MHD_Result proc_signal(struct api_call *c, json_t *body)
 	if (!e)
 		return ret;
 	/* POST /v1/sessions/{id}/interrupt's check and record */
-	if (api_check_action(c, e, ACTION_SESSION_INTERRUPT, &ret) < 0) {
-		api_session_unref(e);
-		return ret;
+	{
+		struct engine_session_error err;
+		struct engine_caller cl;
+		int k;
+
+		api_caller(c, &cl);
+		k = engine_session_check(&cl, e, ACTION_SESSION_INTERRUPT, &err);
+		if (k < 0) {
+			engine_session_unref(e);
+			return api_session_refused(c, &cl, k, &err);
+		}
 	}
 	snprintf(call, sizeof(call), "kill(%d, %d)", (int)json_integer_value(pid), s);
 	r = helper(e, call, &res);
-	api_session_unref(e);
+	engine_session_unref(e);
 	if (r < 0)
 		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", c->e2b->id);
 	t = e2b_cell_text(&res);
@@ -1238,7 +1250,7 @@ static enum MHD_Result proc_signal(struct api_call *c, json_t *body)
 
 static enum MHD_Result proc_list(struct api_call *c)
 {
-	struct api_session *e;
+	struct engine_session *e;
 	struct run_result res;
 	enum MHD_Result ret;
 	const char *t;
@@ -1249,7 +1261,7 @@ static enum MHD_Result proc_list(struct api_call *c)
 	if (!e)
 		return ret;
 	r = helper(e, "list()", &res);
-	api_session_unref(e);
+	engine_session_unref(e);
 	if (r < 0)
 		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", c->e2b->id);
 	t = e2b_cell_text(&res);

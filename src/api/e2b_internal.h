@@ -3,7 +3,9 @@
 #ifndef CODECELL_API_E2B_INTERNAL_H
 #define CODECELL_API_E2B_INTERNAL_H
 
-#include "api/internal.h"
+#include "api/http.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 
 #define E2B_ENVD_VERSION "0.5.7" /* the SDKs take their current paths from 0.5.7 on */
 #define E2B_TIMEOUT_DEFAULT_S 300 /* a sandbox's life when create gives none (E2B's) */
@@ -26,7 +28,7 @@ struct e2b_ctx {
 
 struct e2b_sandbox {
 	char id[API_ID_LEN + 1]; /* its session's id */
-	struct api_session *entry; /* a reference */
+	struct engine_session *entry; /* a reference */
 	char template_id[64];
 	char access[API_ID_LEN + 1]; /* its access token, "" without a server token */
 	json_t *metadata;
@@ -111,7 +113,7 @@ struct e2b_call {
 struct e2b_sandbox *e2b_find(struct e2b_state *st, const char *id);
 /* The sandbox of the request's E2b-Sandbox-Id with a new reference to
  * its session, or NULL (answered: 502, as E2B's proxy does). */
-struct api_session *e2b_sandbox_session(struct api_call *c, enum MHD_Result *ret);
+struct engine_session *e2b_sandbox_session(struct api_call *c, enum MHD_Result *ret);
 /* A workspace path from the client's ("/home/user/a", "a", "/home/user")
  * into r->path; 0 or -EINVAL with e set (400: outside /home/user, ".."). */
 int e2b_path(const char *in, struct api_route *r, struct api_error *e);
@@ -150,7 +152,7 @@ char *e2b_helper_cell(const char *call);
 char *e2b_py_literal(const json_t *v);
 /* Run code as one cell in e's session, waiting for the lock; the result
  * in *res (release it).  0, -ESRCH (the session is gone), or -errno. */
-int e2b_cell(struct api_session *e, const char *code, double timeout_s, struct run_result *res);
+int e2b_cell(struct engine_session *e, const char *code, double timeout_s, struct run_result *res);
 /* The text/plain of the cell's main result, or NULL. */
 const char *e2b_cell_text(const struct run_result *res);
 

@@ -14,6 +14,8 @@
 #include <sys/random.h>
 
 #include "api/e2b_internal.h"
+#include "api/exec.h"
+#include "api/policy.h"
 #include "util/banned.h"
 
 static int lang_parse(const char *s, enum e2b_lang *ret)
@@ -154,7 +156,7 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 	enum e2b_lang lang = E2B_PYTHON;
 	struct api_request req;
 	struct api_error e;
-	struct api_session *entry = NULL;
+	struct engine_session *entry = NULL;
 	struct e2b_sandbox *sb;
 	struct e2b_ctx *x = NULL;
 	enum MHD_Result ret;
@@ -187,7 +189,7 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 	if (x) {
 		lang = x->lang;
 		entry = sb->entry;
-		api_session_ref(entry);
+		engine_session_ref(entry);
 		c->e2b->count = ++sb->executions;
 		cell = cell_code(x, code, env);
 	}
@@ -196,7 +198,7 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 		goto fail;
 	json_decref(body);
 	if (!cell) {
-		api_session_unref(entry);
+		engine_session_unref(entry);
 		return api_respond_errorf(c, 500, "internal", "out of memory");
 	}
 	memset(&req, 0, sizeof(req));
@@ -208,7 +210,7 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 	c->wants_ndjson = true;
 	ret = api_exec(c, entry, &req); /* takes req */
 	api_request_release(&req);
-	api_session_unref(entry);
+	engine_session_unref(entry);
 	return ret;
 fail:
 	json_decref(body);
@@ -258,28 +260,9 @@ fail:
 	return api_respond_error(c, &e);
 }
 
-/* Restart the main context: a fresh kernel, the same workspace (as
- * POST /v1/sessions/{id}/restart). */
-static int restart_kernel(struct api_session *e)
-{
-	int r = -ESRCH;
-
-	__atomic_add_fetch(&e->restarting, 1, __ATOMIC_SEQ_CST);
-	api_session_signal(e, SIGINT);
-	pthread_mutex_lock(&e->lock);
-	api_session_drain(e);
-	__atomic_sub_fetch(&e->restarting, 1, __ATOMIC_SEQ_CST);
-	if (e->s && !__atomic_load_n(&e->dying, __ATOMIC_SEQ_CST))
-		r = session_restart(e->s);
-	if (r == 0)
-		api_session_note_preload(e);
-	pthread_mutex_unlock(&e->lock);
-	return r;
-}
-
 /* Drop another context's state in the helper (its namespace, its node
  * process). */
-static int forget_ctx(struct api_session *e, const char *id)
+static int forget_ctx(struct engine_session *e, const char *id)
 {
 	json_t *jid = json_string(id);
 	char *lit = e2b_py_literal(jid), *call = NULL, *cell = NULL;
@@ -302,7 +285,7 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 {
 	struct e2b_state *st = c->srv->e2b;
 	enum e2b_route route = c->e2b->route;
-	struct api_session *entry = NULL;
+	struct engine_session *entry = NULL;
 	struct e2b_sandbox *sb;
 	struct e2b_ctx *x = NULL;
 	bool main = false;
@@ -320,7 +303,7 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 	} else if (sb && (x = ctx_find(sb, c->e2b->ctx))) {
 		main = x->main;
 		entry = sb->entry;
-		api_session_ref(entry);
+		engine_session_ref(entry);
 		if (route == E2B_R_CTX_DELETE && !main) {
 			*x = sb->ctx[--sb->n_ctx];
 			memset(&sb->ctx[sb->n_ctx], 0, sizeof(sb->ctx[0]));
@@ -336,22 +319,25 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 	if (!x)
 		return api_respond_errorf(c, 404, "context_not_found", "context '%s' not found", c->e2b->ctx);
 	if (route == E2B_R_CTX_DELETE && main) {
-		api_session_unref(entry);
+		engine_session_unref(entry);
 		return api_respond_errorf(c, 400, "invalid_value",
 					  "the default Python context cannot be deleted (kill the sandbox, or restart the context)");
 	}
 	/* restarting the default context restarts the kernel: POST
-	 * /v1/sessions/{id}/restart's check and record */
+	 * /v1/sessions/{id}/restart's pipeline */
 	if (main) {
-		enum MHD_Result ret;
+		struct engine_session_error err;
+		struct engine_caller cl;
 
-		if (api_check_action(c, entry, ACTION_SESSION_RESTART, &ret) < 0) {
-			api_session_unref(entry);
-			return ret;
-		}
+		api_caller(c, &cl);
+		r = engine_session_restart(&cl, entry, &err);
+		engine_session_unref(entry);
+		if (r == -EPERM || r == -EINPROGRESS)
+			return api_session_refused(c, &cl, r, &err);
+	} else {
+		r = forget_ctx(entry, c->e2b->ctx);
+		engine_session_unref(entry);
 	}
-	r = main ? restart_kernel(entry) : forget_ctx(entry, c->e2b->ctx);
-	api_session_unref(entry);
 	if (r == -ESRCH)
 		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", c->e2b->id);
 	if (r < 0)

@@ -42,7 +42,7 @@ char *e2b_helper_cell(const char *call)
 	return code;
 }
 
-int e2b_cell(struct api_session *e, const char *code, double timeout_s, struct run_result *res)
+int e2b_cell(struct engine_session *e, const char *code, double timeout_s, struct run_result *res)
 {
 	struct session_exec_opts eo = {
 		.timeout_s = timeout_s,
@@ -55,7 +55,7 @@ int e2b_cell(struct api_session *e, const char *code, double timeout_s, struct r
 
 	memset(res, 0, sizeof(*res));
 	pthread_mutex_lock(&e->lock);
-	api_session_drain(e);
+	engine_session_drain(e);
 	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
 		pthread_mutex_unlock(&e->lock);
 		return -ESRCH;
@@ -63,9 +63,9 @@ int e2b_cell(struct api_session *e, const char *code, double timeout_s, struct r
 	__atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
 	r = engine_session_exec(e->s, code, strlen(code), &eo, res);
 	__atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
-	api_session_touch(e);
+	engine_session_touch(e);
 	if (r == 0 && res->restarted)
-		api_session_note_preload(e);
+		engine_session_note_preload(e);
 	pthread_mutex_unlock(&e->lock);
 	return r;
 }

@@ -22,7 +22,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/e2b.h"
+#include "api/exec.h"
+#include "api/http.h"
+#include "api/metrics.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "api/text.h"
+#include "engine/sessions.h"
 #include "engine/engine.h"
 #include "util/buf.h"
 #include "util/macro.h"
@@ -41,7 +48,7 @@
 
 struct exec_job {
 	struct api_server *srv;
-	struct api_session *entry; /* a reference; NULL: one-shot */
+	struct engine_session *entry; /* a reference; NULL: one-shot */
 	struct api_request req;	   /* owned */
 	bool stream;
 	bool e2b; /* events in E2B's shape (e2b.h) */
@@ -92,37 +99,63 @@ struct exec_job {
 
 /* ---- the job list (shutdown stops them all) ---- */
 
+/* Every execution in flight of a server, to stop at shutdown. */
+struct api_jobs {
+	pthread_mutex_t lock;
+	struct exec_job *head;
+	bool stopping; /* api_jobs_stop_all was called: no new job */
+};
+
+int api_jobs_new(struct api_jobs **ret)
+{
+	struct api_jobs *js = calloc(1, sizeof(*js));
+
+	if (!js)
+		return -ENOMEM;
+	pthread_mutex_init(&js->lock, NULL);
+	*ret = js;
+	return 0;
+}
+
+void api_jobs_free(struct api_jobs *js)
+{
+	if (!js)
+		return;
+	pthread_mutex_destroy(&js->lock);
+	free(js);
+}
+
 static int job_register(struct exec_job *j)
 {
-	struct api_server *srv = j->srv;
+	struct api_jobs *js = j->srv->jobs;
 	int r = 0;
 
-	pthread_mutex_lock(&srv->lock);
-	if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST)) {
+	pthread_mutex_lock(&js->lock);
+	if (js->stopping || __atomic_load_n(&j->srv->stopping, __ATOMIC_SEQ_CST)) {
 		r = -ESHUTDOWN;
 	} else {
-		j->next = srv->jobs;
-		if (srv->jobs)
-			srv->jobs->prev = j;
-		srv->jobs = j;
+		j->next = js->head;
+		if (js->head)
+			js->head->prev = j;
+		js->head = j;
 	}
-	pthread_mutex_unlock(&srv->lock);
+	pthread_mutex_unlock(&js->lock);
 	return r;
 }
 
 static void job_unregister(struct exec_job *j)
 {
-	struct api_server *srv = j->srv;
+	struct api_jobs *js = j->srv->jobs;
 
-	pthread_mutex_lock(&srv->lock);
+	pthread_mutex_lock(&js->lock);
 	if (j->prev)
 		j->prev->next = j->next;
-	else if (srv->jobs == j)
-		srv->jobs = j->next;
+	else if (js->head == j)
+		js->head = j->next;
 	if (j->next)
 		j->next->prev = j->prev;
 	j->prev = j->next = NULL;
-	pthread_mutex_unlock(&srv->lock);
+	pthread_mutex_unlock(&js->lock);
 }
 
 /* A stop record to the job's execution: sig SIGINT interrupts a session's
@@ -130,7 +163,7 @@ static void job_unregister(struct exec_job *j)
 static void job_signal(struct exec_job *j, int sig)
 {
 	if (j->entry) {
-		api_session_signal(j->entry, sig);
+		engine_session_signal(j->entry, sig);
 	} else {
 		struct signalfd_siginfo si = { .ssi_signo = (uint32_t)sig };
 
@@ -140,12 +173,15 @@ static void job_signal(struct exec_job *j, int sig)
 	}
 }
 
-void api_exec_stop_all(struct api_server *srv)
+void api_jobs_stop_all(struct api_jobs *js)
 {
-	pthread_mutex_lock(&srv->lock);
-	for (struct exec_job *j = srv->jobs; j; j = j->next)
+	if (!js)
+		return;
+	pthread_mutex_lock(&js->lock);
+	js->stopping = true;
+	for (struct exec_job *j = js->head; j; j = j->next)
 		job_signal(j, SIGTERM);
-	pthread_mutex_unlock(&srv->lock);
+	pthread_mutex_unlock(&js->lock);
 }
 
 /* ---- the job's thread ---- */
@@ -194,9 +230,14 @@ static void on_hangup(void *userdata)
 	api_metrics_add(&j->srv->metrics, &j->srv->metrics.disconnects);
 }
 
+static bool claim_cb(void *cls)
+{
+	return job_claim(cls);
+}
+
 static void run_in_session(struct exec_job *j)
 {
-	struct api_session *e = j->entry;
+	struct engine_session *e = j->entry;
 	struct session_exec_opts eo = {
 		.timeout_s = j->req.timeout_s,
 		.live_stdout = j->stream ? j->live[0][1] : -1,
@@ -207,36 +248,25 @@ static void run_in_session(struct exec_job *j)
 		.on_hangup = on_hangup,
 		.userdata = j,
 	};
-	int k;
+	struct engine_session_error err;
+	int k = engine_session_cell(e, j->req.code, j->req.code_len, &eo, claim_cb, j, &j->res,
+				    &err);
 
-	pthread_mutex_lock(&e->lock);
-	api_session_drain(e);
-	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
-		api_error_set(&j->err, 404, "session_not_found", "the session '%s' was deleted", e->id);
-		j->has_err = true;
-	} else if (__atomic_load_n(&e->restarting, __ATOMIC_SEQ_CST)) {
-		api_error_set(&j->err, 409, "session_restarting",
-			      "the session is being restarted: run the code again");
-		j->has_err = true;
-	} else if (job_claim(j)) {
-		__atomic_store_n(&e->busy, 1, __ATOMIC_RELAXED);
-		k = engine_session_exec(e->s, j->req.code, j->req.code_len, &eo, &j->res);
-		__atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
-		api_session_touch(e);
-		if (k < 0) {
-			run_result_release(&j->res);
-			api_error_set(&j->err, 500, "session_failed",
-				      "the session cannot go on (%s): delete it and create a new one",
-				      strerror(-k));
-			j->has_err = true;
-			api_metrics_add(&j->srv->metrics, &j->srv->metrics.session_failures);
-		} else {
-			j->has_res = true;
-			if (j->res.restarted)
-				api_session_note_preload(e);
-		}
+	if (k == 0) {
+		j->has_res = true;
+		return;
 	}
-	pthread_mutex_unlock(&e->lock);
+	if (k == -ECANCELED)
+		return; /* job_claim said why */
+	if (k == -ESRCH || k == -EBUSY) {
+		api_error_set(&j->err, err.http, err.code, "%s", err.message);
+	} else {
+		api_error_set(&j->err, 500, "session_failed",
+			      "the session cannot go on (%s): delete it and create a new one",
+			      strerror(-k));
+		api_metrics_add(&j->srv->metrics, &j->srv->metrics.session_failures);
+	}
+	j->has_err = true;
 }
 
 static void run_oneshot(struct exec_job *j)
@@ -323,7 +353,7 @@ static void job_free(struct exec_job *j)
 	if (j->has_res)
 		run_result_release(&j->res);
 	api_request_release(&j->req);
-	api_session_unref(j->entry);
+	engine_session_unref(j->entry);
 	buf_release(&j->pending);
 	pthread_mutex_destroy(&j->lock);
 	free(j);
@@ -345,7 +375,7 @@ static int live_pipes(struct exec_job *j)
 /* A job for the request; with inline_run, for job_run() on the calling
  * thread (a session's execution answered with one JSON object), else
  * running on its own thread. */
-static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
+static struct exec_job *job_new(struct api_call *c, struct engine_session *entry,
 				struct api_request *req, bool inline_run, int *ret_err)
 {
 	struct exec_job *j = calloc(1, sizeof(*j));
@@ -394,7 +424,7 @@ static struct exec_job *job_new(struct api_call *c, struct api_session *entry,
 		r = job_register(j);
 	if (r == 0) {
 		if (entry)
-			api_session_ref(entry);
+			engine_session_ref(entry);
 		j->entry = entry;
 		if (!inline_run) {
 			r = -pthread_create(&j->thread, NULL, job_main, j);
@@ -837,7 +867,7 @@ static enum MHD_Result start_stream(struct api_call *c, struct exec_job *j)
 	return ret;
 }
 
-enum MHD_Result api_exec(struct api_call *c, struct api_session *entry, struct api_request *req)
+enum MHD_Result api_exec(struct api_call *c, struct engine_session *entry, struct api_request *req)
 {
 	struct exec_job *j;
 	enum MHD_Result ret;

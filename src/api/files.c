@@ -11,7 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/files.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 #include "engine/files.h"
 #include "util/macro.h"
 #include "util/banned.h"
@@ -39,7 +44,7 @@ static enum MHD_Result fs_error(struct api_call *c, int err, const char *what)
 	return api_files_error(c, err, what, c->route.path, false);
 }
 
-int api_ws_of(struct api_session *e, struct engine_ws *w)
+int api_ws_of(struct engine_session *e, struct engine_ws *w)
 {
 	return engine_ws_of_session(e->s, w);
 }
@@ -68,7 +73,7 @@ static void upload_fail(struct api_upload *u, int err)
  * is answered by api_handle_files() once the body is read. */
 static void upload_begin(struct api_call *c, struct api_upload *u)
 {
-	struct api_session *e;
+	struct engine_session *e;
 	struct engine_ws w;
 	int r;
 
@@ -76,7 +81,7 @@ static void upload_begin(struct api_call *c, struct api_upload *u)
 	u->u.dir = u->u.fd = -1;
 	if (strcmp(c->method, "PUT") != 0 || !c->route.path_len)
 		return;
-	e = api_registry_get(&c->srv->reg, c->route.session_id);
+	e = engine_sessions_get(&c->srv->reg, c->route.session_id);
 	if (!e)
 		return;
 	pthread_mutex_lock(&e->lock);
@@ -86,7 +91,7 @@ static void upload_begin(struct api_call *c, struct api_upload *u)
 			u->err = r;
 	}
 	pthread_mutex_unlock(&e->lock);
-	api_session_unref(e);
+	engine_session_unref(e);
 }
 
 void api_upload_data(struct api_call *c, const char *data, size_t len)
@@ -128,7 +133,7 @@ static int upload_finish(struct api_call *c, const struct engine_ws *w, bool *re
 	return r;
 }
 
-int api_upload_finish(struct api_call *c, struct api_session *e, bool *ret_replaced)
+int api_upload_finish(struct api_call *c, struct engine_session *e, bool *ret_replaced)
 {
 	struct engine_ws w;
 	int r;
@@ -250,7 +255,7 @@ static enum MHD_Result files_delete(struct api_call *c, const struct engine_ws *
 
 enum MHD_Result api_handle_files(struct api_call *c)
 {
-	struct api_session *e;
+	struct engine_session *e;
 	struct engine_ws w;
 	enum MHD_Result ret;
 	int r;
@@ -262,7 +267,7 @@ enum MHD_Result api_handle_files(struct api_call *c)
 	if ((!strcmp(c->method, "PUT") &&
 	     api_check_file(c, e, ACTION_WRITE_FILE, c->upload.u.size, &ret) < 0) ||
 	    (!strcmp(c->method, "DELETE") && api_check_file(c, e, ACTION_DELETE_FILE, 0, &ret) < 0)) {
-		api_session_unref(e);
+		engine_session_unref(e);
 		return ret;
 	}
 	pthread_mutex_lock(&e->lock);
@@ -279,6 +284,6 @@ enum MHD_Result api_handle_files(struct api_call *c)
 	else
 		ret = files_get(c, &w);
 	pthread_mutex_unlock(&e->lock);
-	api_session_unref(e);
+	engine_session_unref(e);
 	return ret;
 }

@@ -35,7 +35,10 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/server.h"
+#include "api/text.h"
 #include "mcp/mcp.h"
 #include "version.h"
 #include "util/macro.h"

@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "api/e2b.h"
-#include "api/internal.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 #include "engine/approval.h"
 #include "util/sha256.h"
 #include "util/timeutil.h"
@@ -31,24 +34,26 @@ void api_audit(struct api_call *c, struct engine_audit_record *r)
 	audit_as(c->srv, c->client, c->request_id, r);
 }
 
-enum MHD_Result api_reject(struct api_call *c, const struct engine_verdict *v,
-			   struct engine_audit_record *rec)
+enum MHD_Result api_refuse(struct api_call *c, const struct engine_verdict *v)
 {
 	struct run_result res;
 	json_t *j;
 
 	/* E2B's SDK knows its own error shapes only (e2b.c) */
-	if (c->style != API_STYLE_V1) {
-		rec->verdict = v;
-		api_audit(c, rec);
+	if (c->style != API_STYLE_V1)
 		return api_e2b_refuse(c, v);
-	}
 	engine_verdict_result(v, &res);
 	j = run_result_to_json(&res);
 	run_result_release(&res);
+	return api_respond_json(c, (unsigned)v->http, j);
+}
+
+enum MHD_Result api_reject(struct api_call *c, const struct engine_verdict *v,
+			   struct engine_audit_record *rec)
+{
 	rec->verdict = v;
 	api_audit(c, rec);
-	return api_respond_json(c, (unsigned)v->http, j);
+	return api_refuse(c, v);
 }
 
 /* ---- approvals ---- */
@@ -95,8 +100,7 @@ static json_t *held_args(struct api_call *c)
 	return o;
 }
 
-static enum MHD_Result respond_pending(struct api_call *c, const char *id,
-				       struct engine_audit_record *rec)
+static enum MHD_Result answer_pending(struct api_call *c, const char *id)
 {
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "status", "pending", "approval_id",
 			      id, "rule", "approval", "message",
@@ -105,54 +109,60 @@ static enum MHD_Result respond_pending(struct api_call *c, const char *id,
 			      "'X-Approval-Id: ID'",
 			      "approval", "id", id, "state", "pending");
 
+	return api_respond_json(c, 202, j);
+}
+
+static enum MHD_Result respond_pending(struct api_call *c, const char *id,
+				       struct engine_audit_record *rec)
+{
 	rec->approval_id = id;
 	rec->approval_state = "pending";
 	rec->status = "pending";
 	api_audit(c, rec);
-	return api_respond_json(c, 202, j);
+	return answer_pending(c, id);
 }
 
-/* v: the call needs a person's approval.  0: approved (check it again
- * with v->approved); -EPERM: answered in *ret (pending, denied, expired,
- * an approval id that does not fit). */
-static int approval_step(struct api_call *c, enum engine_action a, struct engine_verdict *v,
-			 struct engine_audit_record *rec, enum MHD_Result *ret)
+int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
+		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state)
 {
+	struct api_call *c = cls;
 	struct engine_approvals *ap = c->srv->approvals;
 	const char *given = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-Approval-Id");
 	const char *prefer = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Prefer");
-	char id[APPROVAL_ID_LEN + 1], what[160];
-	json_t *args = held_args(c);
+	char what[160];
+	json_t *args;
 	int st;
 
+	ret_id[0] = '\0';
+	*ret_state = NULL;
+	if (!ap)
+		return -EPERM;
+	args = held_args(c);
 	if (given) {
 		st = engine_approval_use(ap, given, c->client->name, a, args);
-		snprintf(id, sizeof(id), "%s", given);
+		snprintf(ret_id, AUDIT_ID_LEN + 1, "%.16s", given);
 	} else {
 		snprintf(what, sizeof(what), "%s by client '%s'", engine_action_name(a), c->client->name);
-		st = engine_approval_hold(ap, c->client->name, a, what, args, v->approval_timeout_s, id);
+		st = engine_approval_hold(ap, c->client->name, a, what, args, v->approval_timeout_s,
+					  ret_id);
 		/* E2B's SDK has no pending state: its calls wait for the
 		 * person's decision */
 		if (st == 0 && prefer && strstr(prefer, "respond-async") && c->style == API_STYLE_V1) {
 			json_decref(args);
-			*ret = respond_pending(c, id, rec);
-			return -EPERM;
+			*ret_state = "pending";
+			return -EINPROGRESS;
 		}
 		if (st == 0)
-			st = engine_approval_wait(ap, id);
+			st = engine_approval_wait(ap, ret_id);
 	}
 	json_decref(args);
+	*ret_state = st >= 0 ? approval_state_name((enum approval_state)st) : NULL;
 	if (st == APPROVAL_APPROVED) {
-		rec->approval_id = c->approval_id;
-		snprintf(c->approval_id, sizeof(c->approval_id), "%s", id);
-		rec->approval_id = c->approval_id;
-		rec->approval_state = "approved";
+		snprintf(c->approval_id, sizeof(c->approval_id), "%s", ret_id);
 		return 0;
 	}
-	if (st == APPROVAL_PENDING && c->style == API_STYLE_V1) {
-		*ret = respond_pending(c, id, rec);
-		return -EPERM;
-	}
+	if (st == APPROVAL_PENDING && c->style == API_STYLE_V1)
+		return -EINPROGRESS;
 	{
 		const char *why = st == -EBUSY		  ? "too many calls are held for approval; try again later"
 				  : st == APPROVAL_PENDING ? "approval '%.16s' is not decided yet: send the call again once it is"
@@ -164,12 +174,58 @@ static int approval_step(struct api_call *c, enum engine_action a, struct engine
 				 c->client->policy->name);
 
 		if (n > 0 && (size_t)n < sizeof(v->message))
-			snprintf(v->message + n, sizeof(v->message) - (size_t)n, why, id);
+			snprintf(v->message + n, sizeof(v->message) - (size_t)n, why, ret_id);
 	}
-	rec->approval_id = st >= 0 ? id : NULL;
-	rec->approval_state = st >= 0 ? approval_state_name((enum approval_state)st) : NULL;
-	*ret = api_reject(c, v, rec);
+	if (st < 0)
+		ret_id[0] = '\0';
 	return -EPERM;
+}
+
+/* v: the call needs a person's approval.  0: approved (check it again
+ * with v->approved); -EPERM: answered in *ret (pending, denied, expired,
+ * an approval id that does not fit). */
+static int approval_step(struct api_call *c, enum engine_action a, struct engine_verdict *v,
+			 struct engine_audit_record *rec, enum MHD_Result *ret)
+{
+	char id[AUDIT_ID_LEN + 1];
+	const char *state = NULL;
+	int k = api_approve(c, a, v, id, &state);
+
+	rec->approval_id = id[0] ? id : NULL;
+	rec->approval_state = state;
+	if (k == 0) {
+		rec->approval_id = c->approval_id;
+		return 0;
+	}
+	if (k == -EINPROGRESS)
+		*ret = respond_pending(c, id, rec);
+	else
+		*ret = api_reject(c, v, rec);
+	return -EPERM;
+}
+
+void api_caller(struct api_call *c, struct engine_caller *cl)
+{
+	memset(cl, 0, sizeof(*cl));
+	cl->client = c->client;
+	cl->door = DOOR_API;
+	cl->audit = c->srv->cfg.audit;
+	cl->request_id = c->request_id;
+	cl->approve = api_approve;
+	cl->approve_cls = c;
+}
+
+enum MHD_Result api_session_refused(struct api_call *c, struct engine_caller *cl, int r,
+				    const struct engine_session_error *err)
+{
+	if (cl->audit_err < 0)
+		api_log(c->srv, "warning", "cannot append to the audit log: %s",
+			strerror(-cl->audit_err));
+	if (r == -EINPROGRESS)
+		return answer_pending(c, err->approval_id);
+	if (r == -EPERM)
+		return api_refuse(c, &err->verdict);
+	return api_respond_errorf(c, err->http, err->code, "%s", err->message);
 }
 
 /* The limits the run will have, back into the request: the policy may
@@ -190,7 +246,7 @@ static void take_limits(struct api_request *req, const struct run_request *rq)
 	req->egress = rq->egress;
 }
 
-int api_check_exec(struct api_call *c, struct api_session *entry, struct api_request *req,
+int api_check_exec(struct api_call *c, struct engine_session *entry, struct api_request *req,
 		   struct engine_verdict *v, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = entry ? ACTION_SESSION_EXEC : ACTION_RUN,
@@ -256,13 +312,13 @@ again:
 	return k;
 }
 
-int api_check_file(struct api_call *c, struct api_session *e, enum engine_action a,
+int api_check_file(struct api_call *c, struct engine_session *e, enum engine_action a,
 		   uint64_t bytes, enum MHD_Result *ret)
 {
 	return api_check_file_to(c, e, a, bytes, NULL, ret);
 }
 
-int api_check_file_to(struct api_call *c, struct api_session *e, enum engine_action a,
+int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_action a,
 		      uint64_t bytes, const char *to, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = a, .session = e->id, .bytes = bytes };
@@ -289,7 +345,7 @@ int api_check_file_to(struct api_call *c, struct api_session *e, enum engine_act
 	return 0;
 }
 
-int api_check_command(struct api_call *c, struct api_session *e, const char *cmd, size_t len,
+int api_check_command(struct api_call *c, struct engine_session *e, const char *cmd, size_t len,
 		      double timeout_s, struct engine_verdict *v, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC, .session = e->id,
@@ -309,7 +365,7 @@ int api_check_command(struct api_call *c, struct api_session *e, const char *cmd
 }
 
 void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
-		       const char *approval_id, struct api_session *e, const char *cmd, size_t len,
+		       const char *approval_id, struct engine_session *e, const char *cmd, size_t len,
 		       const struct run_result *res, uint64_t t0, const char *status)
 {
 	struct engine_audit_record rec = {
@@ -324,7 +380,7 @@ void api_audit_command(struct api_server *srv, struct engine_client *client, con
 }
 
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
-		    const char *approval_id, struct api_session *entry, const struct api_request *req,
+		    const char *approval_id, struct engine_session *entry, const struct api_request *req,
 		    const struct run_result *res, uint64_t t0)
 {
 	struct engine_audit_record rec = {
@@ -342,24 +398,14 @@ void api_audit_exec(struct api_server *srv, struct engine_client *client, const 
 	audit_as(srv, client, request_id, &rec);
 }
 
-int api_check_action(struct api_call *c, struct api_session *e, enum engine_action a,
-		     enum MHD_Result *ret)
+void api_audit_session_create(struct api_call *c, const char *id, const struct session_opts *so,
+			      const char *status, uint64_t t0)
 {
-	struct engine_audit_record rec = { .action = a, .session = e->id, .has_lang = true,
-					   .lang = engine_lang_of_session(e->lang) };
-	struct engine_verdict v = { 0 };
+	struct engine_audit_record rec = {
+		.action = ACTION_SESSION_CREATE, .session = id, .has_lang = true,
+		.lang = engine_lang_of_session(so->lang), .status = status,
+		.duration_ms = (double)(now_ns() - t0) / 1e6,
+	};
 
-	while (engine_check_action(c->client, DOOR_API, a, e->lang, &v) < 0) {
-		if (!v.needs_approval || !c->srv->approvals)
-			*ret = api_reject(c, &v, &rec);
-		else if (approval_step(c, a, &v, &rec, ret) == 0) {
-			v.approved = true;
-			continue;
-		}
-		return -EPERM;
-	}
-	rec.verdict = &v;
-	rec.status = "ok";
 	api_audit(c, &rec);
-	return 0;
 }

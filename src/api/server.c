@@ -14,7 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/conns.h"
+#include "api/e2b.h"
+#include "api/exec.h"
+#include "api/files.h"
+#include "api/framing.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/metrics.h"
+#include "api/server.h"
+#include "api/text.h"
+#include "engine/sessions.h"
 #include "engine/approval.h"
 #include "sandbox/sandbox.h"
 #include "util/buf.h"
@@ -859,7 +869,9 @@ int api_server_new(const struct api_config *c, struct api_server **ret, char **r
 	pthread_mutex_init(&srv->logs.lock, NULL);
 	api_metrics_init(&srv->metrics);
 	set_listen_host(srv);
-	r = api_registry_init(&srv->reg, c->max_sessions);
+	r = engine_sessions_init(&srv->reg, c->max_sessions);
+	if (r == 0)
+		r = api_jobs_new(&srv->jobs);
 	if (r < 0 || (c->token && !srv->token) || (c->preload && !srv->preload)) {
 		api_server_free(srv);
 		return -ENOMEM;
@@ -899,28 +911,6 @@ unsigned api_server_port(const struct api_server *srv)
 	return srv->port;
 }
 
-/* End every session: stop what runs (SIGTERM record), then free it under
- * its lock, so no sandbox outlives the server. */
-static void end_all_sessions(struct api_server *srv)
-{
-	struct api_session **list = NULL;
-	unsigned n = 0;
-
-	if (api_registry_list(&srv->reg, &list, &n) < 0)
-		return;
-	for (unsigned i = 0; i < n; i++)
-		api_session_signal(list[i], SIGTERM);
-	for (unsigned i = 0; i < n; i++) {
-		if (api_registry_remove(&srv->reg, list[i]))
-			api_session_unref(list[i]);
-		pthread_mutex_lock(&list[i]->lock);
-		api_session_end(list[i]);
-		pthread_mutex_unlock(&list[i]->lock);
-		api_session_unref(list[i]);
-	}
-	free(list);
-}
-
 /* Give the requests whose executions were just stopped the time to send
  * their answers ("killed") before the daemon closes every connection. */
 static void wait_in_flight(struct api_server *srv, double seconds)
@@ -947,9 +937,9 @@ void api_server_free(struct api_server *srv)
 	/* after quiescing, closing the listening socket is ours */
 	if (srv->mhd && MHD_quiesce_daemon(srv->mhd) < 0)
 		srv->listen_fd = -1;
-	api_exec_stop_all(srv);
+	api_jobs_stop_all(srv->jobs);
 	api_mcp_stop(srv);
-	end_all_sessions(srv);
+	engine_sessions_close_all(&srv->reg);
 	wait_in_flight(srv, SERVER_DRAIN_S);
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
@@ -962,11 +952,12 @@ void api_server_free(struct api_server *srv)
 	pthread_mutex_unlock(&srv->lock);
 	if (srv->reaper_started)
 		pthread_join(srv->reaper, NULL);
-	end_all_sessions(srv); /* any made while the daemon stopped */
+	engine_sessions_close_all(&srv->reg); /* any made while the daemon stopped */
 	api_mcp_free(srv->mcp);
 	session_pool_free(srv->pool);
 	api_e2b_free(srv);
-	api_registry_release(&srv->reg);
+	engine_sessions_release(&srv->reg);
+	api_jobs_free(srv->jobs);
 	api_metrics_release(&srv->metrics);
 	pthread_cond_destroy(&srv->wake);
 	pthread_mutex_destroy(&srv->lock);

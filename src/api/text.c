@@ -1,10 +1,11 @@
 /* UTF-8 for JSON: output arrives in chunks that may split a character, and
  * sandboxed code may write any bytes; JSON strings must be valid UTF-8. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/text.h"
 #include "util/banned.h"
 
 /* Bytes in the sequence a lead byte starts; 0 for a byte that cannot

@@ -7,7 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/internal.h"
+#include "api/files.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/policy.h"
+#include "api/server.h"
+#include "engine/sessions.h"
 #include "engine/approval.h"
 #include "engine/tool.h"
 #include "util/banned.h"
@@ -75,7 +80,7 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 	/* or among the arguments, where MCP clients put it */
 	if (!id || json_is_null(id))
 		id = json_object_get(json_object_get(body, "arguments"), "session_id");
-	struct api_session *e;
+	struct engine_session *e;
 	struct engine_ws w;
 	int fd = -1;
 
@@ -86,7 +91,7 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 		return -2;
 	}
 	snprintf(sid, API_ID_LEN + 1, "%s", json_string_value(id));
-	e = api_registry_get(&c->srv->reg, sid);
+	e = engine_sessions_get(&c->srv->reg, sid);
 	if (!e) {
 		*ret = api_respond_errorf(c, 404, "session_not_found", "no session '%s'", sid);
 		return -2;
@@ -95,7 +100,7 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 	if (api_ws_of(e, &w) == 0)
 		fd = fcntl(w.fd, F_DUPFD_CLOEXEC, 3);
 	pthread_mutex_unlock(&e->lock);
-	api_session_unref(e);
+	engine_session_unref(e);
 	if (fd < 0) {
 		*ret = api_respond_errorf(c, 409, "no_workspace",
 					  "session '%s' has no workspace now: run code in it first", sid);

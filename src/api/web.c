@@ -7,7 +7,8 @@
  * any file in web/ changes. */
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/handlers.h"
+#include "api/http.h"
 #include "util/macro.h"
 #include "util/banned.h"
 

@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "engine/audit.h"
 #include "engine/policy.h"
+#include "engine/sessions.h"
 #include "util/macro.h"
 #include "cli/lineedit.h"
 #include "session/session.h"
@@ -99,7 +100,10 @@ static int read_line(struct line_reader *lr, struct buf *line, int sig_fd, uint6
 }
 
 struct shell {
-	struct session *s;
+	struct session *s; /* the entry's */
+	struct engine_sessions reg; /* the shell's one session, the engine's */
+	struct engine_session *e;
+	struct engine_caller cl; /* who runs: the CLI's client, --audit */
 	const struct run_opts *o;
 	bool tty;
 	struct lineedit *ed; /* line editing on a terminal, or NULL */
@@ -173,46 +177,25 @@ static void engine_env_freep(char ***p)
 	engine_env_free(*p);
 }
 
-static enum session_lang session_lang_of(const struct shell *sh)
-{
-	enum session_lang l = SESSION_PYTHON;
-
-	(void)engine_lang_session(sh->o->req.lang, &l);
-	return l;
-}
 
 static void run_statement(struct shell *sh, const char *code, size_t len)
 {
 	struct session_exec_opts eo = { .live_stdout = sh->o->json ? -1 : STDOUT_FILENO,
 					 .live_stderr = sh->o->json ? -1 : STDERR_FILENO,
 					 .stop_fd = sh->sig_fd };
-	struct engine_client *client = &sh->policies->clients[0];
-	struct engine_verdict v = { 0 };
+	struct engine_session_error err;
 	struct run_result r;
-	uint64_t t0 = now_ns();
-	int k = 0;
+	int k;
 
 	/* the engine's pipeline: policy check, the cell, an audit record */
-	if (engine_check_exec(client, DOOR_CLI, session_lang_of(sh), 0, &v) < 0) {
-		engine_verdict_result(&v, &r);
-	} else {
-		k = engine_session_exec(sh->s, code, len, &eo, &r);
-		engine_release(client, ACTION_SESSION_EXEC);
-	}
+	sh->cl.audit_err = 0;
+	k = engine_session_run(&sh->cl, sh->e, code, len, &eo, NULL, &r, &err);
+	if (sh->cl.audit_err < 0)
+		log_warn("--audit: cannot append the record");
 	if (k < 0) {
 		log_error("the session cannot go on: %s", strerror(-k));
 		sh->status = EXIT_CODECELL_ERROR;
 		return;
-	}
-	if (sh->audit) {
-		struct engine_audit_record rec = {
-			.client = "cli", .door = DOOR_CLI, .action = ACTION_SESSION_EXEC,
-			.has_lang = true, .lang = sh->o->req.lang, .code = code, .code_len = len,
-			.verdict = &v, .duration_ms = (double)(now_ns() - t0) / 1e6, .res = &r,
-		};
-
-		if (engine_audit_write(sh->audit, &rec) < 0)
-			log_warn("--audit: cannot append the record");
 	}
 	if (sh->o->json) {
 		json_t *j = run_result_to_json(&r);
@@ -470,13 +453,14 @@ static int loop(struct shell *sh)
 
 int cli_shell(int argc, char **argv)
 {
-	struct session_opts so;
+	struct engine_session_spec spec = { 0 };
+	struct session_opts *so = &spec.so;
+	struct engine_session_error fail = { 0 };
+	struct engine_caller cl;
 	struct run_opts o;
 	struct shell sh = { 0 };
-	struct engine_verdict verdict = { 0 };
 	_cleanup_(engine_env_freep) char **seeded = NULL;
 	struct buf err;
-	char *msg = NULL;
 	uint64_t t0;
 	int r;
 
@@ -492,19 +476,19 @@ int cli_shell(int argc, char **argv)
 		run_opts_usage(true, stdout);
 		return 0;
 	}
-	session_opts_init(&so);
+	session_opts_init(so);
 	/* finish_shell() refused languages without sessions */
-	(void)engine_lang_session(o.req.lang, &so.lang);
-	so.limits = o.req.limits;
-	so.output_limit = o.req.output_limit;
-	so.env = o.req.env;
-	so.preload = o.preload;
-	so.files = o.req.files;
-	so.workspace_dir = o.req.workspace_dir;
-	so.project_dir = o.req.project_dir;
-	so.net = o.req.net;
-	so.strict = o.req.strict;
-	so.idle_timeout_s = o.idle_timeout_s;
+	(void)engine_lang_session(o.req.lang, &so->lang);
+	so->limits = o.req.limits;
+	so->output_limit = o.req.output_limit;
+	so->env = o.req.env;
+	so->preload = o.preload;
+	so->files = o.req.files;
+	so->workspace_dir = o.req.workspace_dir;
+	so->project_dir = o.req.project_dir;
+	so->net = o.req.net;
+	so->strict = o.req.strict;
+	so->idle_timeout_s = o.idle_timeout_s;
 	sh.o = &o;
 	sh.tty = isatty(STDIN_FILENO) && !o.json;
 	/* SIGINT interrupts a cell or drops a line; SIGTERM, SIGHUP end */
@@ -521,28 +505,36 @@ int cli_shell(int argc, char **argv)
 		seeded = engine_seed_env(o.req.env, o.req.seed);
 		if (!seeded)
 			return log_error("out of memory"), EXIT_CODECELL_ERROR;
-		so.env = (const char *const *)seeded;
+		so->env = (const char *const *)seeded;
 	}
 	if (cli_policy_open(&o, &sh.policies, &sh.audit) < 0)
 		return EXIT_CODECELL_ERROR;
-	if (engine_check_session(&sh.policies->clients[0], DOOR_CLI, &so, o.limits_set, o.net_set,
-				 &verdict) < 0) {
-		log_error("%s", verdict.message);
-		engine_audit_close(sh.audit);
-		engine_policies_free(sh.policies);
-		return EXIT_CODECELL_ERROR;
-	}
+	/* the engine's pipeline: the policy check, the kernel, a record */
+	memset(&cl, 0, sizeof(cl));
+	cl.client = &sh.policies->clients[0];
+	cl.name = "cli";
+	cl.door = DOOR_CLI;
+	cl.audit = sh.audit;
+	sh.cl = cl;
+	spec.asked = o.limits_set;
+	spec.net_asked = o.net_set;
 	t0 = now_ns();
-	r = session_new(&so, &sh.s, &msg);
+	r = engine_sessions_init(&sh.reg, 1);
+	if (r == 0)
+		r = engine_session_new(&sh.reg, &cl, &spec, &sh.e, &fail);
+	if (cl.audit_err < 0)
+		log_warn("--audit: cannot append the record");
 	if (r < 0) {
-		log_error("cannot start the session: %s", msg ? msg : strerror(-r));
-		free(msg);
+		log_error("%s", r == -ENOMEM && !fail.message[0] ? "out of memory"
+				: r == -EPERM ? fail.verdict.message : fail.message);
+		engine_sessions_release(&sh.reg);
 		engine_audit_close(sh.audit);
 		engine_policies_free(sh.policies);
 		return EXIT_CODECELL_ERROR;
 	}
+	sh.s = sh.e->s;
 	/* Tab completes names from the kernel's namespace (Python only) */
-	if (sh.ed && so.lang == SESSION_PYTHON)
+	if (sh.ed && so->lang == SESSION_PYTHON)
 		lineedit_set_completer(sh.ed, complete_name, session_names_free, &sh);
 	if (*session_preload_failed(sh.s))
 		log_warn("--preload: not imported: %s", session_preload_failed(sh.s));
@@ -562,7 +554,12 @@ int cli_shell(int argc, char **argv)
 		free(warning);
 	}
 	lineedit_free(sh.ed);
-	session_free(sh.s);
+	cl.audit_err = 0;
+	engine_session_close(&sh.reg, &cl, sh.e);
+	if (cl.audit_err < 0)
+		log_warn("--audit: cannot append the record");
+	engine_session_unref(sh.e);
+	engine_sessions_release(&sh.reg);
 	engine_audit_close(sh.audit);
 	engine_policies_free(sh.policies);
 	if (sh.sig_fd >= 0)

@@ -86,6 +86,9 @@ static const struct arg create_args[] = {
 	{ "preload", ARG_STRING, false,
 	  "Python: modules to import at start, comma-separated (\"numpy,pandas\"). Default: the server's --preload.",
 	  NULL, 0, 0, PRELOAD_ARG_MAX },
+	{ "project", ARG_STRING, false,
+	  "A host directory the session sees as its workspace, through an overlay: what the code writes or deletes lands in an upper layer and the directory stays untouched. It must be inside one of the policy's projects.",
+	  NULL, 0, 0, PATH_ARG_MAX },
 	{ NULL },
 };
 
@@ -151,7 +154,8 @@ static const char session_schema[] =
 	"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 	"\"language\":{\"type\":\"string\"},\"pooled\":{\"type\":\"boolean\"},"
 	"\"preload\":{\"type\":[\"string\",\"null\"]},\"preloaded\":{\"type\":\"string\"},"
-	"\"preload_failed\":{\"type\":\"string\"}},\"required\":[\"session_id\",\"language\"]}";
+	"\"preload_failed\":{\"type\":\"string\"},\"project\":{\"type\":[\"string\",\"null\"]}},"
+	"\"required\":[\"session_id\",\"language\"]}";
 
 static const char closed_schema[] =
 	"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
@@ -258,7 +262,7 @@ static int call_run(struct mcp_tools *t, const struct args *a, json_t **ret, str
 static int call_create(struct mcp_tools *t, const struct args *a, json_t **ret, struct buf *msg)
 {
 	return mcp_tools_create_session(t, a->set[0] ? a->s[0] : NULL, a->set[1] ? a->s[1] : NULL,
-					ret, msg);
+					a->set[2] ? a->s[2] : NULL, ret, msg);
 }
 
 static int call_close(struct mcp_tools *t, const struct args *a, json_t **ret, struct buf *msg)

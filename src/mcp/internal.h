@@ -53,9 +53,10 @@ struct mcp_run_args {
  * program that failed is still 0: the result's status says so. */
 int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **ret,
 		  struct buf *msg);
-/* {"session_id", "language", "pooled", "preload", "preloaded", "preload_failed"} */
+/* {"session_id", "language", "pooled", "preload", "preloaded", "preload_failed",
+ * "project"}; project: a host directory under the policy's `projects`, or NULL */
 int mcp_tools_create_session(struct mcp_tools *t, const char *language, const char *preload,
-			     json_t **ret, struct buf *msg);
+			     const char *project, json_t **ret, struct buf *msg);
 /* {"session_id", "closed": true} */
 int mcp_tools_close_session(struct mcp_tools *t, const char *id, json_t **ret, struct buf *msg);
 /* {"sessions": [{"session_id", "language", "executions", "idle_s"}], "count", "max_sessions"} */

@@ -1,9 +1,11 @@
-/* The adapter: every call the MCP door makes into the engine and the
- * session library is in this file (DESIGN.md wants doors to go through
- * the engine only; the engine has no session lifecycle yet, so a later
- * change points these functions at it).
+/* The adapter: every call the MCP door makes into the engine is in this
+ * file.
  *
- * Sessions live in a small table keyed by random ids.  The warm pool is
+ * Sessions are the engine's (engine/sessions.h): a registry of this
+ * core's own, its ids 16 hex digits; create and close go through the
+ * engine's pipeline (policy, audit record).  One thread drives a core
+ * (calls come one at a time), so an entry found in the registry stays
+ * there until this thread takes it out.  The warm pool is
  * made by a thread of its own at start, so `initialize` is answered at
  * once; the first tool that needs a session waits for it.
  *
@@ -19,14 +21,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/audit.h"
 #include "engine/engine.h"
 #include "engine/files.h"
 #include "engine/policy.h"
+#include "engine/sessions.h"
 #include "engine/tool.h"
 #include "mcp/internal.h"
 #include "session/session.h"
@@ -37,21 +40,12 @@
 #include "util/banned.h"
 
 
-struct entry {
-	char id[MCP_ID_LEN + 1];
-	struct session *s;
-	const char *language; /* static */
-	bool holds_slot; /* the policy's session slot, given back at close */
-	uint64_t executions;
-	uint64_t last_used_ns;
-};
-
 struct mcp_tools {
 	struct mcp_config cfg;
 	struct engine_verdict verdict; /* the last call's (calls come one at a time) */
 	char *preload; /* owned copy of cfg.preload */
-	struct entry *sessions;
-	unsigned n;
+	struct engine_sessions reg;
+	bool recorded; /* the engine wrote this call's audit record */
 	/* the warm pool, made by pool_thread */
 	pthread_t pool_thread;
 	bool pool_started, pool_joined;
@@ -116,12 +110,13 @@ int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools **ret, char **r
 {
 	struct mcp_tools *t = calloc(1, sizeof(*t));
 
-	if (!t || !(t->sessions = calloc(cfg->max_sessions ? cfg->max_sessions : 1, sizeof(*t->sessions)))) {
+	if (!t || engine_sessions_init(&t->reg, cfg->max_sessions ? cfg->max_sessions : 1) < 0) {
 		free(t);
 		if (ret_error)
 			*ret_error = strdup("out of memory");
 		return -ENOMEM;
 	}
+	t->reg.id_len = MCP_ID_LEN;
 	t->cfg = *cfg;
 	t->preload = cfg->preload && *cfg->preload ? strdup(cfg->preload) : NULL;
 	if (cfg->pool_size) {
@@ -139,6 +134,7 @@ void mcp_tools_begin(struct mcp_tools *t)
 {
 	memset(&t->verdict, 0, sizeof(t->verdict));
 	t->verdict.allowed = true;
+	t->recorded = false;
 }
 
 /* The client an audit record names: the policy's client this core
@@ -162,7 +158,7 @@ void mcp_tools_audit(struct mcp_tools *t, const char *tool, const char *session,
 					   .verdict = &t->verdict, .status = ok ? "ok" : "error" };
 	size_t i;
 
-	if (!t->cfg.audit)
+	if (!t->cfg.audit || t->recorded)
 		return;
 	for (i = 0; i < ARRAY_SIZE(map) && strcmp(map[i].name, tool); i++)
 		;
@@ -173,52 +169,64 @@ void mcp_tools_audit(struct mcp_tools *t, const char *tool, const char *session,
 		log_msg(t, "warning", "cannot append to the audit log");
 }
 
-static void remove_at(struct mcp_tools *t, unsigned i)
+/* The engine's caller for this core's calls. */
+static void caller(const struct mcp_tools *t, struct engine_caller *cl)
 {
-	session_free(t->sessions[i].s);
-	if (t->sessions[i].holds_slot)
-		engine_release(t->cfg.client, ACTION_SESSION_CREATE);
-	t->sessions[i] = t->sessions[--t->n];
-	memset(&t->sessions[t->n], 0, sizeof(t->sessions[t->n]));
+	memset(cl, 0, sizeof(*cl));
+	cl->client = t->cfg.client;
+	cl->name = audit_client(t);
+	cl->door = DOOR_MCP;
+	cl->audit = t->cfg.audit;
 }
 
 void mcp_tools_free(struct mcp_tools *t)
 {
 	if (!t)
 		return;
-	while (t->n)
-		remove_at(t, t->n - 1);
+	engine_sessions_close_all(&t->reg);
+	engine_sessions_release(&t->reg);
 	pool_wait(t);
 	session_pool_free(t->pool);
 	free(t->pool_msg);
 	free(t->preload);
-	free(t->sessions);
 	free(t);
 }
 
 unsigned mcp_tools_count(const struct mcp_tools *t)
 {
-	return t->n;
+	return engine_sessions_count((struct engine_sessions *)&t->reg);
+}
+
+static void on_expired(void *cls, const struct engine_session *e)
+{
+	struct mcp_tools *t = cls;
+
+	log_msg(t, "info", "session '%s' expired after %g s without use (--idle-timeout)", e->id,
+		t->cfg.idle_timeout_s);
 }
 
 void mcp_tools_expire(struct mcp_tools *t)
 {
-	for (unsigned i = t->n; i-- > 0;)
-		if (session_expired(t->sessions[i].s)) {
-			log_msg(t, "info", "session '%s' expired after %g s without use (--idle-timeout)",
-				t->sessions[i].id, t->cfg.idle_timeout_s);
-			remove_at(t, i);
-		}
+	(void)engine_sessions_reap(&t->reg, on_expired, t);
 }
 
-static struct entry *find(struct mcp_tools *t, const char *id, struct buf *msg)
+/* The session of that id: the registry's reference (see the top). */
+static struct engine_session *find(struct mcp_tools *t, const char *id, struct buf *msg)
 {
-	for (unsigned i = 0; i < t->n; i++)
-		if (!strcmp(t->sessions[i].id, id))
-			return &t->sessions[i];
+	struct engine_session *e = engine_sessions_get(&t->reg, id);
+
+	if (e) {
+		engine_session_unref(e);
+		return e;
+	}
 	(void)buf_printf(msg, "no session '%s': it was closed, expired after being idle, or never "
 			 "existed; create_session makes a new one (list_sessions shows those open)", id);
 	return NULL;
+}
+
+static const char *lang_name(const struct engine_session *e)
+{
+	return engine_lang_name(engine_lang_of_session(e->lang));
 }
 
 /* ---- runs ---- */
@@ -260,38 +268,34 @@ static int run_oneshot(struct mcp_tools *t, const struct mcp_run_args *a, struct
 	return 0;
 }
 
-static int run_in_session(struct entry *e, struct mcp_tools *t, const struct mcp_run_args *a,
+static int run_in_session(struct engine_session *e, struct mcp_tools *t, const struct mcp_run_args *a,
 			  struct run_result *res, struct buf *msg)
 {
 	struct session_exec_opts eo = { .timeout_s = a->timeout_s, .live_stdout = -1,
 					 .live_stderr = -1, .stop_fd = t->cfg.stop_fd, .hangup_fd = -1 };
+	struct engine_session_error err;
+	struct engine_caller cl;
+	json_t *args;
 	int k;
 
 	if (a->has_seed)
 		return buf_puts(msg, "seed goes with one-shot runs (no session_id): a session's "
 			       "random state is its own from one call to the next"), -EINVAL;
-	if (a->language && strcmp(a->language, e->language) != 0)
+	if (a->language && strcmp(a->language, lang_name(e)) != 0)
 		return buf_printf(msg, "session '%s' runs %s, not %s: leave out language, or create a %s session",
-				  e->id, e->language, a->language, a->language), -EINVAL;
-	if (t->cfg.client) {
-		enum engine_lang l = LANG_PYTHON;
-		enum session_lang sl = SESSION_PYTHON;
-
-		(void)engine_lang_parse(e->language, &l);
-		(void)engine_lang_session(l, &sl);
-		if (engine_check_exec(t->cfg.client, DOOR_MCP, sl, a->timeout_s, &t->verdict) < 0) {
-			engine_verdict_result(&t->verdict, res);
-			return 0;
-		}
-	}
-	k = engine_session_exec(e->s, a->code, a->code_len, &eo, res);
-	if (t->cfg.client)
-		engine_release(t->cfg.client, ACTION_SESSION_EXEC);
-	e->last_used_ns = now_ns();
+				  e->id, lang_name(e), a->language, a->language), -EINVAL;
+	/* the engine's pipeline: the policy, the cell, the record */
+	caller(t, &cl);
+	args = json_pack("{s:f}", "timeout", a->timeout_s);
+	k = engine_session_run(&cl, e, a->code, a->code_len, &eo, args, res, &err);
+	json_decref(args);
+	if (cl.audit_err < 0)
+		log_msg(t, "warning", "cannot append to the audit log");
+	t->verdict = err.verdict;
+	if (!t->cfg.client)
+		t->verdict.allowed = true;
 	if (k < 0)
-		return buf_printf(msg, "the session '%s' cannot go on (%s): close it and create a new one",
-				  e->id, strerror(-k)), k;
-	e->executions++;
+		return buf_puts(msg, err.message), k;
 	return 0;
 }
 
@@ -299,7 +303,7 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 		  struct buf *msg)
 {
 	struct run_result res;
-	struct entry *e = NULL;
+	struct engine_session *e = NULL;
 	uint64_t t0 = now_ns();
 	int r;
 
@@ -311,7 +315,8 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 	r = e ? run_in_session(e, t, a, &res, msg) : run_oneshot(t, a, &res, msg);
 	if (r < 0)
 		return r;
-	if (t->cfg.audit) {
+	/* a session's run was recorded by the engine */
+	if (t->cfg.audit && !e) {
 		struct engine_audit_record rec = {
 			.client = audit_client(t), .session = e ? e->id : NULL, .door = DOOR_MCP,
 			.action = e ? ACTION_SESSION_EXEC : ACTION_RUN, .has_lang = true,
@@ -321,7 +326,7 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 		json_t *args = json_pack("{s:f}", "timeout", a->timeout_s);
 
 		rec.args = args;
-		(void)engine_lang_parse(e ? e->language : a->language ? a->language : "python",
+		(void)engine_lang_parse(e ? lang_name(e) : a->language ? a->language : "python",
 					&rec.lang);
 		if (engine_audit_write(t->cfg.audit, &rec) < 0)
 			log_msg(t, "warning", "cannot append to the audit log");
@@ -336,20 +341,6 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 
 /* ---- sessions ---- */
 
-static void new_id(char *id)
-{
-	unsigned char rnd[MCP_ID_LEN / 2];
-	static const char hex[] = "0123456789abcdef";
-
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		abort(); /* the kernel's CSPRNG cannot fail once seeded */
-	for (size_t i = 0; i < sizeof(rnd); i++) {
-		id[2 * i] = hex[rnd[i] >> 4];
-		id[2 * i + 1] = hex[rnd[i] & 15];
-	}
-	id[MCP_ID_LEN] = '\0';
-}
-
 /* The engine's language table: sessions are those with a session kind. */
 static int parse_session_lang(const char *name, enum session_lang *ret, const char **ret_name)
 {
@@ -361,87 +352,108 @@ static int parse_session_lang(const char *name, enum session_lang *ret, const ch
 	return 0;
 }
 
-static json_t *session_json(const struct entry *e, const char *preload)
+static json_t *session_json(const struct engine_session *e)
 {
-	return json_pack("{s:s, s:s, s:b, s:o, s:s, s:s}", "session_id", e->id, "language",
-			 e->language, "pooled", session_pooled(e->s), "preload",
-			 preload ? json_string(preload) : json_null(), "preloaded",
-			 session_preloaded(e->s), "preload_failed", session_preload_failed(e->s));
+	return json_pack("{s:s, s:s, s:b, s:o, s:s, s:s, s:o}", "session_id", e->id, "language",
+			 lang_name(e), "pooled", e->pooled, "preload",
+			 e->preload ? json_string(e->preload) : json_null(), "preloaded",
+			 session_preloaded(e->s), "preload_failed", session_preload_failed(e->s),
+			 "project", e->project ? json_string(e->project) : json_null());
 }
 
 int mcp_tools_create_session(struct mcp_tools *t, const char *language, const char *preload,
-			     json_t **ret, struct buf *msg)
+			     const char *project, json_t **ret, struct buf *msg)
 {
-	struct session_opts so;
-	struct entry e = { .executions = 0 };
+	struct engine_session_spec spec = { .asked = t->cfg.limits_asked,
+					    .net_asked = t->cfg.net_asked };
+	struct engine_session_error err;
+	struct engine_session *e;
+	struct engine_caller cl;
 	enum session_lang lang;
+	const char *name;
 	char why[256];
-	char *err = NULL;
 	int r;
 
-	if (parse_session_lang(language, &lang, &e.language) < 0)
+	if (parse_session_lang(language, &lang, &name) < 0)
 		return buf_printf(msg, "sessions are python, javascript or bash, not '%s'", language), -EINVAL;
 	if (preload && engine_preload_check(preload, why, sizeof(why)) < 0)
 		return buf_puts(msg, why), -EINVAL;
 	if (preload && *preload && lang != SESSION_PYTHON)
 		return buf_puts(msg, "preload is for Python sessions"), -EINVAL;
-	if (t->n >= t->cfg.max_sessions)
-		return buf_printf(msg, "too many sessions: %u are open (--max-sessions): close_session one "
-				  "you no longer need", t->n), -EBUSY;
-	base_opts(t, &so);
-	so.lang = lang;
+	if (!t->cfg.max_sessions)
+		return buf_puts(msg, "too many sessions: 0 are open (--max-sessions 0)"), -EBUSY;
+	base_opts(t, &spec.so);
+	spec.so.lang = lang;
 	if (preload)
-		so.preload = *preload ? preload : NULL;
+		spec.so.preload = *preload ? preload : NULL;
 	else if (lang != SESSION_PYTHON)
-		so.preload = NULL;
-	if (t->cfg.client) {
-		if (engine_check_session(t->cfg.client, DOOR_MCP, &so, t->cfg.limits_asked,
-					 t->cfg.net_asked, &t->verdict) < 0)
-			return buf_puts(msg, t->verdict.message), -EPERM;
-		e.holds_slot = true;
-	}
-	so.pool = pool_wait(t);
-	r = session_new(&so, &e.s, &err);
-	if (r < 0) {
-		(void)buf_printf(msg, "cannot start the session: %s", err ? err : strerror(-r));
-		free(err);
-		if (e.holds_slot)
-			engine_release(t->cfg.client, ACTION_SESSION_CREATE);
-		return r;
-	}
-	new_id(e.id);
-	e.last_used_ns = now_ns();
-	t->sessions[t->n++] = e;
-	*ret = session_json(&e, so.preload);
+		spec.so.preload = NULL;
+	spec.so.pool = pool_wait(t);
+	/* a project: under the policy's `projects`, as POST /v1/sessions */
+	if (project && !t->cfg.client)
+		return buf_puts(msg, "project needs a policy with 'projects' (--policy)"), -EPERM;
+	spec.project = project;
+	caller(t, &cl);
+	r = engine_session_new(&t->reg, &cl, &spec, &e, &err);
+	t->recorded = r != -EBUSY;
+	if (cl.audit_err < 0)
+		log_msg(t, "warning", "cannot append to the audit log");
+	if (r == -EPERM)
+		t->verdict = err.verdict;
+	if (r == -EBUSY)
+		return buf_printf(msg, "too many sessions: %u are open (--max-sessions): close_session one "
+				  "you no longer need", engine_sessions_count(&t->reg)), -EBUSY;
+	if (r < 0)
+		return buf_puts(msg, r == -EPERM ? err.verdict.message : err.message), r;
+	*ret = session_json(e);
+	engine_session_unref(e);
 	return 0;
 }
 
 int mcp_tools_close_session(struct mcp_tools *t, const char *id, json_t **ret, struct buf *msg)
 {
-	struct entry *e = find(t, id, msg);
+	struct engine_session *e = find(t, id, msg);
+	struct engine_caller cl;
 
 	if (!e)
 		return -ENOENT;
 	*ret = json_pack("{s:s, s:b}", "session_id", e->id, "closed", 1);
-	remove_at(t, (unsigned)(e - t->sessions));
+	caller(t, &cl);
+	engine_session_ref(e);
+	t->recorded = engine_session_close(&t->reg, &cl, e);
+	engine_session_unref(e);
+	if (cl.audit_err < 0)
+		log_msg(t, "warning", "cannot append to the audit log");
 	return 0;
 }
 
 int mcp_tools_list_sessions(struct mcp_tools *t, json_t **ret, struct buf *msg)
 {
+	struct engine_session **all = NULL;
 	json_t *list = json_array();
-	uint64_t now = now_ns();
+	struct timespec now;
+	uint64_t now_ms;
+	unsigned n = 0;
 
 	(void)msg;
-	for (unsigned i = 0; i < t->n; i++) {
-		const struct entry *e = &t->sessions[i];
+	clock_gettime(CLOCK_REALTIME, &now);
+	now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	if (engine_sessions_list(&t->reg, &all, &n) < 0) {
+		json_decref(list);
+		return buf_puts(msg, "out of memory"), -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		const struct engine_session *e = all[i];
+		uint64_t used = __atomic_load_n(&e->last_used_ms, __ATOMIC_RELAXED);
 
 		json_array_append_new(list, json_pack("{s:s, s:s, s:I, s:f}", "session_id", e->id,
-						      "language", e->language, "executions",
-						      (json_int_t)e->executions, "idle_s",
-						      (double)(now - e->last_used_ns) / 1e9));
+						      "language", lang_name(e), "executions",
+						      (json_int_t)__atomic_load_n(&e->executions, __ATOMIC_RELAXED),
+						      "idle_s", now_ms > used ? (double)(now_ms - used) / 1e3 : 0.0));
+		engine_session_unref(all[i]);
 	}
-	*ret = json_pack("{s:o, s:i, s:i}", "sessions", list, "count", (int)t->n, "max_sessions",
+	free(all);
+	*ret = json_pack("{s:o, s:i, s:i}", "sessions", list, "count", (int)n, "max_sessions",
 			 (int)t->cfg.max_sessions);
 	return 0;
 }
@@ -477,10 +489,10 @@ static const char *rel_path(const char *path)
 }
 
 /* The session's workspace. */
-static int workspace(struct mcp_tools *t, const char *id, struct entry **ret_e, struct engine_ws *w,
+static int workspace(struct mcp_tools *t, const char *id, struct engine_session **ret_e, struct engine_ws *w,
 		     struct buf *msg)
 {
-	struct entry *e = find(t, id, msg);
+	struct engine_session *e = find(t, id, msg);
 	int r;
 
 	if (!e)
@@ -511,7 +523,7 @@ int mcp_tools_list_files(struct mcp_tools *t, const char *id, const char *path, 
 {
 	struct engine_files_listing l = { .depth = 1, .uploads = true };
 	struct engine_ws w;
-	struct entry *e;
+	struct engine_session *e;
 	json_t *entries;
 	int r = workspace(t, id, &e, &w, msg);
 
@@ -533,7 +545,7 @@ int mcp_tools_read_file(struct mcp_tools *t, const char *id, const char *path, s
 			json_t **ret, struct buf *msg)
 {
 	struct engine_ws w;
-	struct entry *e;
+	struct engine_session *e;
 	struct stat st;
 	_cleanup_close_ int fd = -1;
 	int r = workspace(t, id, &e, &w, msg);
@@ -561,7 +573,7 @@ int mcp_tools_write_file(struct mcp_tools *t, const char *id, const char *path, 
 			 size_t len, json_t **ret, struct buf *msg)
 {
 	struct engine_ws w;
-	struct entry *e;
+	struct engine_session *e;
 	bool replaced = false;
 	int r = workspace(t, id, &e, &w, msg);
 
@@ -626,7 +638,7 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 	ctx.policies = t->cfg.policies;
 	ctx.stop_flag = t->cfg.stop_flag;
 	if (sid) {
-		struct entry *e = find(t, sid, msg);
+		struct engine_session *e = find(t, sid, msg);
 
 		if (!e)
 			return -ENOENT;

@@ -12,6 +12,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import ROOT, Serve, check, eq, main, test  # noqa: E402
@@ -350,6 +352,39 @@ def the_e2b_door_has_the_same_host_and_token_checks_as_v1():
         eq(st, 401, j)
     finally:
         kill(tok, sb["sandboxID"], headers=key)
+
+
+@test
+def restarting_the_default_context_ends_a_cell_that_ignores_sigint():
+    """As POST /v1/sessions/{id}/restart (the engine's one restart): the
+    cell is interrupted, and its kernel killed after the grace period when
+    it does not stop; the E2B door once waited for the cell to end."""
+    srv = server()
+    sb = create(srv)
+    sid = sb["sandboxID"]
+    cell = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "time.sleep(3000)\n")
+    done = []
+    t = threading.Thread(target=lambda: done.append(srv.request(
+        "POST", "/execute", {"code": cell}, headers=to(sid, JUPYTER), timeout=600)), daemon=True)
+    try:
+        t.start()
+        for _ in range(600):  # until the cell runs (the session is busy)
+            st, j = srv.request("GET", "/v1/sessions/" + sid)
+            if st == 200 and j["busy"]:
+                break
+            time.sleep(0.1)
+        check(j["busy"], "the cell never started: %r" % (j,))
+        # generous: the grace period is 2 s; before, this waited 3000 s
+        st, j = srv.request("POST", "/contexts/default-python/restart", headers=to(sid, JUPYTER),
+                            timeout=180)
+        eq(st, 204, j)
+        t.join(180)
+        check(done, "the cell's request did not end")
+        st, j = srv.request("POST", "/execute", {"code": "print(6 * 7)"}, headers=to(sid, JUPYTER))
+        eq(st, 200, j)
+    finally:
+        kill(srv, sid)
 
 
 @test

@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -681,6 +682,48 @@ def a_warm_pool_gives_sessions_and_initialize_is_not_held_up_by_it():
     r = m.call("run_code", session_id=s["session_id"], code="import json, sys\njson.dumps([1])")
     eq(r["structuredContent"]["results"][0]["text/plain"], "'[1]'", r)
     eq(m.close(), 0)
+
+
+@test
+def create_session_takes_a_project_under_the_policys_projects():
+    """As POST /v1/sessions: `project` only inside the policy's projects
+    (symlinks resolved), the directory untouched by what the code does."""
+    with tempfile.TemporaryDirectory() as base:
+        root = os.path.join(base, "repos")
+        d = os.path.join(root, "p")
+        os.makedirs(d)
+        os.chmod(base, 0o755)
+        with open(os.path.join(d, "README.md"), "w") as f:
+            f.write("hello project\n")
+        os.symlink("/etc", os.path.join(root, "escape"))
+        pol = os.path.join(base, "p.ini")
+        with open(pol, "w") as f:
+            f.write("[default]\nprojects = %s\n" % root)
+        m = Mcp("--policy", pol, "--pool", "0")
+        try:
+            for bad in (os.path.join(root, "escape"), base, "/etc"):
+                r = m.call("create_session", project=bad)
+                eq(r["isError"], True, r)
+                check("projects" in text_of(r), r)
+            s = m.call("create_session", project=d)
+            eq(s.get("isError"), False, s)
+            s = s["structuredContent"]
+            eq(s["project"], d, s)
+            r = m.call("run_code", session_id=s["session_id"],
+                       code="import os\nprint(open('README.md').read(), end='')\nos.remove('README.md')")
+            eq(r["structuredContent"]["status"], "ok", r)
+            check("hello project" in text_of(r), r)
+            eq(os.listdir(d), ["README.md"], "the project changed")
+        finally:
+            m.close()
+        # the default policy has no projects
+        m = Mcp("--pool", "0")
+        try:
+            r = m.call("create_session", project=d)
+            eq(r["isError"], True, r)
+            check("projects" in text_of(r), r)
+        finally:
+            m.close()
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/request.h"
 #include "api/route.h"
+#include "api/text.h"
 #include "util/parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

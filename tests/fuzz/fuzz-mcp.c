@@ -104,8 +104,9 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 }
 
 int mcp_tools_create_session(struct mcp_tools *t, const char *language, const char *preload,
-			     json_t **ret, struct buf *msg)
+			     const char *project, json_t **ret, struct buf *msg)
 {
+	(void)project;
 	if (preload && language && strcmp(language, "python") != 0)
 		return buf_puts(msg, "preload is for Python sessions"), -EINVAL;
 	t->n++;

@@ -1,7 +1,9 @@
 /* engine/policy and engine/audit: the file's parser (errors name the
- * line), every rule of engine_check, the audit record. */
+ * line), every rule of engine_check, the audit record; engine/sessions'
+ * pipeline around them. */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include "engine/approval.h"
 #include "engine/audit.h"
 #include "engine/policy.h"
+#include "engine/sessions.h"
 #include "engine/tool.h"
 #include "sandbox/egress.h"
 #include "util/sha256.h"
@@ -496,6 +499,105 @@ static void tool_keys_and_databases(void **state)
 	engine_policies_free(ps);
 }
 
+/* ---- engine/sessions: the lifecycle's pipeline (no kernel needed) ---- */
+
+static int held_cb(void *cls, enum engine_action a, struct engine_verdict *v,
+		   char ret_id[AUDIT_ID_LEN + 1], const char **ret_state)
+{
+	int *mode = cls;
+
+	(void)a;
+	(void)v;
+	snprintf(ret_id, AUDIT_ID_LEN + 1, "%s", "00112233445566ff");
+	*ret_state = *mode == 0 ? "approved" : "pending";
+	return *mode == 0 ? 0 : -EINPROGRESS;
+}
+
+/* The audit log's lines, one string. */
+static char *slurp(const char *path)
+{
+	static char text[16384];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	return text;
+}
+
+static void sessions_pipeline_refuses_records_and_gives_back(void **state)
+{
+	struct engine_policies *ps =
+		parse_ok("[default]\nlanguages = python\napproval = session_restart\n");
+	char dir[] = "/tmp/cc-sess-XXXXXX", path[64], err[256];
+	struct engine_session_spec spec = { 0 };
+	struct engine_session_error e;
+	struct engine_session *s = NULL, *entry;
+	struct engine_sessions reg;
+	struct engine_audit *a = NULL;
+	struct engine_caller cl = { .client = &ps->clients[0], .door = DOOR_API };
+	int mode = 1;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.log", dir);
+	assert_int_equal(engine_audit_open(path, 0, &a, err, sizeof(err)), 0);
+	cl.audit = a;
+	assert_int_equal(engine_sessions_init(&reg, 1), 0);
+	/* a language the policy does not allow: refused, recorded, and the
+	 * reservation and the client's slot given back */
+	session_opts_init(&spec.so);
+	spec.so.lang = SESSION_BASH;
+	assert_int_equal(engine_session_new(&reg, &cl, &spec, &s, &e), -EPERM);
+	assert_string_equal(e.verdict.rule, "languages");
+	assert_int_equal(e.http, 403);
+	assert_null(s);
+	assert_int_equal(reg.count + reg.reserved, 0);
+	assert_int_equal(ps->clients[0].sessions, 0);
+	assert_non_null(strstr(slurp(path), "\"session_create\""));
+	/* the registry full: -EBUSY, 429, nothing checked */
+	assert_int_equal(engine_sessions_reserve(&reg), 0);
+	spec.so.lang = SESSION_PYTHON;
+	assert_int_equal(engine_session_new(&reg, &cl, &spec, &s, &e), -EBUSY);
+	assert_int_equal(e.http, 429);
+	engine_sessions_unreserve(&reg);
+	/* an action held for a person: no callback, refused; the callback's
+	 * pending and approved answers */
+	entry = engine_session_entry_new(0);
+	assert_non_null(entry);
+	assert_int_equal(strlen(entry->id), ENGINE_SESSION_ID_LEN);
+	assert_int_equal(engine_session_check(&cl, entry, ACTION_SESSION_RESTART, &e), -EPERM);
+	assert_string_equal(e.verdict.rule, "approval");
+	cl.approve = held_cb;
+	cl.approve_cls = &mode;
+	assert_int_equal(engine_session_check(&cl, entry, ACTION_SESSION_RESTART, &e), -EINPROGRESS);
+	assert_string_equal(e.approval_id, "00112233445566ff");
+	assert_non_null(strstr(slurp(path), "\"pending\""));
+	mode = 0;
+	assert_int_equal(engine_session_check(&cl, entry, ACTION_SESSION_RESTART, &e), 0);
+	assert_true(e.verdict.approved);
+	/* an interrupt is not held: allowed, nothing running */
+	{
+		bool busy = true;
+
+		assert_int_equal(engine_session_interrupt(&cl, entry, &busy, &e), 0);
+		assert_false(busy);
+	}
+	/* no longer in the registry: close says so */
+	assert_false(engine_session_close(&reg, &cl, entry));
+	engine_session_unref(entry);
+	entry = engine_session_entry_new(16);
+	assert_int_equal(strlen(entry->id), 16);
+	engine_session_unref(entry);
+	engine_sessions_release(&reg);
+	engine_audit_close(a);
+	(void)unlink(path);
+	(void)rmdir(dir);
+	engine_policies_free(ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -510,6 +612,7 @@ int main(void)
 		cmocka_unit_test(audit_egress_connections),
 		cmocka_unit_test(approvals_decide_use_and_expire),
 		cmocka_unit_test(tool_keys_and_databases),
+		cmocka_unit_test(sessions_pipeline_refuses_records_and_gives_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,33 @@
+/* api/metrics.h: the server's counters and their Prometheus text
+ * (metrics.c). */
+#ifndef CODECELL_API_METRICS_H
+#define CODECELL_API_METRICS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "session/result.h"
+#include "session/session.h"
+
+#define API_LATENCY_BUCKETS 14
+struct api_metrics {
+	pthread_mutex_t lock;
+	uint64_t executions[RESULT_REJECTED + 1]; /* by enum result_status */
+	uint64_t latency_buckets[API_LATENCY_BUCKETS + 1]; /* the last: +Inf */
+	double latency_sum;
+	uint64_t latency_count;
+	uint64_t limits_hit[16]; /* by bit of enum sandbox_limit */
+	uint64_t sessions_created, sessions_deleted, sessions_expired, session_failures;
+	uint64_t disconnects;
+	uint64_t http_errors[6]; /* by hundred: [4] 4xx, [5] 5xx */
+};
+void api_metrics_init(struct api_metrics *m);
+void api_metrics_release(struct api_metrics *m);
+void api_metrics_execution(struct api_metrics *m, const struct run_result *r, double seconds);
+void api_metrics_add(struct api_metrics *m, uint64_t *counter);
+/* The Prometheus text exposition format.  Owned by the caller. */
+/* pool: the warm pool's health, or NULL when there is none. */
+char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_sessions,
+		       unsigned busy, const struct session_pool_health *pool, size_t *ret_len);
+
+#endif

@@ -1,0 +1,206 @@
+/* engine/sessions: the live sessions of a server, whatever door made
+ * them, and their lifecycle (new, interrupt, restart, fork, close) through
+ * the engine's pipeline: validate -> policy check (engine_check_*, with a
+ * person's approval when the policy asks for one) -> the operation -> the
+ * audit record.  The doors translate requests and answers only. */
+#ifndef CODECELL_ENGINE_SESSIONS_H
+#define CODECELL_ENGINE_SESSIONS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "engine/audit.h"
+#include "engine/engine.h"
+#include "engine/policy.h"
+#include "session/session.h"
+
+#define ENGINE_SESSION_ID_LEN 32 /* hex characters of a session id */
+
+/* A session as the server holds it.  lock is held around every call into
+ * the session; s is NULL once the session was deleted or expired.  The
+ * stop pipe carries struct signalfd_siginfo records to session_exec()'s
+ * stop_fd: SIGINT interrupts the cell, SIGTERM kills the kernel. */
+struct engine_session {
+	char id[ENGINE_SESSION_ID_LEN + 1];
+	pthread_mutex_t lock;
+	struct session *s;
+	int stop_r, stop_w;
+	int refs; /* atomic */
+	/* what it was made with, for listings (read-only after creation) */
+	enum session_lang lang;
+	char *preload;
+	struct sandbox_limits limits;
+	uint64_t output_limit;
+	uint64_t result_limit;
+	enum sandbox_net net;
+	double idle_timeout_s;
+	char created[32]; /* ISO 8601, UTC */
+	bool pooled;
+	/* how long the current kernel took to be ready (create, restart or
+	 * fork); atomic: written by those, read by listings */
+	uint64_t startup_ns;
+	/* what the kernel imported; under info, which is never held long */
+	pthread_mutex_t info;
+	char *preloaded, *preload_failed;
+	/* atomics: read without lock for listings */
+	uint64_t executions;
+	uint64_t last_used_ms; /* epoch milliseconds */
+	int busy;
+	/* set before a SIGTERM record is sent, checked by an execution after
+	 * it drained the pipe (see api/exec.c job_claim) */
+	int dying;	/* deleted, expired */
+	/* the client that made it; its session slot is given back when the
+	 * last reference goes */
+	struct engine_client *client;
+	int restarting; /* a restart waits for the lock */
+	char *project; /* the host directory behind its overlay, or NULL */
+};
+
+/* The registry: a fixed table of max slots. */
+struct engine_sessions {
+	pthread_mutex_t lock;
+	struct engine_session **slots;
+	unsigned max, count, reserved;
+	unsigned id_len; /* hex digits of its ids: ENGINE_SESSION_ID_LEN, or fewer (even) */
+};
+
+int engine_sessions_init(struct engine_sessions *reg, unsigned max);
+void engine_sessions_release(struct engine_sessions *reg);
+/* A place for one more session: 0, or -EBUSY at the limit. */
+int engine_sessions_reserve(struct engine_sessions *reg);
+void engine_sessions_unreserve(struct engine_sessions *reg);
+/* Add entry (takes the reservation and a reference). */
+void engine_sessions_add(struct engine_sessions *reg, struct engine_session *entry);
+/* The entry with this id with a new reference, or NULL. */
+struct engine_session *engine_sessions_get(struct engine_sessions *reg, const char *id);
+/* Remove entry; true if it was there (its reference is the caller's now). */
+bool engine_sessions_remove(struct engine_sessions *reg, struct engine_session *entry);
+/* Every entry with a new reference each; *ret (free()) and its length. */
+int engine_sessions_list(struct engine_sessions *reg, struct engine_session ***ret, unsigned *ret_n);
+unsigned engine_sessions_count(struct engine_sessions *reg);
+
+/* A new entry with one reference; the session is not started. */
+struct engine_session *engine_session_entry_new(unsigned id_len);
+void engine_session_ref(struct engine_session *e);
+/* Drop a reference; the last one frees the session and the entry. */
+void engine_session_unref(struct engine_session *e);
+/* Send a signal record to a running execution (SIGINT: interrupt,
+ * SIGTERM: kill the kernel).  Harmless when idle: the next execution
+ * drains the pipe first. */
+void engine_session_signal(struct engine_session *e, int sig);
+/* Under e->lock: drop records meant for an earlier execution. */
+void engine_session_drain(struct engine_session *e);
+/* Under e->lock: end the session now (delete, expiry, shutdown). */
+void engine_session_end(struct engine_session *e);
+/* Under e->lock: note what the kernel imported (after start, restart). */
+void engine_session_note_preload(struct engine_session *e);
+/* Under e->lock: an execution is over. */
+void engine_session_touch(struct engine_session *e);
+/* The JSON description of a session (GET /v1/sessions/{id}). */
+json_t *engine_session_json(struct engine_session *e);
+
+/* ---- the lifecycle, through the pipeline ---- */
+
+/* Who asks, and how a person's approval is had.  A door fills it per
+ * call. */
+struct engine_caller {
+	struct engine_client *client; /* NULL: no policy (nothing checked or held) */
+	const char *name; /* the records' client name (NULL: client's) */
+	enum engine_door door;
+	struct engine_audit *audit; /* NULL: no records */
+	const char *request_id;	    /* NULL: one is made per record */
+	/* A person's decision when the policy holds the action for one
+	 * (NULL: such a call is refused), as engine_tool_request.approve:
+	 * 0 approved (its id into ret_id), -EINPROGRESS held and not decided
+	 * (its id into ret_id), -EPERM not (v->message says why).
+	 * *ret_state: the approval's state for the record (static) or NULL. */
+	int (*approve)(void *cls, enum engine_action a, struct engine_verdict *v,
+		       char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
+	void *approve_cls;
+	int audit_err; /* out: the last record that could not be written, -errno */
+};
+
+/* Why a lifecycle call failed, for the door to answer. */
+struct engine_session_error {
+	int http;	  /* what an HTTP door answers: 400, 403, 404, 429, 500 ... */
+	const char *code; /* "session_not_found", "session_failed", ... (static) */
+	char message[512];
+	struct engine_verdict verdict;		/* -EPERM: the rule */
+	char approval_id[AUDIT_ID_LEN + 1];	/* -EINPROGRESS: the held call */
+	bool start_failed; /* a kernel did not start (a door's metrics) */
+};
+
+/* What a new session is made with: the door's options (defaults filled
+ * in; the policy may lower those not asked for), what was asked. */
+struct engine_session_spec {
+	struct session_opts so;
+	unsigned asked;	 /* bits of enum engine_limit_id given by the caller */
+	bool net_asked;
+	const char *project; /* a host directory asked for, or NULL */
+	bool has_seed;
+	uint64_t seed;
+};
+
+/* The errors of the calls below: 0, or -EPERM (the policy, verdict
+ * set; recorded), -EINPROGRESS (held for a person, approval_id set;
+ * recorded), -EBUSY (reg is full), -ESRCH (the session is gone),
+ * -EINVAL (bad options), -EOPNOTSUPP (fork), another -errno (failed). */
+
+/* Reserve a place, check, start the kernel, register it: *ret a new
+ * reference.  The client's session slot goes back when it leaves reg. */
+int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
+		       struct engine_session_spec *spec, struct engine_session **ret,
+		       struct engine_session_error *err);
+/* The policy check and record of action a on e alone (E2B's process
+ * signals, a project's apply): 0, -EPERM or -EINPROGRESS. */
+int engine_session_check(struct engine_caller *cl, struct engine_session *e,
+			 enum engine_action a, struct engine_session_error *err);
+/* Run code in e through the pipeline: the policy (engine_check_exec:
+ * the language, the cell's timeout eo->timeout_s, the client's
+ * executions and rate; a person's approval through cl), the cell under
+ * e's lock (engine_session_exec: size, UTF-8 and NUL bytes checked
+ * first), the record (args: the call's arguments for it, borrowed, or
+ * NULL).  0 with *ret the result, a refusal by the policy included
+ * (status rejected, naming the rule); -EINPROGRESS (held, no result),
+ * -ESRCH (e was closed), -EBUSY (e is being restarted), another -errno
+ * (the session cannot go on): err says so. */
+int engine_session_run(struct engine_caller *cl, struct engine_session *e, const char *code,
+		       size_t len, const struct session_exec_opts *eo, json_t *args,
+		       struct run_result *ret, struct engine_session_error *err);
+/* The cell alone, after the door's own check (the server's, which
+ * answers before a stream starts): under e's lock, what runs is
+ * drained of earlier stop records, e's state checked, then claim(cls)
+ * (NULL: none; false: -ECANCELED, err untouched) says whether it may
+ * still start.  0 with *ret, or -ESRCH, -EBUSY (restarting) or the
+ * session's -errno (err says so; *ret released). */
+int engine_session_cell(struct engine_session *e, const char *code, size_t len,
+			const struct session_exec_opts *eo, bool (*claim)(void *cls), void *cls,
+			struct run_result *ret, struct engine_session_error *err);
+/* Interrupt what runs in e; *ret_busy: something ran. */
+int engine_session_interrupt(struct engine_caller *cl, struct engine_session *e, bool *ret_busy,
+			     struct engine_session_error *err);
+/* A fresh kernel, the same workspace: what runs is interrupted, and
+ * killed if it has not stopped after SESSION_GRACE_S. */
+int engine_session_restart(struct engine_caller *cl, struct engine_session *e,
+			   struct engine_session_error *err);
+/* A copy of src (its kernel's state, its workspace), registered.
+ * *ret_not_copied: what was not (free()), or NULL. */
+int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
+			struct engine_session *src, struct engine_session **ret,
+			char **ret_not_copied, struct engine_session_error *err);
+/* Take e out of reg and end it (what runs is killed); false if it was no
+ * longer there.  cl NULL: no record (expiry, shutdown).  The caller's
+ * reference stays its own. */
+bool engine_session_close(struct engine_sessions *reg, struct engine_caller *cl,
+			  struct engine_session *e);
+/* End the sessions idle past their idle_timeout (a busy one waits for
+ * the next round); on_end (or NULL) is told of each.  The number ended. */
+unsigned engine_sessions_reap(struct engine_sessions *reg,
+			     void (*on_end)(void *cls, const struct engine_session *e), void *cls);
+/* End every session (shutdown): what runs is stopped first. */
+void engine_sessions_close_all(struct engine_sessions *reg);
+
+#endif

@@ -107,6 +107,13 @@ struct e2b_sandbox *e2b_find(struct e2b_state *st, const char *id)
 }
 
 /* Under st->lock: take sb out of the table. */
+struct e2b_sandbox *e2b_find_seen(struct api_call *c, const char *id)
+{
+	struct e2b_sandbox *sb = e2b_find(c->srv->e2b, id);
+
+	return sb && api_sees(c, sb->entry) ? sb : NULL;
+}
+
 static void unlink_sandbox(struct e2b_state *st, struct e2b_sandbox *sb)
 {
 	for (struct e2b_sandbox **p = &st->head; *p; p = &(*p)->next)
@@ -676,7 +683,7 @@ struct engine_session *e2b_sandbox_session(struct api_call *c, enum MHD_Result *
 	struct e2b_sandbox *sb;
 
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find(st, c->e2b->id);
+	sb = e2b_find_seen(c, c->e2b->id);
 	if (sb) {
 		e = sb->entry;
 		engine_session_ref(e);
@@ -959,7 +966,8 @@ static enum MHD_Result handle_list(struct api_call *c)
 	}
 	pthread_mutex_lock(&st->lock);
 	for (struct e2b_sandbox *sb = st->head; sb; sb = sb->next)
-		if (e2b_sandbox_alive(sb, epoch_ms()) && (!has_meta || metadata_matches(sb->metadata, meta)))
+		if (e2b_sandbox_alive(sb, epoch_ms()) && api_sees(c, sb->entry) &&
+		    (!has_meta || metadata_matches(sb->metadata, meta)))
 			json_array_append_new(arr, sandbox_json(sb, false));
 	pthread_mutex_unlock(&st->lock);
 	return api_respond_json(c, 200, arr);
@@ -977,7 +985,7 @@ static enum MHD_Result handle_kill(struct api_call *c)
 	struct e2b_sandbox *sb;
 
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find(st, c->e2b->id);
+	sb = e2b_find_seen(c, c->e2b->id);
 	if (sb)
 		unlink_sandbox(st, sb);
 	pthread_mutex_unlock(&st->lock);
@@ -1007,7 +1015,7 @@ static enum MHD_Result handle_sandbox(struct api_call *c)
 		json_decref(body);
 	}
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find(st, c->e2b->id);
+	sb = e2b_find_seen(c, c->e2b->id);
 	if (sb && timeout_s && (route == E2B_R_TIMEOUT || route == E2B_R_CONNECT))
 		/* E2B: set-timeout sets the end from now; connect only
 		 * extends it */

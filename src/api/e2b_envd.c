@@ -247,7 +247,7 @@ static void mp_next_part(struct api_call *c)
 		upload_fail(x, "a part names the workspace itself: name a file");
 		return;
 	}
-	e = engine_sessions_get(&c->srv->reg, c->route.session_id);
+	e = api_session_get(c, c->route.session_id);
 	r = e ? 0 : -ESRCH;
 	if (e) {
 		/* POST /v1's check of an upload, each part its own; a refusal
@@ -1030,7 +1030,7 @@ static enum MHD_Result proc_connect(struct api_call *c)
 		return MHD_NO;
 	pthread_mutex_lock(&c->srv->e2b->lock);
 	{
-		struct e2b_sandbox *sb = e2b_find(c->srv->e2b, c->e2b->id);
+		struct e2b_sandbox *sb = e2b_find_seen(c, c->e2b->id);
 
 		if (sb) {
 			e = sb->entry;
@@ -1099,7 +1099,7 @@ static struct engine_session *sandbox_ref(struct api_call *c)
 	struct e2b_sandbox *sb;
 
 	pthread_mutex_lock(&c->srv->e2b->lock);
-	sb = e2b_find(c->srv->e2b, c->e2b->id);
+	sb = e2b_find_seen(c, c->e2b->id);
 	if (sb) {
 		e = sb->entry;
 		engine_session_ref(e);

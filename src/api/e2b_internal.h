@@ -111,6 +111,9 @@ struct e2b_call {
 /* e2b.c */
 /* Under st->lock: the live sandbox with this id, or NULL. */
 struct e2b_sandbox *e2b_find(struct e2b_state *st, const char *id);
+/* e2b_find() in c's server, NULL also when c may not see the sandbox
+ * (api_sees: another client's).  Under st->lock. */
+struct e2b_sandbox *e2b_find_seen(struct api_call *c, const char *id);
 /* The sandbox of the request's E2b-Sandbox-Id with a new reference to
  * its session, or NULL (answered: 502, as E2B's proxy does). */
 struct engine_session *e2b_sandbox_session(struct api_call *c, enum MHD_Result *ret);

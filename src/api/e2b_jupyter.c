@@ -178,7 +178,7 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 		goto fail;
 	}
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find(st, c->e2b->id);
+	sb = e2b_find_seen(c, c->e2b->id);
 	if (!sb)
 		api_error_set(&e, 502, "sandbox_not_found",
 			      "the sandbox '%s' was not found: it was killed or its timeout ran out", c->e2b->id);
@@ -243,7 +243,7 @@ static enum MHD_Result ctx_create(struct api_call *c)
 	if (cwd && e2b_path(cwd, &r, &e) < 0)
 		goto fail;
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find(st, c->e2b->id);
+	sb = e2b_find_seen(c, c->e2b->id);
 	if (!sb)
 		api_error_set(&e, 502, "sandbox_not_found", "the sandbox '%s' was not found", c->e2b->id);
 	else if ((x = ctx_add(sb, lang, SANDBOX_HOME, &e)))
@@ -295,7 +295,7 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 	if (route == E2B_R_CTX_CREATE)
 		return ctx_create(c);
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find(st, c->e2b->id);
+	sb = e2b_find_seen(c, c->e2b->id);
 	if (sb && route == E2B_R_CTX_LIST) {
 		arr = json_array();
 		for (unsigned i = 0; i < sb->n_ctx; i++)

@@ -81,7 +81,7 @@ static void upload_begin(struct api_call *c, struct api_upload *u)
 	u->u.dir = u->u.fd = -1;
 	if (strcmp(c->method, "PUT") != 0 || !c->route.path_len)
 		return;
-	e = engine_sessions_get(&c->srv->reg, c->route.session_id);
+	e = api_session_get(c, c->route.session_id);
 	if (!e)
 		return;
 	pthread_mutex_lock(&e->lock);

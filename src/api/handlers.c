@@ -18,9 +18,25 @@
 #include "util/timeutil.h"
 #include "util/banned.h"
 
+bool api_sees(const struct api_call *c, const struct engine_session *e)
+{
+	return !e->client || e->client == c->client || c->client == &c->srv->policies->clients[0];
+}
+
+struct engine_session *api_session_get(struct api_call *c, const char *id)
+{
+	struct engine_session *e = engine_sessions_get(&c->srv->reg, id);
+
+	if (e && !api_sees(c, e)) {
+		engine_session_unref(e);
+		e = NULL;
+	}
+	return e;
+}
+
 struct engine_session *api_call_session(struct api_call *c, enum MHD_Result *ret)
 {
-	struct engine_session *e = engine_sessions_get(&c->srv->reg, c->route.session_id);
+	struct engine_session *e = api_session_get(c, c->route.session_id);
 
 	if (!e)
 		*ret = api_respond_errorf(c, 404, "session_not_found",
@@ -148,12 +164,15 @@ enum MHD_Result api_handle_sessions_list(struct api_call *c)
 		return api_respond_errorf(c, 500, "internal", "out of memory");
 	}
 	for (unsigned i = 0; i < n; i++) {
-		json_array_append_new(arr, engine_session_json(list[i]));
+		/* another client's sessions are not listed (api_sees) */
+		if (api_sees(c, list[i]))
+			json_array_append_new(arr, engine_session_json(list[i]));
 		engine_session_unref(list[i]);
 	}
 	free(list);
 	return api_respond_json(c, 200,
-				json_pack("{s:o, s:i, s:i}", "sessions", arr, "count", (int)n,
+				json_pack("{s:o, s:i, s:i}", "sessions", arr, "count",
+					  (int)json_array_size(arr),
 					  "max_sessions", (int)c->srv->cfg.max_sessions));
 }
 

@@ -60,5 +60,13 @@ void api_response_headers(struct MHD_Response *r, const char *type);
 
 /* Look up the route's session (a new reference) or respond 404. */
 struct engine_session *api_call_session(struct api_call *c, enum MHD_Result *ret);
+/* Whether the caller may reach e: the client that made it, or the
+ * operator (the default policy's client: the server's token, or
+ * loopback without one), who sees every session as it sees every
+ * approval.  Another client's session is answered as one that does not
+ * exist (404): its id is not a capability. */
+bool api_sees(const struct api_call *c, const struct engine_session *e);
+/* engine_sessions_get() of id, NULL also when the caller may not see it. */
+struct engine_session *api_session_get(struct api_call *c, const char *id);
 
 #endif

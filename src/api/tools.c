@@ -91,7 +91,7 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 		return -2;
 	}
 	snprintf(sid, API_ID_LEN + 1, "%s", json_string_value(id));
-	e = engine_sessions_get(&c->srv->reg, sid);
+	e = api_session_get(c, sid);
 	if (!e) {
 		*ret = api_respond_errorf(c, 404, "session_not_found", "no session '%s'", sid);
 		return -2;

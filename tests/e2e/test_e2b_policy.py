@@ -264,6 +264,16 @@ def e2b_api_keys_are_a_policy_files_client_keys():
             a = create(s, headers={"X-API-Key": ALICE})
             b = create(s, headers={"X-API-Key": BOB})
             check(len(a["envdAccessToken"]) == 32, a)
+            # a sandbox is its maker's: another client neither lists, reads nor kills it
+            for k, mine, other in ((ALICE, a, b), (BOB, b, a)):
+                st, j = s.request("GET", "/sandboxes", headers={"X-API-Key": k})
+                eq([x["sandboxID"] for x in j], [mine["sandboxID"]], j)
+                eq(s.request("GET", "/sandboxes/" + other["sandboxID"], headers={"X-API-Key": k})[0],
+                   404)
+                eq(s.request("DELETE", "/sandboxes/" + other["sandboxID"],
+                             headers={"X-API-Key": k})[0], 404)
+                eq(s.request("GET", "/sandboxes/" + mine["sandboxID"], headers={"X-API-Key": k})[0],
+                   200)
             # no token, or another sandbox's: 401 in Connect's shape
             h = to(a)
             del h["X-Access-Token"]

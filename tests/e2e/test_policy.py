@@ -157,6 +157,51 @@ def serve_policy_rules_per_client():
 
 
 @test
+def a_session_is_its_makers():
+    """Another client's session is answered as one that does not exist
+    (its id is not a capability): not listed, not read, run, forked,
+    interrupted, restarted, deleted, nor its files; the operator (the
+    server's token) sees every session, as it sees every approval."""
+    with tempfile.TemporaryDirectory() as d:
+        pol, tokf = os.path.join(d, "p.ini"), os.path.join(d, "token")
+        op = "operator-token-0123456789"
+        write(tokf, op + "\n", 0o600)
+        write(pol, POLICY)
+        s = srv("--policy", pol, "--token-file", tokf)
+        a, b = KEYS["alice"], KEYS["bob"]
+        try:
+            st, j = call(s, "POST", "/v1/sessions", {}, key=a)
+            eq(st, 201, j)
+            sid = j["id"]
+            eq(call(s, "PUT", "/v1/sessions/%s/files/x.txt" % sid, raw=b"mine", key=a)[0], 201)
+            eq(call(s, "POST", "/v1/sessions/%s/execute" % sid, {"code": "secret = 42"},
+                    key=a)[1]["status"], "ok")
+            st, j = call(s, "GET", "/v1/sessions", key=b)
+            eq((st, j["sessions"], j["count"]), (200, [], 0), j)
+            for method, path, body in (
+                    ("GET", "", None), ("POST", "/execute", {"code": "print(secret)"}),
+                    ("POST", "/interrupt", None), ("POST", "/restart", None), ("POST", "/fork", None),
+                    ("GET", "/files/x.txt", None), ("GET", "/files", None),
+                    ("PUT", "/files/y.txt", None), ("DELETE", "/files/x.txt", None),
+                    ("GET", "/changes", None), ("DELETE", "", None)):
+                st, j = call(s, method, "/v1/sessions/" + sid + path, body,
+                             raw=b"theirs" if method == "PUT" else None, key=b)
+                eq(st, 404, (method, path, j))
+                check("session_not_found" in json.dumps(j), (method, path, j))
+            # still there, untouched, for its maker and for the operator
+            eq(call(s, "GET", "/v1/sessions/%s/files/x.txt" % sid, key=a), (200, b"mine"))
+            eq(call(s, "POST", "/v1/sessions/%s/execute" % sid, {"code": "secret"},
+                    key=a)[1]["results"][0]["text/plain"], "42")
+            st, j = call(s, "GET", "/v1/sessions", key=a)
+            eq([x["id"] for x in j["sessions"]], [sid], j)
+            st, j = call(s, "GET", "/v1/sessions", key=op)
+            eq([x["id"] for x in j["sessions"]], [sid], j)
+            eq(call(s, "DELETE", "/v1/sessions/" + sid, key=op)[0], 200)
+        finally:
+            s.stop()
+
+
+@test
 def e2b_sandboxes_pass_the_policy_and_are_audited():
     """The E2B door makes its sandboxes through the same policy check and
     audit record as POST /v1/sessions (a Python kernel each)."""

@@ -65,6 +65,7 @@ struct exec_job {
 	pthread_mutex_t lock;
 	bool running, cancelled;
 	/* written by the thread before done_fd fires */
+	struct egress_log egress; /* the allowlist proxy's connections, for the audit log */
 	struct run_result res;
 	bool has_res;
 	struct api_error err;
@@ -247,6 +248,7 @@ static void run_in_session(struct exec_job *j)
 		.hangup_fd = j->inline_run ? j->client_fd : -1,
 		.on_hangup = on_hangup,
 		.userdata = j,
+		.egress_log = j->srv->cfg.audit && e->net == SANDBOX_NET_ALLOWLIST ? &j->egress : NULL,
 	};
 	struct engine_session_error err;
 	int k = engine_session_cell(e, j->req.code, j->req.code_len, &eo, claim_cb, j, &j->res,
@@ -289,6 +291,8 @@ static void run_oneshot(struct exec_job *j)
 	rq.stop_fd = j->stop[0];
 	rq.live_stdout = j->stream ? j->live[0][1] : -1;
 	rq.live_stderr = j->stream ? j->live[1][1] : -1;
+	if (j->srv->cfg.audit && rq.net == SANDBOX_NET_ALLOWLIST)
+		rq.egress_log = &j->egress;
 	if (!job_claim(j))
 		return;
 	k = engine_run(&rq, &j->res);
@@ -317,7 +321,7 @@ static void job_run(struct exec_job *j)
 	 * finds the call in the log, even if the server dies next */
 	if (j->client)
 		api_audit_exec(j->srv, j->client, j->request_id, j->approval_id, j->entry, &j->req,
-			       j->has_res ? &j->res : NULL, j->t0);
+			       j->has_res ? &j->res : NULL, j->t0, &j->egress);
 }
 
 static void *job_main(void *arg)
@@ -356,6 +360,7 @@ static void job_free(struct exec_job *j)
 	engine_session_unref(j->entry);
 	buf_release(&j->pending);
 	pthread_mutex_destroy(&j->lock);
+	free(j->egress.ev);
 	free(j);
 }
 

@@ -381,8 +381,10 @@ void api_audit_command(struct api_server *srv, struct engine_client *client, con
 
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
 		    const char *approval_id, struct engine_session *entry, const struct api_request *req,
-		    const struct run_result *res, uint64_t t0)
+		    const struct run_result *res, uint64_t t0, const struct egress_log *eg)
 {
+	int k;
+
 	struct engine_audit_record rec = {
 		.action = entry ? ACTION_SESSION_EXEC : ACTION_RUN, .session = entry ? entry->id : NULL,
 		.has_lang = true, .code = req->code, .code_len = req->code_len,
@@ -396,6 +398,10 @@ void api_audit_exec(struct api_server *srv, struct engine_client *client, const 
 		   : entry		      ? engine_lang_of_session(entry->lang)
 					      : LANG_PYTHON;
 	audit_as(srv, client, request_id, &rec);
+	/* the proxy's connections, under the same request id */
+	if (srv->cfg.audit && eg && (eg->n || eg->dropped) &&
+	    (k = engine_audit_egress(srv->cfg.audit, &rec, eg->ev, eg->n, eg->dropped)) < 0)
+		api_log(srv, "warning", "cannot append to the audit log: %s", strerror(-k));
 }
 
 void api_audit_session_create(struct api_call *c, const char *id, const struct session_opts *so,

@@ -63,6 +63,6 @@ void api_audit_command(struct api_server *srv, struct engine_client *client, con
 		       const struct run_result *res, uint64_t t0, const char *status);
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
 		    const char *approval_id, struct engine_session *entry, const struct api_request *req,
-		    const struct run_result *res, uint64_t t0);
+		    const struct run_result *res, uint64_t t0, const struct egress_log *eg);
 
 #endif

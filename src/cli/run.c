@@ -253,7 +253,7 @@ static int checked_run(struct run_opts *o, struct run_result *res, int *ret_sig)
 	struct engine_policies *ps;
 	struct engine_audit *au;
 	struct engine_verdict v = { 0 };
-	struct run_egress eg = { 0 };
+	struct egress_log eg = { 0 };
 	char id[AUDIT_ID_LEN + 1];
 	uint64_t t0 = now_ns();
 	int r = 0;

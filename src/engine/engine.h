@@ -105,15 +105,7 @@ struct run_request {
 	/* SANDBOX_NET_ALLOWLIST: where the proxy's connections go, for the
 	 * audit log (engine_audit_egress; the caller frees ev).  NULL: not
 	 * kept. */
-	struct run_egress *egress_log;
-};
-
-/* The connections the egress proxy of a run decided (sandbox/egress.h). */
-struct egress_event;
-struct run_egress {
-	struct egress_event *ev;
-	size_t n;
-	uint64_t dropped; /* more than the proxy keeps */
+	struct egress_log *egress_log;
 };
 
 /* What a run with a project changed. */

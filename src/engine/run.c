@@ -634,8 +634,7 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	/* every connection is kept as it is decided: the program is gone,
 	 * nothing more comes */
 	if (req->egress_log)
-		(void)sandbox_egress_events(sb, &req->egress_log->ev, &req->egress_log->n,
-					    &req->egress_log->dropped);
+		(void)sandbox_egress_events(sb, req->egress_log);
 	if (k == 0 && req->teardown)
 		*req->teardown = sb; /* the caller ends it */
 	else

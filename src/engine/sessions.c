@@ -332,7 +332,8 @@ static void record(struct engine_caller *cl, struct engine_audit_record *rec)
 
 	if (!cl->audit)
 		return;
-	rec->request_id = cl->request_id;
+	if (cl->request_id)
+		rec->request_id = cl->request_id;
 	rec->client = cl->name ? cl->name : cl->client->name;
 	rec->door = cl->door;
 	k = engine_audit_write(cl->audit, rec);
@@ -610,11 +611,19 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 					   .code = code, .code_len = len, .args = args };
 	struct exec_arg x = { e->lang, eo->timeout_s };
 	struct approval_note an;
+	struct session_exec_opts o = *eo;
+	struct egress_log eg = { 0 };
+	char id[AUDIT_ID_LEN + 1];
 	uint64_t t0 = now_ns();
 	int r;
 
 	memset(err, 0, sizeof(*err));
 	memset(ret, 0, sizeof(*ret));
+	/* one request id for the cell and its proxied connections */
+	engine_audit_id(id);
+	rec.request_id = id;
+	if (cl->audit && e->net == SANDBOX_NET_ALLOWLIST)
+		o.egress_log = &eg;
 	r = pipeline_check(cl, &rec, check_exec, &x, &an, err);
 	if (r == -EPERM) {
 		/* a refusal is a result too, naming the rule */
@@ -623,13 +632,16 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 	}
 	if (r < 0)
 		return r;
-	r = engine_session_cell(e, code, len, eo, NULL, NULL, ret, err);
+	r = engine_session_cell(e, code, len, &o, NULL, NULL, ret, err);
 	if (cl->client)
 		engine_release(cl->client, ACTION_SESSION_EXEC);
 	rec.duration_ms = (double)(now_ns() - t0) / 1e6;
 	rec.res = r == 0 ? ret : NULL;
 	rec.status = r == 0 ? NULL : "error";
 	record(cl, &rec);
+	if (cl->audit && (eg.n || eg.dropped))
+		(void)engine_audit_egress(cl->audit, &rec, eg.ev, eg.n, eg.dropped);
+	free(eg.ev);
 	return r;
 }
 

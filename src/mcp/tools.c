@@ -232,7 +232,7 @@ static const char *lang_name(const struct engine_session *e)
 /* ---- runs ---- */
 
 static int run_oneshot(struct mcp_tools *t, const struct mcp_run_args *a, struct run_result *res,
-		       struct buf *msg)
+		       struct egress_log *eg, struct buf *msg)
 {
 	struct run_request rq;
 	int k;
@@ -253,6 +253,7 @@ static int run_oneshot(struct mcp_tools *t, const struct mcp_run_args *a, struct
 	rq.stop_fd = t->cfg.stop_fd;
 	rq.has_seed = a->has_seed;
 	rq.seed = a->seed;
+	rq.egress_log = t->cfg.audit ? eg : NULL;
 	/* the engine's policy check: a rejection is a result */
 	if (t->cfg.client && engine_check_run(t->cfg.client, DOOR_MCP, &rq,
 					      t->cfg.limits_asked | (a->timeout_s > 0 ? 1u << LIMIT_TIMEOUT : 0),
@@ -304,6 +305,7 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 {
 	struct run_result res;
 	struct engine_session *e = NULL;
+	struct egress_log eg = { 0 };
 	uint64_t t0 = now_ns();
 	int r;
 
@@ -312,9 +314,11 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 	t->verdict.allowed = true;
 	if (a->session_id && !(e = find(t, a->session_id, msg)))
 		return -ENOENT;
-	r = e ? run_in_session(e, t, a, &res, msg) : run_oneshot(t, a, &res, msg);
-	if (r < 0)
+	r = e ? run_in_session(e, t, a, &res, msg) : run_oneshot(t, a, &res, &eg, msg);
+	if (r < 0) {
+		free(eg.ev);
 		return r;
+	}
 	/* a session's run was recorded by the engine */
 	if (t->cfg.audit && !e) {
 		struct engine_audit_record rec = {
@@ -328,10 +332,17 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 		rec.args = args;
 		(void)engine_lang_parse(e ? lang_name(e) : a->language ? a->language : "python",
 					&rec.lang);
-		if (engine_audit_write(t->cfg.audit, &rec) < 0)
+		char id[AUDIT_ID_LEN + 1];
+
+		/* one request id for the run and its proxied connections */
+		engine_audit_id(id);
+		rec.request_id = id;
+		if (engine_audit_write(t->cfg.audit, &rec) < 0 ||
+		    engine_audit_egress(t->cfg.audit, &rec, eg.ev, eg.n, eg.dropped) < 0)
 			log_msg(t, "warning", "cannot append to the audit log");
 		json_decref(args);
 	}
+	free(eg.ev);
 	*ret = run_result_to_json(&res);
 	if (e)
 		json_object_set_new(*ret, "session_id", json_string(e->id));

@@ -842,10 +842,9 @@ int sandbox_egress_start(struct sandbox *sb, const char *allow)
 	return egress_start(sb->pidfd, TAKE_FD(sb->egress_fd), allow, &sb->egress);
 }
 
-int sandbox_egress_events(struct sandbox *sb, struct egress_event **ret, size_t *ret_n,
-			  uint64_t *ret_dropped)
+int sandbox_egress_events(struct sandbox *sb, struct egress_log *out)
 {
-	return egress_take_events(sb->egress, ret, ret_n, ret_dropped);
+	return egress_take_events(sb->egress, &out->ev, &out->n, &out->dropped);
 }
 
 bool sandbox_is_cell(const struct sandbox *sb)

@@ -254,11 +254,16 @@ int sandbox_pidfd(const struct sandbox *sb);
  * new sandbox before sandbox_start(), a pool's kernel when it is taken.
  * -EEXIST if it has one already. */
 int sandbox_egress_start(struct sandbox *sb, const char *allow);
-/* The proxy's connections decided since the last call (egress.h,
- * egress_take_events); none without a proxy. */
+/* The connections the egress proxy decided since the last call, for the
+ * audit log (egress.h, egress_take_events; the caller frees ev); none
+ * without a proxy.  0 or -ENOMEM. */
 struct egress_event;
-int sandbox_egress_events(struct sandbox *sb, struct egress_event **ret, size_t *ret_n,
-			  uint64_t *ret_dropped);
+struct egress_log {
+	struct egress_event *ev;
+	size_t n;
+	uint64_t dropped; /* more than the proxy keeps */
+};
+int sandbox_egress_events(struct sandbox *sb, struct egress_log *out);
 /* Whether sb was made by sandbox_new_cell(). */
 bool sandbox_is_cell(const struct sandbox *sb);
 /* A cell's program (its init's first child: a pooled session's kernel)

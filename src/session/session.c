@@ -1282,6 +1282,9 @@ int session_exec(struct session *s, const char *code, size_t len,
 		r->limits_unenforced = sandbox_limits_unenforced(s->sb);
 	}
 	exchange_release(&x);
+	/* before a restart takes the sandbox, and its proxy, away */
+	if (eo && eo->egress_log && s->sb)
+		(void)sandbox_egress_events(s->sb, eo->egress_log);
 	if (k == 0 && r->restarted)
 		k = start_kernel(s, NULL);
 	if (k == 0 && r->stopped) {

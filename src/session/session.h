@@ -183,6 +183,11 @@ struct session_exec_opts {
 	int hangup_fd;
 	void (*on_hangup)(void *userdata);
 	void *userdata;
+	/* The allowlist network: the connections its proxy decided since the
+	 * last cell, for the audit log (sandbox.h; the caller frees ev).
+	 * NULL: not taken (kept for the next cell that asks, up to the
+	 * proxy's cap). */
+	struct egress_log *egress_log;
 };
 
 /* Run code (eo may be NULL for the defaults).  The result is filled as

@@ -497,4 +497,31 @@ def sessions_pooled_and_cold_over_the_api():
             s.stop()
 
 
+@test
+def the_servers_cells_and_runs_record_their_connections():
+    """codecell serve --audit: a session's cell (pooled: its proxy came
+    when it was taken) and a one-shot /v1/execute each write a record per
+    connection, under the call's request id."""
+    with scratch() as d:
+        p, log = policy(d, "127.0.0.1:%d" % PORT), os.path.join(d, "audit.log")
+        s = Serve("--pool", "1", "--policy", p, "--audit", log)
+        try:
+            st, j = s.request("POST", "/v1/sessions", {"network": "allowlist"})
+            eq(st, 201, j)
+            eq(s.execute(j["id"], FETCH), "'hello from the origin'")
+            st, j = s.request("POST", "/v1/execute", {"network": "allowlist", "code": FETCH})
+            eq((st, j["status"]), (200, "ok"), j)
+        finally:
+            s.stop()
+        with open(log) as f:
+            recs = [json.loads(line) for line in f]
+    for tool in ("session_exec", "run"):
+        call = [x for x in recs if x["tool"] == tool]
+        eq(len(call), 1, recs)
+        conns = [x for x in recs if x["tool"] == "egress" and x["request_id"] == call[0]["request_id"]]
+        eq([(x["arguments"]["host"], x["arguments"]["port"], x["decision"]) for x in conns],
+           [("127.0.0.1", PORT, "allowed")], recs)
+        eq(conns[0]["session"], call[0]["session"], conns)
+
+
 main()

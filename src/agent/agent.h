@@ -82,6 +82,11 @@ struct agent_config {
 	 * records carry (NULL: one each) */
 	int door; /* enum engine_door */
 	const char *request_id;
+	/* the door checked the session already (POST /v1/agent, which
+	 * answers a refusal or a held call before its stream starts, and
+	 * records it; codecell agent --policy, before the model is asked):
+	 * the loop makes it without a second check; its steps are checked */
+	bool session_checked;
 	/* Each event as it happens (see agent_run); borrowed.  NULL: none. */
 	void (*on_event)(void *userdata, json_t *event);
 	void *userdata;

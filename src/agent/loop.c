@@ -1,7 +1,7 @@
 /* The loop: ask the model, run the code it wrote in one session, show it
  * what happened, again, until it answers without code or the budget is
- * spent.  The session is used the way mcp/tools.c uses it (session_new,
- * engine_session_exec, session_free); observations are the text the MCP
+ * spent.  The session is made, run and closed through the engine
+ * (engine/sessions.h), as MCP's and the shell's; observations are the text the MCP
  * tools give (engine/result_text.c), with long sections cut. */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "agent/internal.h"
 #include "engine/engine.h"
 #include "engine/audit.h"
+#include "engine/sessions.h"
 #include "engine/policy.h"
 #include "engine/result_text.h"
 #include "engine/tool.h"
@@ -63,7 +64,12 @@ struct loop {
 	const struct agent_config *cfg;
 	const char *lang;
 	struct llm *llm;
-	struct session *s;
+	/* the session, the engine's (a registry of one, as the shell's):
+	 * made, run and closed through engine/sessions.h's pipeline */
+	struct engine_sessions reg;
+	struct engine_session *e;
+	struct engine_caller cl; /* each step: the client, the door, the record */
+	struct session *s;	 /* e->s */
 	json_t *messages, *steps, *transcript;
 	bool tools; /* offer the tool in requests */
 	unsigned executed, empty;
@@ -235,68 +241,30 @@ static json_t *assistant_message(json_t *msg)
 
 /* ---- running it ---- */
 
-/* A code step's audit record, as a cell of a session's (v NULL: the
- * policy allowed it). */
-static void audit_step(const struct loop *L, const char *code, const struct engine_verdict *v,
-		       const struct run_result *res, uint64_t t0)
-{
-	struct engine_audit_record rec = {
-		.request_id = L->cfg->request_id,
-		.client = L->cfg->client ? L->cfg->client->name : NULL,
-		.door = (enum engine_door)L->cfg->door,
-		.action = ACTION_SESSION_EXEC,
-		.has_lang = true,
-		.lang = engine_lang_of_session(L->cfg->session.lang),
-		.code = code,
-		.code_len = strlen(code),
-		.verdict = v,
-		.duration_ms = (double)(now_ns() - t0) / 1e6,
-		.res = res,
-	};
-	json_t *args = json_pack("{s:s, s:f}", "agent", "step", "timeout", L->cfg->exec_timeout_s);
-
-	rec.args = args;
-	if (L->cfg->audit)
-		(void)engine_audit_write(L->cfg->audit, &rec);
-	json_decref(args);
-}
-
 static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 {
 	struct session_exec_opts eo = { .timeout_s = L->cfg->exec_timeout_s, .live_stdout = -1,
 					 .live_stderr = -1, .stop_fd = L->cfg->stop_fd,
 					 .hangup_fd = -1 };
+	struct engine_session_error err;
 	struct run_result res;
 	uint64_t t0 = now_ns();
+	json_t *args = json_pack("{s:s, s:f}", "agent", "step", "timeout", L->cfg->exec_timeout_s);
 	json_t *j;
 	int k;
 
-	memset(&res, 0, sizeof(res));
-	if (L->cfg->client) {
-		struct engine_verdict v = { 0 };
-
-		/* the policy holds each step as it holds a cell of a session */
-		if (engine_check_exec(L->cfg->client, (enum engine_door)L->cfg->door,
-				      L->cfg->session.lang, L->cfg->exec_timeout_s, &v) < 0) {
-			engine_verdict_result(&v, &res);
-			audit_step(L, code, &v, &res, t0);
-			j = run_result_to_json(&res);
-			run_result_release(&res);
-			*ret_exec_ms = 0;
-			return j;
-		}
-	}
-	k = engine_session_exec(L->s, code, strlen(code), &eo, &res);
-	if (L->cfg->client)
-		engine_release(L->cfg->client, ACTION_SESSION_EXEC);
-	*ret_exec_ms = (double)(now_ns() - t0) / 1e6;
+	/* the engine's pipeline, as a cell of a session: the policy (a
+	 * refusal is a result naming the rule; no person is asked mid-run),
+	 * the cell, the record */
+	k = engine_session_run(&L->cl, L->e, code, strlen(code), &eo, args, &res, &err);
+	json_decref(args);
+	*ret_exec_ms = res.status == RESULT_REJECTED ? 0 : (double)(now_ns() - t0) / 1e6;
 	if (k < 0) {
 		run_result_release(&res);
 		return json_pack("{s:s, s:{s:s, s:s, s:s}}", "status", "error", "error", "name",
-				 "SessionError", "value", strerror(-k), "traceback",
-				 "the session cannot go on: its kernel could not be restarted");
+				 "SessionError", "value", err.message[0] ? err.message : strerror(-k),
+				 "traceback", "the session cannot go on: its kernel could not be restarted");
 	}
-	audit_step(L, code, NULL, &res, t0);
 	j = run_result_to_json(&res);
 	run_result_release(&res);
 	return j;
@@ -581,19 +549,29 @@ static enum turn turn(struct loop *L, int *ret)
 
 static int start(struct loop *L, const char *question)
 {
-	char *msg = NULL;
+	struct engine_session_spec spec = { .so = L->cfg->session };
+	struct engine_session_error err;
 	int r;
 
 	r = llm_new(L->cfg, &L->llm, &L->err);
 	if (r < 0)
 		return r;
-	r = session_new(&L->cfg->session, &L->s, &msg);
+	/* the door checked the session (agent.h, session_checked): made
+	 * here without a second check, which would count it twice */
+	if (L->cfg->session_checked) {
+		struct engine_caller door = { .door = (enum engine_door)L->cfg->door };
+
+		r = engine_session_new(&L->reg, &door, &spec, &L->e, &err);
+	} else {
+		r = engine_session_new(&L->reg, &L->cl, &spec, &L->e, &err);
+	}
 	if (r < 0) {
 		(void)buf_printf(&L->err, "cannot start the %s session: %s", L->lang,
-				 msg ? msg : strerror(-r));
-		free(msg);
+				 r == -EPERM ? err.verdict.message
+				 : err.message[0] ? err.message : strerror(-r));
 		return r;
 	}
+	L->s = L->e->s;
 	json_array_append_new(L->messages, system_prompt(L));
 	json_array_append_new(L->messages,
 			      json_pack("{s:s, s:s}", "role", "user", "content", question));
@@ -608,6 +586,12 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 	int outcome = AGENT_SETUP_ERROR;
 
 	buf_init(&L.err, 64u << 10);
+	L.cl.client = cfg->client;
+	L.cl.name = cfg->client ? NULL : "cli";
+	L.cl.door = (enum engine_door)cfg->door;
+	L.cl.audit = cfg->audit;
+	L.cl.request_id = cfg->request_id;
+	(void)engine_sessions_init(&L.reg, 1); /* a failure shows at the session's start */
 	L.messages = json_array();
 	L.steps = json_array();
 	L.transcript = json_pack("{s:s, s:s, s:s, s:i, s:O, s:O}", "question", question, "model",
@@ -633,7 +617,12 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 			   json_object_get(L.transcript, "error") ? json_object_get(L.transcript, "error")
 								  : json_null(),
 			   "steps", (int)L.executed));
-	session_free(L.s);
+	if (L.e) {
+		/* its close recorded where its start was checked here */
+		engine_session_close(&L.reg, cfg->session_checked ? NULL : &L.cl, L.e);
+		engine_session_unref(L.e);
+	}
+	engine_sessions_release(&L.reg);
 	llm_free(L.llm);
 	buf_release(&L.err);
 	json_decref(L.messages);

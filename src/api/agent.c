@@ -275,6 +275,7 @@ static int check_policy(struct api_call *c, struct agent_job *j, enum MHD_Result
 	j->cfg.audit = c->srv->cfg.audit;
 	j->cfg.door = DOOR_API;
 	j->cfg.request_id = j->request_id;
+	j->cfg.session_checked = true;
 	return 0;
 }
 

@@ -333,6 +333,7 @@ static int policy_start(struct agent_opts *o, struct engine_policies **ret_p,
 		*ret_p = NULL;
 		return -EPERM;
 	}
+	o->cfg.session_checked = true; /* the loop makes it without a second check */
 	return 0;
 }
 

@@ -389,16 +389,26 @@ static void pool_kernel_killed_from_outside_restarts(void **state)
 	session_free(s);
 }
 
+/* The balloon's cell timeout: a memory balloon ends at the memory limit
+ * long before it (well under a second on an idle machine), a fork bomb
+ * never ends and is stopped by it.  At a load average of 60 a balloon
+ * of 16 MiB steps under a 1-CPU quota took more than 5 s: not a bound
+ * on speed, only on a cell that would otherwise never end. */
+#define BALLOON_TIMEOUT_S 60
+#define BOMB_TIMEOUT_S 15
+
 struct balloon {
 	struct session *s;
 	const char *code;
 	json_t *result;
+	double timeout_s;
 };
 
 static void *run_balloon(void *arg)
 {
 	struct balloon *b = arg;
-	struct session_exec_opts eo = { .timeout_s = 5, .live_stdout = -1, .live_stderr = -1 };
+	struct session_exec_opts eo = { .timeout_s = b->timeout_s, .live_stdout = -1,
+					 .live_stderr = -1 };
 	struct run_result r;
 	const char *code = b->code;
 
@@ -412,7 +422,7 @@ static void *run_balloon(void *arg)
 static void pool_runaway_does_not_disturb_sibling(void **state)
 {
 	struct balloon b = { new_session(NULL), "x = []\nwhile True:\n    x.append(bytearray(16 << 20))",
-			     NULL };
+			     NULL, BALLOON_TIMEOUT_S };
 	struct session *calm = new_session(NULL);
 	pthread_t t;
 
@@ -437,7 +447,7 @@ static void pool_fork_bomb_does_not_disturb_sibling(void **state)
 {
 	struct balloon b = { new_session(NULL),
 			     "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-			     NULL };
+			     NULL, BOMB_TIMEOUT_S };
 	struct session *calm = new_session(NULL);
 	pthread_t t;
 

@@ -26,24 +26,6 @@
 #define E2B_METADATA_MAX 64 /* metadata keys of one sandbox */
 #define E2B_METADATA_VALUE_MAX 1024
 
-static uint64_t epoch_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void iso8601(uint64_t ms, char *out, size_t n)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
-}
-
 static int random_hex(char *out, size_t bytes)
 {
 	unsigned char b[32];
@@ -704,8 +686,8 @@ static json_t *sandbox_json(const struct e2b_sandbox *sb, bool secrets)
 	char started[64], end[64];
 	json_t *j;
 
-	iso8601(sb->started_ms, started, sizeof(started));
-	iso8601(sb->end_ms, end, sizeof(end));
+	iso8601_ms(sb->started_ms, started, sizeof(started));
+	iso8601_ms(sb->end_ms, end, sizeof(end));
 	j = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:s, s:s, s:i, s:i, s:I, s:[]}", "sandboxID",
 		      sb->id, "templateID", sb->template_id, "clientID", "codecell", "envdVersion",
 		      E2B_ENVD_VERSION, "metadata", sb->metadata, "startedAt", started, "endAt", end,

@@ -150,14 +150,9 @@ json_t *engine_audit_run_args(const struct run_request *req, unsigned asked)
 
 static json_t *iso_time(void)
 {
-	struct timespec ts;
-	struct tm tm;
 	char s[64];
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(s, sizeof(s), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	iso8601_ms(epoch_ms(), s, sizeof(s));
 	return json_string(s);
 }
 
@@ -296,13 +291,8 @@ int engine_audit_egress(struct engine_audit *a, const struct engine_audit_record
 	for (size_t i = 0; i < n; i++) {
 		struct engine_audit_record rec = *base;
 		char at[64];
-		time_t t = (time_t)(ev[i].time_ms / 1000);
-		struct tm tm;
 
-		gmtime_r(&t, &tm);
-		snprintf(at, sizeof(at), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900,
-			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-			 (unsigned)(ev[i].time_ms % 1000));
+		iso8601_ms(ev[i].time_ms, at, sizeof(at));
 		rec.action = ACTION_EGRESS;
 		rec.has_lang = false;
 		rec.code = NULL;

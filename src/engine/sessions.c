@@ -145,27 +145,6 @@ unsigned engine_sessions_count(struct engine_sessions *reg)
 
 /* ---- entries ---- */
 
-static uint64_t epoch_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* "2024-05-01T12:00:00.123Z" */
-static void iso_time(uint64_t ms, char *out, size_t n)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	size_t len;
-
-	gmtime_r(&t, &tm);
-	len = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + len, n - len, ".%03uZ", (unsigned)(ms % 1000));
-}
-
 struct engine_session *engine_session_entry_new(unsigned id_len)
 {
 	struct engine_session *e = calloc(1, sizeof(*e));
@@ -190,7 +169,7 @@ struct engine_session *engine_session_entry_new(unsigned id_len)
 	e->stop_w = p[1];
 	e->refs = 1;
 	e->last_used_ms = epoch_ms();
-	iso_time(e->last_used_ms, e->created, sizeof(e->created));
+	iso8601_ms(e->last_used_ms, e->created, sizeof(e->created));
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->info, NULL);
 	return e;
@@ -286,7 +265,7 @@ json_t *engine_session_json(struct engine_session *e)
 	char used[32];
 	json_t *j;
 
-	iso_time(__atomic_load_n(&e->last_used_ms, __ATOMIC_RELAXED), used, sizeof(used));
+	iso8601_ms(__atomic_load_n(&e->last_used_ms, __ATOMIC_RELAXED), used, sizeof(used));
 	j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:b, s:f, s:s, s:o, s:b}", "id", e->id,
 			      "language", lang_name(e->lang), "created_at", e->created, "last_used_at",
 			      used, "executions",

@@ -1207,6 +1207,35 @@ static void pool_restart_and_fork_take_from_the_pool(void **state)
 	session_pool_free(p);
 }
 
+/* The template restores a sample of its own once, and a fork's new
+ * kernel again while the source serializes (kernels/python_kernel.py
+ * _warm): into namespaces thrown away.  Nothing of the sample (items, d,
+ * f, and a and df with numpy and pandas) may show in a session that takes
+ * a kernel, nor in the fork, which has the source's state and no more. */
+static void fork_warm_leaves_nothing_behind(void **state)
+{
+	static const char sample_names[] =
+		"print(sorted(n for n in ('items', 'd', 'f', 'a', 'df') if n in globals()))";
+	struct session_pool *p = small_pool("json", 1);
+	struct session *s = session_of(p, "json"), *child = NULL;
+	char *msg = NULL;
+
+	(void)state;
+	assert_true(session_pooled(s));
+	assert_string_equal(say(s, sample_names), "[]\n");
+	say(s, "d = 'mine'");
+	assert_int_equal(session_fork(s, &child, &msg), 0);
+	assert_null(msg);
+	assert_true(session_pooled(child));
+	assert_string_equal(say(child, sample_names), "['d']\n");
+	assert_string_equal(say(child, "print(d)"), "mine\n");
+	/* the warm's answer was skipped, not taken for the next request's */
+	assert_string_equal(say(child, "print(1 + 1)"), "2\n");
+	session_free(child);
+	session_free(s);
+	session_pool_free(p);
+}
+
 struct burst {
 	struct session_pool *p;
 	struct session *s;
@@ -1369,6 +1398,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(pool_serves_a_subset_of_its_preloads),
 		cmocka_unit_test(pool_health_reports_a_dead_template_and_its_restart),
 		cmocka_unit_test(pool_restart_and_fork_take_from_the_pool),
+		cmocka_unit_test(fork_warm_leaves_nothing_behind),
 		cmocka_unit_test(pool_burst_is_served_from_the_template),
 		cmocka_unit_test(pool_cells_are_charged_to_their_own_cgroup),
 	};

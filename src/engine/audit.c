@@ -15,6 +15,7 @@
 
 #include "sandbox/egress.h"
 #include "util/sha256.h"
+#include "util/timeutil.h"
 #include "util/banned.h"
 
 struct engine_audit {

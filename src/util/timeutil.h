@@ -1,6 +1,7 @@
 #ifndef CODECELL_UTIL_TIMEUTIL_H
 #define CODECELL_UTIL_TIMEUTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -30,9 +31,16 @@ static inline void iso8601_ms(uint64_t ms, char *out, size_t n)
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
 
+	size_t len;
+
+	if (!n)
+		return;
 	gmtime_r(&t, &tm);
-	snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+	len = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!len)
+		out[0] = '\0';
+	else
+		snprintf(out + len, n - len, ".%03uZ", (unsigned)(ms % 1000));
 }
 
 #endif

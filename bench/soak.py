@@ -629,8 +629,44 @@ class Soak:
                 return s, h
             time.sleep(1)
 
+    def clients_apart(self):
+        """The clients stand in for remote ones, which do not share the
+        server's CPUs: once the server runs (it stays where it started),
+        this process and its client threads move into a cpu cgroup of
+        their own (cgroup v1; default weight), so that its 64 threads
+        compete as one, as all of the server's sandboxes do under
+        codecell/, not as 64 tasks beside the server.  Removed at the end."""
+        if not self.args.clients_apart:
+            return
+        with open("/proc/self/cgroup") as f:
+            path = next((ln.rstrip("\n").split(":", 2)[2] for ln in f
+                         if ln.split(":")[1].split(",").count("cpu")), None)
+        if path is None or not os.path.isdir("/sys/fs/cgroup/cpu"):
+            print("soak: no cgroup v1 cpu hierarchy: the clients share the CPUs with the server",
+                  flush=True)
+            return
+        self.clients_cg = "/sys/fs/cgroup/cpu%s/soak-clients-%d" % (path.rstrip("/"), os.getpid())
+        self.clients_from = "/sys/fs/cgroup/cpu%s" % path.rstrip("/")
+        os.mkdir(self.clients_cg)
+        with open(os.path.join(self.clients_cg, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        print("soak: the clients run in %s (cpu.shares 1024): they stand in for remote clients"
+              % self.clients_cg, flush=True)
+
+    def clients_back(self):
+        if not getattr(self, "clients_cg", None):
+            return
+        try:
+            with open(os.path.join(self.clients_from, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+            os.rmdir(self.clients_cg)
+        except OSError as e:
+            print("soak: cannot remove %s: %s" % (self.clients_cg, e), flush=True)
+        self.clients_cg = None
+
     def run(self):
         self.start()
+        self.clients_apart()
         if not self.wait_pool():
             sys.exit("soak: the warm pool did not fill\n%s" % self.log()[-2000:])
         print("soak: %d clients for %d s" % (self.args.clients, self.args.seconds), flush=True)
@@ -751,6 +787,7 @@ class Soak:
         sys.stdout.flush()
 
     def cleanup(self):
+        self.clients_back()
         if self.p and self.p.poll() is None:
             self.p.kill()
             self.p.wait()
@@ -763,6 +800,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=int(os.environ.get("SOAK_SECONDS", "600")))
     ap.add_argument("--clients", type=int, default=int(os.environ.get("SOAK_CLIENTS", "64")))
     ap.add_argument("--pool", type=int, default=8)
+    ap.add_argument("--no-clients-apart", dest="clients_apart", action="store_false",
+                    help="leave the clients' threads beside the server (see Soak.clients_apart)")
     ap.add_argument("--preload", default="numpy,pandas,matplotlib.pyplot")
     args = ap.parse_args()
     # a sandbox orphaned by a dying server comes here, not to init

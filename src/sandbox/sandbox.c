@@ -345,8 +345,9 @@ static int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cf
 {
 	struct msg m;
 	int fd = -1, r;
-
-	int join[_CGROUP_CTRL_MAX], n_join = 0;
+	/* zeroed: with late cgroups none are sent (n_join 0), which gcc
+	 * -O1 (the sanitized build) cannot see */
+	int join[_CGROUP_CTRL_MAX] = { 0 }, n_join = 0;
 
 	*ret_step = STEP_CGROUP;
 	if (late_cfg) {

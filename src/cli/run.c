@@ -16,6 +16,7 @@
 #include "engine/audit.h"
 #include "engine/policy.h"
 #include "util/buf.h"
+#include "util/fs.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
@@ -308,18 +309,11 @@ static struct sandbox *g_teardown;
  * it when we exit, not when that process has closed its copies. */
 static void end_sandbox(struct sandbox *sb)
 {
-	int null;
-
 	if (!sb)
 		return;
 	fflush(stdout);
 	fflush(stderr);
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	for (int fd = 0; fd < 3 && null >= 0; fd++)
-		if (null != fd)
-			(void)dup2(null, fd);
-	if (null > 2)
-		close(null);
+	stdio_to_devnull();
 	sandbox_free_detached(sb);
 }
 

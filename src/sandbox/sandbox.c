@@ -1464,15 +1464,9 @@ __attribute__((noreturn)) static void teardown_child(struct sandbox *sb)
 {
 	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
 	int keep[2] = { sb->pidfd, sb->id_lock_fd };
-	int null;
 
 	(void)setsid();
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	for (int fd = 0; fd < 3 && null >= 0; fd++)
-		if (null != fd)
-			(void)dup2(null, fd);
-	if (null > 2)
-		close(null);
+	stdio_to_devnull();
 	/* fds 0-2 stay (/dev/null): nothing may open a file as them */
 	close_all_but(keep, ARRAY_SIZE(keep));
 	while (poll(&p, 1, SANDBOX_TEARDOWN_MAX_S * 1000) < 0 && errno == EINTR)

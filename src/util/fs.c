@@ -163,3 +163,14 @@ pid_t pidfd_pid(int pidfd)
 	p = strstr(text, "\nPid:");
 	return p ? (pid_t)strtol(p + 5, NULL, 10) : -1;
 }
+
+void stdio_to_devnull(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	for (int fd = 0; fd < 3 && null >= 0; fd++)
+		if (null != fd)
+			(void)dup2(null, fd);
+	if (null > 2)
+		close(null);
+}

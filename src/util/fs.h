@@ -25,6 +25,8 @@ int read_small_fileat(int dirfd, const char *name, char *out, size_t n);
 pid_t pidfd_pid(int pidfd);
 /* mkdir -p: create path and missing parents.  0 or -errno. */
 int mkdir_p(const char *path, mode_t mode);
+/* Point fds 0, 1 and 2 at /dev/null (what was there is closed). */
+void stdio_to_devnull(void);
 /* Remove a directory tree under dirfd without following symlinks and
  * without crossing mount points.  0 or -errno of the first failure. */
 int rm_rf_at(int dirfd, const char *name);

@@ -11,8 +11,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (Serve, check, descendants, eq, main, scratch, snapshot, still_running,  # noqa: E402
-                    test, write)
+from cctest import (HANG_S, Serve, check, descendants, eq, main, scratch, snapshot,  # noqa: E402
+                    still_running, test, write)
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -210,13 +210,15 @@ def sessions_made_through_mcp_end_with_the_server():
     srv = Serve("--pool", "0")
     try:
         h = initialize(srv)
-        call(srv, h, "create_session", {})
+        r = call(srv, h, "create_session", {})["result"]
+        eq(r.get("isError"), False, "create_session: %r" % r)
+        check(r["structuredContent"].get("session_id"), r)
         # pid and start time: a pid reused by another process is not ours
         kids = snapshot(descendants(srv.pid))
         check(kids, "no session process")
     finally:
         eq(srv.stop(), 0)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_S
     while still_running(kids):
         check(time.monotonic() < deadline, "left behind: %r" % still_running(kids))
         time.sleep(0.1)

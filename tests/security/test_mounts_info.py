@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import (CODECELL, codecell, run_code, test, main, check, eq,  # noqa: E402
-                    leftovers, tmpdir, write, children, await_empty)
+                    leftovers, tmpdir, write, children, await_empty, HANG_S)
 
 SECRET = "cctest-secret-0d6f1c"
 
@@ -241,7 +241,9 @@ echo "inside=$n"
     eq(r.json["status"], "ok", "run: %r" % (r,))
     # all four daemons were alive inside, so the check below is real
     check("inside=4" in r.json["logs"]["stdout"], "daemons not running inside: %r" % (r,))
-    deadline = time.monotonic() + 2
+    # they sleep for over an hour: a slow machine waits here, a broken
+    # kill still fails
+    deadline = time.monotonic() + HANG_S
     alive = []
     while time.monotonic() < deadline:
         alive = []
@@ -298,7 +300,9 @@ def sandbox_dies_with_its_supervisor():
     errors = []
     for user in (None, 1000):
         who = "as root" if user is None else "as uid %d" % user
-        tag = "3.%d%d" % (os.getpid(), 7 if user is None else 8)
+        # the program sleeps for over an hour (the tag is its duration):
+        # however long the polls below wait, it cannot end on its own
+        tag = "4243.%d%d" % (os.getpid(), 7 if user is None else 8)
         cmd = [CODECELL, "run", "--lang", "bash", "-"]
         if user is not None:  # setpriv execs codecell: same pid
             cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user,
@@ -309,14 +313,14 @@ def sandbox_dies_with_its_supervisor():
         p.stdin.close()
         survivors, inits = [], []
         try:
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + HANG_S
             while time.monotonic() < deadline and not _pids_with("sleep\0" + tag):
                 time.sleep(0.02)
             check(_pids_with("sleep\0" + tag), "the program never started %s" % who)
             inits = children(p.pid)  # the sandbox's init, to clean up after
             p.kill()
             p.wait()
-            deadline = time.monotonic() + 1.5
+            deadline = time.monotonic() + HANG_S
             while time.monotonic() < deadline:
                 survivors = _pids_with("sleep\0" + tag)
                 if not survivors:

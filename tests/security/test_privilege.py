@@ -17,7 +17,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import (CODECELL, HELPERS, PROBE, codecell, embedded_probe_script, run_code,  # noqa: E402
-                    run_probe, test, main, check, eq, tmpdir, write, children)
+                    run_probe, test, main, check, eq, tmpdir, write, children,
+                    await_descendants, HANG_S)
 
 USERS = (None, 1000)  # None: as root (the caller of this script)
 
@@ -378,18 +379,15 @@ def init_holds_none_of_the_callers_fds():
     # exactly a leaked directory fd).  Seen from the host: the init must
     # not hold the caller's directory or file.
     d, dfd, ffd = _leaky_fds()
-    p = _popen_codecell("sleep 2\n", pass_fds=(dfd, ffd))
+    # the program sleeps until the test is done looking: however slow
+    # the machine, the init is seen after its hand-shake and before its end
+    p = _popen_codecell("sleep %d\n" % (4 * HANG_S), pass_fds=(dfd, ffd))
     try:
-        init = None
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and init is None:
-            kids = children(p.pid)
-            if kids:
-                init = kids[0]
-            else:
-                time.sleep(0.02)
+        sleeping = await_descendants(p.pid, "sleep %d" % (4 * HANG_S), timeout=HANG_S)
+        check(sleeping, "the program never started under codecell %d" % p.pid)
+        kids = children(p.pid)
+        init = kids[0] if kids else None
         check(init is not None, "could not find the sandbox init under codecell %d" % p.pid)
-        time.sleep(0.3)  # past the hand-shake: the program runs
         held = {}
         for fd in os.listdir("/proc/%d/fd" % init):
             try:
@@ -400,7 +398,8 @@ def init_holds_none_of_the_callers_fds():
         check(not leaked, "the sandbox init (host pid %d) holds the caller's fds %r; "
               "all its fds: %r" % (init, leaked, held))
     finally:
-        p.communicate(timeout=60)
+        p.terminate()  # codecell ends the sandbox and everything in it
+        p.communicate(timeout=HANG_S)
         os.close(dfd)
         os.close(ffd)
         shutil.rmtree(d, ignore_errors=True)

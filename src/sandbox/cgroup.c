@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -462,6 +464,58 @@ int cgroup_set_cpu_weight(const struct cgroup *cg, unsigned weight)
 	return write_knob(dir, "cpu.shares", v);
 }
 
+/* struct sched_attr, as the kernel has it since 4.13 (glibc has no
+ * wrapper). */
+struct slice_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime;
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+	uint32_t sched_util_min;
+	uint32_t sched_util_max;
+};
+
+/* One thread's slice; its policy and nice stay as they are.  Only the
+ * ordinary policy has a slice: a thread the sandbox made SCHED_IDLE or
+ * SCHED_BATCH is left alone. */
+static void set_thread_slice(pid_t tid, uint64_t slice_ns)
+{
+	struct slice_attr a = { 0 };
+
+	if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof(a), 0) < 0 ||
+	    a.sched_policy != SCHED_OTHER)
+		return;
+	a.size = sizeof(a);
+	a.sched_flags = 0;
+	a.sched_runtime = slice_ns;
+	(void)syscall(SYS_sched_setattr, tid, &a, 0);
+}
+
+int cgroup_set_cpu_slice(const struct cgroup *cg, uint64_t slice_ns)
+{
+	const char *dir = cg->path[CGROUP_CTRL_CPU];
+	_cleanup_free_ char *p = NULL;
+	FILE *f;
+	long tid;
+
+	if (!dir)
+		return -ENOENT;
+	if (asprintf(&p, "%s/%s", dir, cg->version == CGROUP_V2 ? "cgroup.threads" : "tasks") < 0)
+		return -ENOMEM;
+	f = fopen(p, "re");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%ld", &tid) == 1)
+		if (tid > 0)
+			set_thread_slice((pid_t)tid, slice_ns);
+	fclose(f);
+	return 0;
+}
+
 /* The path of an earlier slot whose parent is the same directory (v2, or
  * v1 co-mounted controllers), or NULL. */
 static const char *shared_path(const struct cgroup_host *h, const struct cgroup *cg, int c)
@@ -717,3 +771,4 @@ void cgroup_destroy(struct cgroup *cg)
 	}
 	close_fd(&cg->oom_efd);
 }
+

@@ -90,6 +90,15 @@ int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory
  * weight x 1024 / 100) on v1.  0, -ENOENT without a cpu controller, or
  * -errno. */
 int cgroup_set_cpu_weight(const struct cgroup *cg, unsigned weight);
+/* The scheduler's slice (EEVDF, Linux 6.12+: sched_setattr's
+ * sched_runtime, 0.1 to 100 ms; 0 = the default) of every thread in the
+ * cgroup now.  A thread with a shorter slice than the one running
+ * preempts it on wake-up instead of waiting for the next tick; code in a
+ * sandbox may set its own (seccomp allows sched_setattr), so this gives
+ * nothing it could not take.  Threads that start later inherit it from
+ * their parent.  0 or -errno (the threads' own failures are ignored:
+ * older kernels have no custom slice). */
+int cgroup_set_cpu_slice(const struct cgroup *cg, uint64_t slice_ns);
 /* The quota for cpus cores per CGROUP_CPU_PERIOD_US, in microseconds
  * (pure; unit-tested). */
 uint64_t cgroup_cpu_quota_us(double cpus);

@@ -552,7 +552,11 @@ static int keep_template_caps(void)
 
 /* The worker's steps up to the exec (or, for a cell, the return into the
  * template's code). */
-static void worker_lockdown(struct child_ctx *c)
+/* The worker's steps before exec.  early: the root is not built yet
+ * (worker_early, below): the steps that need it (the working directory,
+ * Landlock's paths) are left for worker_released; the seccomp filter,
+ * which allows those, goes on now. */
+static void worker_lockdown(struct child_ctx *c, bool early)
 {
 	int r;
 
@@ -572,7 +576,7 @@ static void worker_lockdown(struct child_ctx *c)
 		fail(c, STEP_FDS, r);
 	if ((r = set_rlimits(c)) < 0)
 		fail(c, STEP_RLIMITS, r);
-	if (chdir(c->cwd ? c->cwd : SANDBOX_HOME) < 0)
+	if (!early && chdir(c->cwd ? c->cwd : SANDBOX_HOME) < 0)
 		fail(c, STEP_CHDIR, -errno);
 	if (c->mode == CHILD_TEMPLATE) {
 		if ((r = set_ids(c)) < 0)
@@ -591,7 +595,7 @@ static void worker_lockdown(struct child_ctx *c)
 		fail(c, STEP_CAPS, r);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(c, STEP_NO_NEW_PRIVS, -errno);
-	if ((r = sandbox_landlock_apply(SANDBOX_HOME)) < 0)
+	if (!early && (r = sandbox_landlock_apply(SANDBOX_HOME)) < 0)
 		fail(c, STEP_LANDLOCK, r);
 	/* seccomp last: everything above needs calls the filter denies */
 	if ((r = sandbox_seccomp_load(c->seccomp, SANDBOX_SECCOMP_N)) < 0)
@@ -607,9 +611,85 @@ static void worker_lockdown(struct child_ctx *c)
 
 __attribute__((noreturn)) static void worker_main(struct child_ctx *c)
 {
-	worker_lockdown(c);
+	worker_lockdown(c, false);
 	execve(c->argv[0], c->argv, c->envp);
 	fail(c, STEP_EXEC, -errno);
+}
+
+/* A program's worker (CHILD_EXEC) is forked as soon as the init is in
+ * the sandbox's cgroups and time namespace, and goes through its
+ * lockdown, seccomp included, while the init builds the root: on a
+ * machine with a free CPU that is off the run's path (the resets and
+ * the filter's load, about 0.3 ms).  The init gives it the CPUs outside
+ * the pin for that (the pin would keep it queued behind the init), and
+ * it takes the pin back before exec.  Then it waits for the init's word that the
+ * root is finished (read-only, masked, the program's file written) and,
+ * where autostart is off, that the supervisor said start: only then its
+ * working directory, Landlock, and exec.  An init that fails before
+ * that exits, and its PID namespace's end kills the worker with it;
+ * end-of-file instead of the word means the same. */
+__attribute__((noreturn)) static void worker_early(struct child_ctx *c, int release)
+{
+	char b;
+	ssize_t n;
+	int r;
+
+	worker_lockdown(c, true);
+	do
+		n = read(release, &b, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(127);
+	close(release);
+	/* a stdin of /dev/null was opened before the root existed: the
+	 * sandbox's own, as the program would open it */
+	if (c->fd_stdin < 0) {
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (null < 0 || dup2(null, 0) < 0)
+			fail(c, STEP_FDS, -errno);
+		close(null);
+	}
+	if (chdir(c->cwd ? c->cwd : SANDBOX_HOME) < 0)
+		fail(c, STEP_CHDIR, -errno);
+	if ((r = sandbox_landlock_apply(SANDBOX_HOME)) < 0)
+		fail(c, STEP_LANDLOCK, r);
+	if (c->fs->n_cpus)
+		(void)sched_setaffinity(0, sizeof(c->fs->cpus), &c->fs->cpus);
+	execve(c->argv[0], c->argv, c->envp);
+	fail(c, STEP_EXEC, -errno);
+}
+
+/* The init's half: fork the worker now (see worker_early); *ret_release
+ * is the pipe end whose one byte lets it go on. */
+static pid_t fork_worker_early(struct child_ctx *c, int *ret_release)
+{
+	int p[2];
+	pid_t w;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		fail(c, STEP_FORK, -errno);
+	w = _Fork(); /* no atfork handlers: their locks may be held (see set_ids) */
+	if (w < 0)
+		fail(c, STEP_FORK, -errno);
+	if (w == 0) {
+		close(p[1]);
+		worker_early(c, p[0]);
+	}
+	close(p[0]);
+	/* off our CPU: a new task starts where its parent runs, and the
+	 * pin would keep it queued behind us until we sleep */
+	if (c->fs->n_cpus) {
+		cpu_set_t others;
+
+		memset(&others, 0xff, sizeof(others));
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &c->fs->cpus))
+				CPU_CLR(i, &others);
+		(void)sched_setaffinity(w, sizeof(others), &others);
+	}
+	*ret_release = p[1];
+	return w;
 }
 
 /* ---- the init ---- */
@@ -911,10 +991,15 @@ __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_
 
 /* The init's steps from the supervisor's "go" to its "start": the
  * cgroup namespace, the sandbox user, the new root, the network, the
- * hand-over of the workspace. */
-static void init_build(struct child_ctx *c)
+ * hand-over of the workspace.  A program's worker (CHILD_EXEC) is forked
+ * on the way, as soon as the init is in the sandbox's cgroups and time
+ * namespace, and let go at the end: its pid, or 0 for the other modes
+ * (the caller forks theirs). */
+static pid_t init_build(struct child_ctx *c)
 {
-	int r, upper = -1, egress = -1;
+	int r, upper = -1, egress = -1, release = -1;
+	bool early = c->mode == CHILD_EXEC;
+	pid_t worker = 0;
 	char go = 0;
 
 	if ((r = wait_go(c->sock, &go)) < 0)
@@ -928,6 +1013,12 @@ static void init_build(struct child_ctx *c)
 	 * is not its uid 0, so setresuid() does not clear them. */
 	if ((r = set_ids(c)) < 0)
 		fail(c, STEP_IDS, r);
+	/* the worker is forked into the time namespace: it comes first
+	 * (/proc is still the host's here, which knows us by our host pid) */
+	if (early && (r = time_ns()) < 0)
+		fail(c, STEP_TIME_NS, r);
+	if (early && go != 'G')
+		worker = fork_worker_early(c, &release);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(c, STEP_MOUNT_PRIVATE, -errno);
 	/* without root: the project as our namespace has it, before the new
@@ -947,6 +1038,8 @@ static void init_build(struct child_ctx *c)
 		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n_early)) < 0)
 			fail(c, STEP_ROOTFS, r);
 		join_late(c);
+		if (early)
+			worker = fork_worker_early(c, &release);
 		if ((r = rootfs_apply_ops(c->fs, c->fs->n_early, c->fs->n)) < 0)
 			fail(c, STEP_ROOTFS, r);
 	}
@@ -972,8 +1065,9 @@ static void init_build(struct child_ctx *c)
 	 * quota holds), so a failure is no reason to stop */
 	if (c->fs->n_cpus)
 		(void)sched_setaffinity(0, sizeof(c->fs->cpus), &c->fs->cpus);
-	/* a cell stays in its template's, made when the template was */
-	if (c->mode != CHILD_CELL && (r = time_ns()) < 0)
+	/* a cell stays in its template's, made when the template was; a
+	 * program's init made it before its worker */
+	if (c->mode == CHILD_TEMPLATE && (r = time_ns()) < 0)
 		fail(c, STEP_TIME_NS, r);
 	/* /proc/1 must not be a way to our fds or our binary
 	 * (CVE-2019-5736, CVE-2024-21626). */
@@ -988,6 +1082,12 @@ static void init_build(struct child_ctx *c)
 		fail(c, STEP_WORKSPACE, r);
 	if (!c->cfg->autostart && (r = wait_byte(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);
+	if (worker > 0) {
+		if (write(release, "g", 1) != 1)
+			fail(c, STEP_FORK, -errno);
+		close(release);
+	}
+	return worker;
 }
 
 __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
@@ -1009,8 +1109,9 @@ __attribute__((noreturn)) void sandbox_child_main(struct child_ctx *c)
 	if (setsid() < 0)
 		fail(c, STEP_SETSID, -errno);
 	scrub_cmdline();
-	init_build(c);
-	worker = _Fork(); /* no atfork handlers: their locks may be held (see set_ids) */
+	worker = init_build(c);
+	if (worker == 0)
+		worker = _Fork(); /* no atfork handlers: their locks may be held (see set_ids) */
 	if (worker < 0)
 		fail(c, STEP_FORK, -errno);
 	if (worker == 0)
@@ -1046,12 +1147,12 @@ int sandbox_cell_main(struct child_ctx *c)
 	scrub_cmdline();
 	if ((r = send_hello(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);
-	init_build(c);
+	(void)init_build(c);
 	worker = _Fork();
 	if (worker < 0)
 		fail(c, STEP_FORK, -errno);
 	if (worker == 0) {
-		worker_lockdown(c);
+		worker_lockdown(c, false);
 		return 0;
 	}
 	g_worker = worker;

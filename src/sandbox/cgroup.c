@@ -464,6 +464,10 @@ int cgroup_set_cpu_weight(const struct cgroup *cg, unsigned weight)
 	return write_knob(dir, "cpu.shares", v);
 }
 
+#ifndef SCHED_FLAG_RESET_ON_FORK
+#define SCHED_FLAG_RESET_ON_FORK 0x01
+#endif
+
 /* struct sched_attr, as the kernel has it since 4.13 (glibc has no
  * wrapper). */
 struct slice_attr {
@@ -490,7 +494,8 @@ static void set_thread_slice(pid_t tid, uint64_t slice_ns)
 	    a.sched_policy != SCHED_OTHER)
 		return;
 	a.size = sizeof(a);
-	a.sched_flags = 0;
+	/* the thread's own reset-on-fork stays; nothing else is asked for */
+	a.sched_flags &= SCHED_FLAG_RESET_ON_FORK;
 	a.sched_runtime = slice_ns;
 	(void)syscall(SYS_sched_setattr, tid, &a, 0);
 }

@@ -630,6 +630,10 @@ __attribute__((noreturn)) static void worker_main(struct child_ctx *c)
  * end-of-file instead of the word means the same. */
 __attribute__((noreturn)) static void worker_early(struct child_ctx *c, int release)
 {
+	/* asked before the filter: Landlock comes after it here, and a
+	 * filter built with a libseccomp that does not know its calls would
+	 * make it look absent (seccomp_policy.c adds them by number too) */
+	int landlock = sandbox_landlock_abi();
 	char b;
 	ssize_t n;
 	int r;
@@ -650,9 +654,15 @@ __attribute__((noreturn)) static void worker_early(struct child_ctx *c, int rele
 			fail(c, STEP_FDS, -errno);
 		close(null);
 	}
-	if (chdir(c->cwd ? c->cwd : SANDBOX_HOME) < 0)
+	/* forked before pivot_root, our working directory may still be a
+	 * host directory (pivot_root moves only those at the old root): a
+	 * relative cwd starts from the new root */
+	if (chdir("/") < 0 || chdir(c->cwd ? c->cwd : SANDBOX_HOME) < 0)
 		fail(c, STEP_CHDIR, -errno);
-	if ((r = sandbox_landlock_apply(SANDBOX_HOME)) < 0)
+	r = sandbox_landlock_apply(SANDBOX_HOME);
+	if (r == 0 && landlock > 0)
+		r = -ENOSYS; /* the kernel has it and we could not reach it */
+	if (r < 0)
 		fail(c, STEP_LANDLOCK, r);
 	if (c->fs->n_cpus)
 		(void)sched_setaffinity(0, sizeof(c->fs->cpus), &c->fs->cpus);
@@ -682,11 +692,14 @@ static pid_t fork_worker_early(struct child_ctx *c, int *ret_release)
 	if (c->fs->n_cpus) {
 		cpu_set_t others;
 
-		memset(&others, 0xff, sizeof(others));
+		/* of the CPUs the caller may use: not one the operator kept
+		 * codecell off (taskset, CPUAffinity) */
+		CPU_ZERO(&others);
 		for (int i = 0; i < CPU_SETSIZE; i++)
-			if (CPU_ISSET(i, &c->fs->cpus))
-				CPU_CLR(i, &others);
-		(void)sched_setaffinity(w, sizeof(others), &others);
+			if (CPU_ISSET(i, &c->cpus_allowed) && !CPU_ISSET(i, &c->fs->cpus))
+				CPU_SET(i, &others);
+		if (CPU_COUNT(&others) > 0)
+			(void)sched_setaffinity(w, sizeof(others), &others);
 	}
 	*ret_release = p[1];
 	return w;

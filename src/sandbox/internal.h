@@ -207,6 +207,9 @@ struct child_ctx {
 	int fd_pass[SANDBOX_MAX_PASS_FDS];
 	int fd_script; /* cfg->script_fd, renumbered; -1: none */
 	const struct rootfs *fs;
+	/* the CPUs the supervisor's thread may use (sched_getaffinity at
+	 * child_ctx_init): the early worker's mask is these minus the pin */
+	cpu_set_t cpus_allowed;
 	const struct sock_fprog *seccomp;
 	int sock;	  /* child end of the socketpair */
 	int parent_sock;  /* to close in the child */

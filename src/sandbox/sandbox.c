@@ -472,8 +472,14 @@ static int make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg)
 
 int sandbox_set_cpu_weight(struct sandbox *sb, unsigned weight)
 {
-	(void)cgroup_set_cpu_slice(&sb->cg, weight > 100 ? SANDBOX_BOOST_SLICE_NS : 0);
-	return cgroup_set_cpu_weight(&sb->cg, weight ? weight : 100);
+	int r = cgroup_set_cpu_weight(&sb->cg, weight ? weight : 100);
+
+	/* the slice goes back whatever became of the weight; a short one
+	 * only with the weight it belongs to */
+	if (r == 0 || weight <= 100)
+		(void)cgroup_set_cpu_slice(&sb->cg,
+					   r == 0 && weight > 100 ? SANDBOX_BOOST_SLICE_NS : 0);
+	return r;
 }
 
 /* The host ids of a new sandbox.  Root maps each cold sandbox to an id
@@ -556,6 +562,8 @@ static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
 	c->argv = copy_strv(cfg->argv);
 	c->envp = copy_strv(cfg->envp);
 	c->cwd = cfg->cwd ? strdup(cfg->cwd) : NULL;
+	if (sched_getaffinity(0, sizeof(c->cpus_allowed), &c->cpus_allowed) < 0)
+		CPU_ZERO(&c->cpus_allowed); /* the early worker then keeps the pin */
 	child_ctx_set_rlimits(c, &cfg->limits, unenforced);
 	return !c->argv || !c->envp || (cfg->cwd && !c->cwd) ? -ENOMEM : 0;
 }

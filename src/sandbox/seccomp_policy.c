@@ -145,7 +145,9 @@ static int add_names(scmp_filter_ctx ctx, const char *const *names, uint32_t act
 static int add_by_number(scmp_filter_ctx ctx)
 {
 #if defined(__x86_64__) || defined(__aarch64__)
-	static const int nrs[] = { 452 /* fchmodat2 */ };
+	/* Landlock's three as well: the early worker applies Landlock
+	 * under the filter (child.c, worker_early) */
+	static const int nrs[] = { 444, 445, 446 /* landlock_* */, 452 /* fchmodat2 */ };
 
 	for (size_t i = 0; i < ARRAY_SIZE(nrs); i++) {
 		int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nrs[i], 0);

@@ -227,6 +227,9 @@ static int collect(void *ud, int ch, const char *data, size_t n)
 }
 
 /* Run argv in a sandbox; returns the exit description. */
+/* the working directory run_in_sandbox asks for (NULL: the default) */
+static const char *g_cwd;
+
 static int run_in_sandbox(const char *const *argv, double timeout, struct sandbox_exit *x,
 			  struct buf *out, const char **ret_step)
 {
@@ -240,6 +243,7 @@ static int run_in_sandbox(const char *const *argv, double timeout, struct sandbo
 		return -errno;
 	cfg.argv = argv;
 	cfg.envp = envp;
+	cfg.cwd = g_cwd;
 	cfg.stdin_fd = -1;
 	cfg.stdout_fd = p[1];
 	cfg.stderr_fd = p[1];
@@ -317,6 +321,34 @@ static void sandbox_exec_failure_is_setup_failure(void **state)
 	assert_string_equal(x.failed_step, "execute the program");
 }
 
+/* A relative working directory starts from the sandbox's root.  The
+ * program's process is forked before pivot_root (child.c, worker_early),
+ * in the caller's directory: a relative chdir from there went into the
+ * host's tree. */
+static void relative_cwd_is_inside(void **state)
+{
+	const char *const argv[] = { "/bin/sh", "-c", "pwd", NULL };
+	struct sandbox_exit x;
+	struct buf out;
+	char here[4096];
+
+	(void)state;
+	/* /var/tmp exists on the host, so that a chdir from the host's
+	 * directory would succeed and show (from the host's root it would
+	 * not: pivot_root moves a working directory at the old root) */
+	assert_non_null(getcwd(here, sizeof(here)));
+	assert_int_equal(chdir("/var"), 0);
+	buf_init(&out, 4096);
+	g_cwd = "tmp";
+	assert_int_equal(run_in_sandbox(argv, 10, &x, &out, NULL), 0);
+	g_cwd = NULL;
+	assert_int_equal(chdir(here), 0);
+	assert_int_equal(x.end, SANDBOX_END_EXITED);
+	assert_int_equal(x.exit_code, 0);
+	assert_string_equal(buf_str(&out), "/tmp\n");
+	buf_release(&out);
+}
+
 static void sandbox_rejects_bad_config(void **state)
 {
 	const char *const rel[] = { "sh", NULL };
@@ -371,6 +403,7 @@ int main(void)
 		cmocka_unit_test(sandbox_signal_and_timeout),
 		cmocka_unit_test(sandbox_exec_failure_is_setup_failure),
 		cmocka_unit_test(sandbox_rejects_bad_config),
+		cmocka_unit_test(relative_cwd_is_inside),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

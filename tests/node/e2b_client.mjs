@@ -310,7 +310,10 @@ async function commands() {
     })
     await t('a background command streams, can be listed and waited for', async () => {
       const lines = []
-      const h = await sbx.commands.run('for i in 1 2 3; do echo tick $i; sleep 0.2; done', {
+      // it waits (up to 60 s) for the file "release" after its ticks, so
+      // that a slow server (the sanitized build) still lists it running
+      const h = await sbx.commands.run('for i in 1 2 3; do echo tick $i; sleep 0.2; done; ' +
+        'for j in $(seq 1200); do [ -e release ] && break; sleep 0.05; done', {
         background: true, onStdout: (d) => lines.push(d),
       })
       check(h.pid > 0, `pid ${h.pid}`)
@@ -318,6 +321,7 @@ async function commands() {
       check(listed.includes(h.pid), `list ${listed}`)
       // code runs meanwhile
       eq((await sbx.runCode('1+1')).text, '2', 'runCode meanwhile')
+      await sbx.files.write('release', '')
       const r = await h.wait()
       eq(r.stdout, 'tick 1\ntick 2\ntick 3\n', 'stdout')
       check(lines.length >= 1, 'onStdout')

@@ -76,7 +76,10 @@ static void reply(int fd, const char *status, const char *type, const char *extr
 			 "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
 			 status, type, len, extra ? extra : "");
 
-	if (write(fd, head, (size_t)n) < 0 || (len && write(fd, body, len) < 0))
+	/* MSG_NOSIGNAL: a client that hung up (the size cap, a timeout) must
+	 * not take this test process down with SIGPIPE */
+	if (send(fd, head, (size_t)n, MSG_NOSIGNAL) < 0 ||
+	    (len && send(fd, body, len, MSG_NOSIGNAL) < 0))
 		return;
 }
 
@@ -129,8 +132,9 @@ static void *serve_one(void *arg)
 				 64 * 65536);
 
 		memset(chunk, 'x', sizeof(chunk));
-		if (write(fd, head, (size_t)n) > 0)
-			for (int i = 0; i < 64 && write(fd, chunk, sizeof(chunk)) > 0; i++)
+		/* the client stops reading at its cap and hangs up */
+		if (send(fd, head, (size_t)n, MSG_NOSIGNAL) > 0)
+			for (int i = 0; i < 64 && send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL) > 0; i++)
 				;
 	} else if (!strcmp(path, "/flaky")) {
 		if (__atomic_add_fetch(&flaky, 1, __ATOMIC_SEQ_CST) <= 2)

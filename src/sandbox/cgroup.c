@@ -776,4 +776,3 @@ void cgroup_destroy(struct cgroup *cg)
 	}
 	close_fd(&cg->oom_efd);
 }
-

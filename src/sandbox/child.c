@@ -551,11 +551,10 @@ static int keep_template_caps(void)
 }
 
 /* The worker's steps up to the exec (or, for a cell, the return into the
- * template's code). */
-/* The worker's steps before exec.  early: the root is not built yet
- * (worker_early, below): the steps that need it (the working directory,
- * Landlock's paths) are left for worker_released; the seccomp filter,
- * which allows those, goes on now. */
+ * template's code).  early: the root is not built yet (worker_early,
+ * below), so the steps that need it (the working directory, Landlock's
+ * paths) are left for after the init's word; the seccomp filter, which
+ * allows those, goes on now. */
 static void worker_lockdown(struct child_ctx *c, bool early)
 {
 	int r;

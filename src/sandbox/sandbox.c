@@ -70,6 +70,7 @@ struct sandbox {
 	bool started;
 	bool autostart; /* the init starts the program itself (sandbox_config) */
 	bool reaped;
+	bool short_slice; /* sandbox_set_cpu_weight gave the threads the boost's slice */
 	bool sock_eof; /* the init closed its end: it is exiting */
 	bool template_init; /* CHILD_TEMPLATE: reaps until no child is left */
 	bool cell; /* not our child: watched through the pidfd */
@@ -473,12 +474,16 @@ static int make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg)
 int sandbox_set_cpu_weight(struct sandbox *sb, unsigned weight)
 {
 	int r = cgroup_set_cpu_weight(&sb->cg, weight ? weight : 100);
+	bool want_short = r == 0 && weight > 100;
 
-	/* the slice goes back whatever became of the weight; a short one
-	 * only with the weight it belongs to */
-	if (r == 0 || weight <= 100)
-		(void)cgroup_set_cpu_slice(&sb->cg,
-					   r == 0 && weight > 100 ? SANDBOX_BOOST_SLICE_NS : 0);
+	/* a short slice only with the weight it belongs to; back to the
+	 * default whatever became of the weight, and only when it was
+	 * changed (a pool's kernel comes down from its starting weight
+	 * without one: no read of the cgroup's threads for that) */
+	if (want_short || sb->short_slice) {
+		(void)cgroup_set_cpu_slice(&sb->cg, want_short ? SANDBOX_BOOST_SLICE_NS : 0);
+		sb->short_slice = want_short;
+	}
 	return r;
 }
 

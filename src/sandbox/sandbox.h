@@ -297,13 +297,13 @@ int sandbox_start(struct sandbox *sb);
  * 0 or -errno for a failure of the supervisor itself. */
 int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *opts,
 		 struct sandbox_exit *ret);
-/* Kill the whole tree now (idempotent). */
 /* Change the CPU weight of the sandbox's cgroup (see
  * sandbox_config.cpu_weight); above the default (100), the threads in it
  * also get the shortest scheduler slice until the weight goes back (0 or
  * 100), so that they preempt on wake-up (cgroup_set_cpu_slice).  0, or
  * -errno (-ENOENT: no cpu cgroup). */
 int sandbox_set_cpu_weight(struct sandbox *sb, unsigned weight);
+/* Kill the whole tree now (idempotent). */
 void sandbox_kill(struct sandbox *sb);
 /* The same, as if on_output had returned reason (> 0): for output the
  * caller read itself after a wait.  The next wait reports

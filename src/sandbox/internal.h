@@ -43,6 +43,7 @@ enum step {
 	STEP_SECCOMP,
 	STEP_EXEC,
 	STEP_PROJECT,
+	STEP_NET_NS,
 	_STEP_MAX,
 };
 const char *sandbox_step_name(int step);

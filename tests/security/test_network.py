@@ -6,6 +6,7 @@ and 13 of research/sandbox-anchors.md section 11).
 
 Workplace rule: no traffic to any address outside 127.0.0.0/8 and ::1.
 That there is no way out is shown by the routing tables, not by trying."""
+import fcntl
 import json
 import os
 import secrets
@@ -17,7 +18,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, check, eq, main, run_code, test, tmpdir  # noqa: E402
+from cctest import (CODECELL, HANG_S, check, descendants, eq, main, run_code, test,  # noqa: E402
+                    tmpdir)
 
 
 def probe(code, *args, **kw):
@@ -237,6 +239,51 @@ print(json.dumps(out))
     eq(got["lo_up"], False, "lo is up with --net none")
     for host in ("127.0.0.1", "::1"):
         check(got["connect " + host] != "ok", "loopback traffic with --net none: %r" % got)
+
+
+NS_GET_USERNS = 0xB701  # linux/nsfs.h: _IO(0xb7, 0x1)
+
+
+def ns_id(path):
+    return os.stat(path).st_ino
+
+
+@test
+def every_process_of_a_run_is_in_its_private_network_namespace():
+    """A one-shot run's network namespace is made by its worker, not by
+    the clone (child.c, worker_net), and the init joins it: seen from
+    the host, the init, the program and the program's child must all be
+    in one namespace that is not the host's and is owned by the
+    sandbox's own user namespace (so the host's network is never the
+    one they got, and nothing in it is the host's to configure)."""
+    for net in ("loopback", "none"):
+        p = subprocess.Popen([CODECELL, "run", "--lang", "bash", "--net", net, "-"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            p.stdin.write("sleep %d & echo ready; wait\n" % (4 * HANG_S))
+            p.stdin.close()
+            eq(p.stdout.readline().strip(), "ready", "the program did not start")
+            pids = descendants(p.pid)
+            # the init, bash and its sleep, whatever else is below
+            check(len(pids) >= 3, "%s: processes below codecell: %r" % (net, pids))
+            nets = {pid: ns_id("/proc/%d/ns/net" % pid) for pid in pids}
+            host = ns_id("/proc/self/ns/net")
+            eq(len(set(nets.values())), 1, "%s: one namespace for the whole run: %r" % (net, nets))
+            check(host not in nets.values(), "%s: a sandbox process in the host's network "
+                  "namespace: %r" % (net, nets))
+            fd = os.open("/proc/%d/ns/net" % pids[0], os.O_RDONLY)
+            try:
+                owner = fcntl.ioctl(fd, NS_GET_USERNS)
+                try:
+                    eq(os.fstat(owner).st_ino, ns_id("/proc/%d/ns/user" % pids[0]),
+                       "%s: the namespace's owner is the sandbox's user namespace" % net)
+                finally:
+                    os.close(owner)
+            finally:
+                os.close(fd)
+        finally:
+            p.kill()
+            p.wait()
 
 
 def start_listener_sandbox(name, seconds):

@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <grp.h>
@@ -67,9 +68,11 @@ static int wait_byte(int sock)
  * for us: writing "0" moves this thread (all of us: the init has one)
  * into each, without the global lock a move by pid takes (cgroup.h).
  * The fds were opened by the supervisor, whose credentials the kernel
- * checks, and are closed before anything else runs here.  *ret_kind:
- * the message's byte ("G": go, the cgroups come later, join_late). */
-static int wait_go(int sock, char *ret_kind)
+ * checks, and are closed before anything else runs here (keep: kept
+ * open there instead, *n_keep of them, for the worker, which joins them
+ * too: pass_cgroups).  *ret_kind: the message's byte ("G": go, the
+ * cgroups come later, join_late). */
+static int wait_go_keep(int sock, char *ret_kind, int *keep, size_t *n_keep)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * _CGROUP_CTRL_MAX)];
@@ -100,7 +103,10 @@ static int wait_go(int sock, char *ret_kind)
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			if (r == 0 && write(fd, "0", 1) != 1)
 				r = -errno;
-			close(fd);
+			if (keep && *n_keep < _CGROUP_CTRL_MAX)
+				keep[(*n_keep)++] = fd;
+			else
+				close(fd);
 		}
 	}
 	if (r < 0)
@@ -111,6 +117,11 @@ static int wait_go(int sock, char *ret_kind)
 	return n == 1 ? 0 : -EPIPE;
 }
 
+static int wait_go(int sock, char *ret_kind)
+{
+	return wait_go_keep(sock, ret_kind, NULL, NULL);
+}
+
 /* Join the cgroups the supervisor made while we built the root, then
  * unshare the cgroup namespace (it needs us in our cgroup) before the
  * root's cgroup mounts (rootfs.c, n_early), so before anything of the
@@ -118,10 +129,10 @@ static int wait_go(int sock, char *ret_kind)
  * limits.  Until then the init's own set-up is charged to the
  * supervisor's cgroups: one process, its namespaces and at most the
  * root's 1 MiB tmpfs (rootfs.c), whatever the sandbox will run. */
-static void join_late(struct child_ctx *c)
+static void join_late(struct child_ctx *c, int *keep, size_t *n_keep)
 {
 	char kind = 0;
-	int r = wait_go(c->sock, &kind);
+	int r = wait_go_keep(c->sock, &kind, keep, n_keep);
 
 	if (r < 0)
 		fail(c, r == -EPIPE || r == -EBADMSG ? STEP_SYNC : STEP_CGROUP, r);
@@ -615,42 +626,85 @@ __attribute__((noreturn)) static void worker_main(struct child_ctx *c)
 	fail(c, STEP_EXEC, -errno);
 }
 
-/* A program's network namespace is made by its early worker, on a CPU
- * other than the init's, while the init builds the root: making one
- * (the loopback device, the per-namespace tables) is most of what a
- * clone with CLONE_NEWNET costs, about 0.3 ms, and the supervisor waits
- * for the clone.  The worker makes it (it still has its capabilities
- * in the sandbox's user namespace, which owns the new one), brings
- * loopback up, and says so with one byte; the init joins it
- * (join_worker_net) just before READY, the egress proxy's socket made
- * after that, so every process of the sandbox is in it before the
- * program starts.  A
- * failure is reported by the worker; the init then reads end-of-file
- * and stops too. */
-static void worker_net(struct child_ctx *c, int net_made)
+/* A program's worker (CHILD_EXEC) is forked as soon as the init has
+ * mounted the new root's tmpfs (in its time namespace, and on cgroup v2
+ * in its cgroups), and does on a CPU other than the init's what needs
+ * no mount, while the init mounts (worker_prepare):
+ *  - it makes the sandbox's network namespace and brings loopback up:
+ *    most of what a clone with CLONE_NEWNET costs, about 0.3 ms, which
+ *    the supervisor waited for.  It still has its capabilities in the
+ *    sandbox's user namespace, which owns the new one;
+ *  - it writes the files of /etc (rootfs_apply_etc_files), about 0.3 ms
+ *    in all: the two share them out file by file, and the init, done
+ *    with its mounts, takes the ones the worker has not come to;
+ *  - on cgroup v1 with late cgroups (go "G"), it was forked before the
+ *    init joined them: the init passes it the "tasks" files it was
+ *    given, and it joins them itself (writing "0", as the init did) and
+ *    enters the init's new cgroup namespace, before anything else;
+ * then says so with one byte.  The init waits for that byte before
+ * pivot_root (the files must be in the root before it is read-only) and
+ * joins the network namespace (join_worker), before the egress proxy's
+ * socket is made: every process of the sandbox is in that namespace
+ * before the program starts.
+ *
+ * Then the worker goes through its lockdown, seccomp included (the
+ * resets and the filter's load, about 0.3 ms).  The init gives it the
+ * CPUs outside the pin for all this (the pin would keep it queued
+ * behind the init), and it takes the pin back before exec.  Then it
+ * waits for the init's word that the root is finished (read-only,
+ * masked, the program's file written) and, where autostart is off,
+ * that the supervisor said start: only then its working directory,
+ * Landlock, and exec.  A failure in the worker is reported by the
+ * worker; the init then reads end-of-file and exits too.  An init that
+ * fails exits, and its PID namespace's end kills the worker with it;
+ * end-of-file instead of the word means the same. */
+static void worker_prepare(struct child_ctx *c, int chan, bool late_cgroups, unsigned *etc_next)
 {
+	char kind = 0;
 	int r;
 
+	/* the project's directory is the init's to mount */
+	if (c->fd_lower >= 0) {
+		close(c->fd_lower);
+		c->fd_lower = -1;
+	}
 	if (unshare(CLONE_NEWNET) < 0)
 		fail(c, STEP_NET_NS, -errno);
 	if (c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)
 		fail(c, STEP_LOOPBACK, r);
-	if (write(net_made, "n", 1) != 1)
-		fail(c, STEP_NET_NS, -errno);
-	close(net_made);
+	if (chdir(NEWROOT) < 0)
+		fail(c, STEP_ROOTFS, -errno);
+	if ((r = rootfs_apply_etc_files(c->fs, etc_next)) < 0)
+		fail(c, STEP_ROOTFS, r);
+	if (late_cgroups) {
+		int init;
+
+		if ((r = wait_go(chan, &kind)) < 0 || kind != 'c')
+			fail(c, STEP_CGROUP, r < 0 ? r : -EBADMSG);
+		init = (int)syscall(SYS_pidfd_open, getppid(), 0);
+		if (init < 0 || setns(init, CLONE_NEWCGROUP) < 0)
+			fail(c, STEP_CGROUP_NS, -errno);
+		close(init);
+	}
+	if (send(chan, "n", 1, MSG_NOSIGNAL) != 1)
+		fail(c, STEP_SYNC, -errno);
 }
 
-/* The init's half: wait for the worker's namespace and enter it. */
-static void join_worker_net(struct child_ctx *c, pid_t worker, int net_made)
+/* The init's half: write the files of /etc the worker has not come
+ * to, wait for its word and enter its network namespace. */
+static void join_worker(struct child_ctx *c, pid_t worker, int chan, unsigned *etc_next)
 {
 	char b;
 	ssize_t n;
-	int pidfd, r = 0;
+	int pidfd, r;
+
+	if ((r = rootfs_apply_etc_files(c->fs, etc_next)) < 0)
+		fail(c, STEP_ROOTFS, r);
+	(void)munmap(etc_next, sizeof(*etc_next));
 
 	do
-		n = read(net_made, &b, 1);
+		n = recv(chan, &b, 1, 0);
 	while (n < 0 && errno == EINTR);
-	close(net_made);
 	if (n != 1)
 		_exit(127); /* the worker has reported why */
 	pidfd = (int)syscall(SYS_pidfd_open, worker, 0);
@@ -662,19 +716,39 @@ static void join_worker_net(struct child_ctx *c, pid_t worker, int net_made)
 		fail(c, STEP_NET_NS, r);
 }
 
-/* A program's worker (CHILD_EXEC) is forked as soon as the init is in
- * the sandbox's cgroups and time namespace, and goes through its
- * lockdown, seccomp included, while the init builds the root: on a
- * machine with a free CPU that is off the run's path (the resets and
- * the filter's load, about 0.3 ms).  The init gives it the CPUs outside
- * the pin for that (the pin would keep it queued behind the init), and
- * it takes the pin back before exec.  Then it waits for the init's word that the
- * root is finished (read-only, masked, the program's file written) and,
- * where autostart is off, that the supervisor said start: only then its
- * working directory, Landlock, and exec.  An init that fails before
- * that exits, and its PID namespace's end kills the worker with it;
- * end-of-file instead of the word means the same. */
-__attribute__((noreturn)) static void worker_early(struct child_ctx *c, int release, int net_made)
+/* The init's half of the v1 cgroups: give the worker the "tasks" files
+ * we joined (join_late), then close ours. */
+static void pass_cgroups(struct child_ctx *c, int chan, int *fds, size_t n_fds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * _CGROUP_CTRL_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { "c", 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int r = 0;
+
+	if (n_fds) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
+	}
+	if (sendmsg(chan, &mh, MSG_NOSIGNAL) < 0)
+		r = -errno;
+	for (size_t i = 0; i < n_fds; i++)
+		close(fds[i]);
+	if (r < 0)
+		fail(c, STEP_SYNC, r);
+}
+
+__attribute__((noreturn)) static void worker_early(struct child_ctx *c, int chan, bool late_cgroups,
+						  unsigned *etc_next)
 {
 	/* asked before the filter: Landlock comes after it here, and a
 	 * filter built with a libseccomp that does not know its calls would
@@ -684,14 +758,14 @@ __attribute__((noreturn)) static void worker_early(struct child_ctx *c, int rele
 	ssize_t n;
 	int r;
 
-	worker_net(c, net_made);
+	worker_prepare(c, chan, late_cgroups, etc_next);
 	worker_lockdown(c, true);
 	do
-		n = read(release, &b, 1);
+		n = recv(chan, &b, 1, 0);
 	while (n < 0 && errno == EINTR);
 	if (n != 1)
 		_exit(127);
-	close(release);
+	close(chan);
 	/* a stdin of /dev/null was opened before the root existed: the
 	 * sandbox's own, as the program would open it */
 	if (c->fd_stdin < 0) {
@@ -701,9 +775,8 @@ __attribute__((noreturn)) static void worker_early(struct child_ctx *c, int rele
 			fail(c, STEP_FDS, -errno);
 		close(null);
 	}
-	/* forked before pivot_root, our working directory may still be a
-	 * host directory (pivot_root moves only those at the old root): a
-	 * relative cwd starts from the new root */
+	/* our working directory is the new root (worker_prepare), but
+	 * start from "/" all the same: a relative cwd is under it */
 	if (chdir("/") < 0 || chdir(c->cwd ? c->cwd : SANDBOX_HOME) < 0)
 		fail(c, STEP_CHDIR, -errno);
 	r = sandbox_landlock_apply(SANDBOX_HOME);
@@ -717,29 +790,32 @@ __attribute__((noreturn)) static void worker_early(struct child_ctx *c, int rele
 	fail(c, STEP_EXEC, -errno);
 }
 
-/* The init's half: fork the worker now (see worker_early); *ret_release
- * is the pipe end whose one byte lets it go on, *ret_net_made the one
- * that says its network namespace is ready (join_worker_net). */
-static pid_t fork_worker_early(struct child_ctx *c, int *ret_release, int *ret_net_made)
+/* The init's half: fork the worker now (see worker_prepare); *ret_chan
+ * is our end of the socket pair between us (its word, the cgroups, our
+ * word that lets it go on), *ret_etc_next the count of files of /etc
+ * taken, in a page we share (rootfs_apply_etc_files). */
+static pid_t fork_worker_early(struct child_ctx *c, bool late_cgroups, int *ret_chan,
+			       unsigned **ret_etc_next)
 {
-	int p[2], q[2];
+	unsigned *etc_next;
+	int sv[2];
 	pid_t w;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
+	etc_next = mmap(NULL, sizeof(*etc_next), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (etc_next == MAP_FAILED)
 		fail(c, STEP_FORK, -errno);
-	if (pipe2(q, O_CLOEXEC) < 0)
+	*etc_next = 0;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		fail(c, STEP_FORK, -errno);
 	w = _Fork(); /* no atfork handlers: their locks may be held (see set_ids) */
 	if (w < 0)
 		fail(c, STEP_FORK, -errno);
 	if (w == 0) {
-		close(p[1]);
-		close(q[0]);
-		worker_early(c, p[0], q[1]);
+		close(sv[0]);
+		worker_early(c, sv[1], late_cgroups, etc_next);
 	}
-	close(p[0]);
-	close(q[1]);
-	*ret_net_made = q[0];
+	close(sv[1]);
 	/* off our CPU: a new task starts where its parent runs, and the
 	 * pin would keep it queued behind us until we sleep */
 	if (c->fs->n_cpus) {
@@ -754,7 +830,8 @@ static pid_t fork_worker_early(struct child_ctx *c, int *ret_release, int *ret_n
 		if (CPU_COUNT(&others) > 0)
 			(void)sched_setaffinity(w, sizeof(others), &others);
 	}
-	*ret_release = p[1];
+	*ret_chan = sv[0];
+	*ret_etc_next = etc_next;
 	return w;
 }
 
@@ -1063,7 +1140,10 @@ __attribute__((noreturn)) static void reap_until(const struct child_ctx *c, pid_
  * (the caller forks theirs). */
 static pid_t init_build(struct child_ctx *c)
 {
-	int r, upper = -1, egress = -1, release = -1, net_made = -1;
+	int r, upper = -1, egress = -1, chan = -1;
+	int join[_CGROUP_CTRL_MAX];
+	unsigned *etc_next = NULL;
+	size_t n_join = 0;
 	bool early = c->mode == CHILD_EXEC;
 	pid_t worker = 0;
 	char go = 0;
@@ -1083,8 +1163,6 @@ static pid_t init_build(struct child_ctx *c)
 	 * (/proc is still the host's here, which knows us by our host pid) */
 	if (early && (r = time_ns()) < 0)
 		fail(c, STEP_TIME_NS, r);
-	if (early && go != 'G')
-		worker = fork_worker_early(c, &release, &net_made);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(c, STEP_MOUNT_PRIVATE, -errno);
 	/* without root: the project as our namespace has it, before the new
@@ -1095,26 +1173,38 @@ static pid_t init_build(struct child_ctx *c)
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "mode=0755,size=1048576,nr_inodes=4096") < 0)
 		fail(c, STEP_ROOTFS, -errno);
+	/* the worker writes the files of /etc into it (worker_prepare) */
+	if (early)
+		worker = fork_worker_early(c, go == 'G', &chan, &etc_next);
 	if (go != 'G') {
-		if ((r = rootfs_apply(c->fs, NEWROOT)) < 0)
+		if ((r = rootfs_apply(c->fs, NEWROOT, early)) < 0)
 			fail(c, STEP_ROOTFS, r);
 	} else {
 		if (chdir(NEWROOT) < 0)
 			fail(c, STEP_ROOTFS, -errno);
-		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n_early)) < 0)
+		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n_early, early)) < 0)
 			fail(c, STEP_ROOTFS, r);
-		join_late(c);
+		join_late(c, early ? join : NULL, &n_join);
 		if (early)
-			worker = fork_worker_early(c, &release, &net_made);
-		if ((r = rootfs_apply_ops(c->fs, c->fs->n_early, c->fs->n)) < 0)
+			pass_cgroups(c, chan, join, n_join);
+		if ((r = rootfs_apply_ops(c->fs, c->fs->n_early, c->fs->n, early)) < 0)
 			fail(c, STEP_ROOTFS, r);
 	}
 	if (c->has_lower && (upper = project_overlay(c)) < 0)
 		fail(c, STEP_PROJECT, upper);
-	/* a program's network namespace is its worker's (worker_net), and
-	 * we join it last, to give the worker the most time */
-	if (!early && c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)
+	/* a program's network namespace is its worker's, which we join
+	 * once its files are in the root (before it is read-only); a
+	 * template's came with the clone */
+	if (early)
+		join_worker(c, worker, chan, etc_next);
+	else if (c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)
 		fail(c, STEP_LOOPBACK, r);
+	/* The egress proxy's socket is made here, in our network namespace,
+	 * and handed to the supervisor, which serves it from its own: an
+	 * ordinary user's codecell cannot enter this namespace (setns()
+	 * takes CAP_SYS_ADMIN in its own user namespace too). */
+	if (c->cfg->net == SANDBOX_NET_ALLOWLIST && (egress = egress_listen_here()) < 0)
+		fail(c, STEP_EGRESS, egress);
 	if (sethostname(SANDBOX_HOSTNAME, strlen(SANDBOX_HOSTNAME)) < 0 ||
 	    setdomainname("(none)", 6) < 0)
 		fail(c, STEP_HOSTNAME, -errno);
@@ -1140,22 +1230,14 @@ static pid_t init_build(struct child_ctx *c)
 		close(c->fd_script);
 		c->fd_script = -1;
 	}
-	if (early)
-		join_worker_net(c, worker, net_made);
-	/* The egress proxy's socket is made here, in our network namespace,
-	 * and handed to the supervisor, which serves it from its own: an
-	 * ordinary user's codecell cannot enter this namespace (setns()
-	 * takes CAP_SYS_ADMIN in its own user namespace too). */
-	if (c->cfg->net == SANDBOX_NET_ALLOWLIST && (egress = egress_listen_here()) < 0)
-		fail(c, STEP_EGRESS, egress);
 	if ((r = send_workspace(c->sock, upper, egress)) < 0)
 		fail(c, STEP_WORKSPACE, r);
 	if (!c->cfg->autostart && (r = wait_byte(c->sock)) < 0)
 		fail(c, STEP_SYNC, r);
 	if (worker > 0) {
-		if (write(release, "g", 1) != 1)
+		if (send(chan, "g", 1, MSG_NOSIGNAL) != 1)
 			fail(c, STEP_FORK, -errno);
-		close(release);
+		close(chan);
 	}
 	return worker;
 }

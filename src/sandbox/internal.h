@@ -186,10 +186,19 @@ int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l,
 		 const struct rootfs_host *host);
 void rootfs_release(struct rootfs *fs);
 /* Run the ops under the directory base (child side; no allocation).
- * On failure returns -errno. */
-int rootfs_apply(const struct rootfs *fs, const char *base);
+ * without_etc_files: leave out the files of /etc, which
+ * rootfs_apply_etc_files() writes.  On failure returns -errno. */
+int rootfs_apply(const struct rootfs *fs, const char *base, bool without_etc_files);
 /* ops [from, to) only, from the current directory */
-int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to);
+int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool without_etc_files);
+/* The files of /etc (written or copied, not mounted), from the current
+ * directory, their directories made as needed: they need no privilege
+ * and no mount, so a program's early worker writes them on another CPU
+ * while the init mounts, and the init, done with its mounts, takes
+ * what is left (child.c, worker_prepare).  *next, in memory both share:
+ * the number of files claimed so far; each caller claims the next one
+ * until none is left. */
+int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next);
 /* The OP_MASK ops, in the new root after pivot_root (cwd "/"). */
 int rootfs_apply_late(const struct rootfs *fs);
 

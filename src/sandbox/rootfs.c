@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -799,20 +800,62 @@ int rootfs_apply_late(const struct rootfs *fs)
 	return 0;
 }
 
-int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to)
+static bool is_etc_file(const struct rootfs_op *op)
+{
+	return (op->type == OP_FILE || op->type == OP_COPY) && !strncmp(op->dst, "etc/", 4);
+}
+
+int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool without_etc_files)
 {
 	for (size_t i = from; i < to && i < fs->n; i++) {
-		int r = apply_op(&fs->ops[i]);
+		int r;
 
+		if (without_etc_files && is_etc_file(&fs->ops[i]))
+			continue;
+		r = apply_op(&fs->ops[i]);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-int rootfs_apply(const struct rootfs *fs, const char *base)
+int rootfs_apply(const struct rootfs *fs, const char *base, bool without_etc_files)
 {
 	if (chdir(base) < 0)
 		return -errno;
-	return rootfs_apply_ops(fs, 0, fs->n);
+	return rootfs_apply_ops(fs, 0, fs->n, without_etc_files);
+}
+
+int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next)
+{
+	for (;;) {
+		unsigned k = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+		const struct rootfs_op *op = NULL;
+		char dir[PATH_MAX];
+		size_t len;
+		int r;
+
+		/* the k-th file of /etc, if there is one */
+		for (size_t i = 0; i < fs->n && !op; i++)
+			if (is_etc_file(&fs->ops[i]) && k-- == 0)
+				op = &fs->ops[i];
+		if (!op)
+			return 0;
+		/* the directories on the way (the other side may be making
+		 * the same ones: EEXIST is fine) */
+		len = strlen(op->dst);
+		if (len >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, op->dst, len + 1);
+		for (char *slash = strchr(dir, '/'); slash; slash = strchr(slash + 1, '/')) {
+			*slash = '\0';
+			r = mkdir_ok(dir, 0755);
+			*slash = '/';
+			if (r < 0)
+				return r;
+		}
+		r = apply_op(op);
+		if (r < 0)
+			return r;
+	}
 }

@@ -1,7 +1,8 @@
 """Every process of a sandbox is in the sandbox's own cgroup, seen from the
 host, in every hierarchy codecell uses.
 
-The init joins by itself: on v1 it writes "0" into "tasks" files the
+The init joins by itself (and on v1 a program's worker, forked before it
+joins, does too): on v1 it writes "0" into "tasks" files the
 supervisor opened for it, on v2 it is cloned straight into its cgroup
 (CLONE_INTO_CGROUP); see src/sandbox/cgroup.h.  This checks the outcome
 from outside, for the init, the program and what the program starts, on
@@ -84,6 +85,13 @@ def the_init_the_program_and_its_children_are_in_the_sandbox_cgroup():
                       "pid %d (%s) is not in the sandbox's %s cgroup: %r"
                       % (pid, "init" if pid == init else "program",
                          c or "v2", lines.get(c)))
+        # and in one cgroup namespace, the init's own (on v1 the program's
+        # worker is forked before the init joins, and joins and enters it
+        # by itself: child.c, worker_prepare)
+        nss = {pid: os.stat("/proc/%d/ns/cgroup" % pid).st_ino for pid in sleeps + [shell, init]}
+        eq(len(set(nss.values())), 1, "one cgroup namespace for the init and the program: %r" % nss)
+        check(os.stat("/proc/self/ns/cgroup").st_ino not in nss.values(),
+              "the program is in the host's cgroup namespace: %r" % nss)
     finally:
         p.kill()
         p.wait()

@@ -2,9 +2,12 @@
 never by its time (the figures are bench/bench_run.py's): Python in the
 sandbox loads codecell's sitecustomize from a compiled .pyc instead of
 compiling the source on every start, and that .pyc is the same code (the
-seed option still seeds); and `codecell run --help` says what --cpus
-does to the CPUs the tree may use."""
+seed option still seeds); `codecell run --help` says what --cpus
+does to the CPUs the tree may use; the run exits with its result and
+leaves nothing behind; and the /etc files that the init and the early
+worker write side by side are whole in every run."""
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -146,6 +149,46 @@ def run_exits_with_the_result_and_leaves_nothing_behind():
     check(j["usage"]["cpu_ms"] > 0, "no CPU time reported: %r" % j)
     check(not w["left"], w)
     shutil.rmtree(d)
+
+
+# The files of the sandbox's /etc that are copies of the host's (rootfs.c,
+# etc_copies) and some it generates: the init and the early worker write
+# them side by side (child.c, worker_prepare), and the root goes
+# read-only once both are done.  Each must be whole in every run.
+ETC_COPIES = ("ld.so.cache", "matplotlibrc", "mime.types", "ssl/openssl.cnf", "bash.bashrc",
+              "inputrc", "localtime", "services", "protocols")
+ETC_HASHES = r"""
+for f in %s; do
+  if [ -e "/etc/$f" ]; then sha256sum "/etc/$f"; else echo "- /etc/$f"; fi
+done
+cat /etc/hostname /etc/passwd /etc/group /etc/hosts /etc/nsswitch.conf | sha256sum
+""" % " ".join(ETC_COPIES)
+
+
+@test
+def the_etc_files_are_whole_in_every_run():
+    want = {}
+    for f in ETC_COPIES:
+        path = "/etc/" + f
+        if os.path.isfile(path) and os.path.getsize(path) <= 1 << 20:
+            with open(path, "rb") as fh:
+                want["/etc/" + f] = hashlib.sha256(fh.read()).hexdigest()
+    check(len(want) >= 5, "too few of the copied /etc files on this host: %r" % want)
+    generated = None
+    for i in range(20):
+        r = run_code(ETC_HASHES, lang="bash")
+        eq(r.json["status"], "ok", r)
+        got = {}
+        lines = r.json["logs"]["stdout"].splitlines()
+        for line in lines[:-1]:
+            digest, name = line.split()
+            got[name] = digest
+        for name, digest in want.items():
+            eq(got.get(name), digest, "run %d: %s is not the host's" % (i, name))
+        # the generated files are the same in every run
+        if generated is None:
+            generated = lines[-1]
+        eq(lines[-1], generated, "run %d: the generated /etc files differ" % i)
 
 
 if __name__ == "__main__":

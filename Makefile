@@ -34,11 +34,13 @@ UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/helpers/%)
+SHIM_SRC := $(wildcard tests/shims/*.c)
+SHIM_LIB := $(SHIM_SRC:tests/shims/%.c=$(BUILD)/shims/%.so)
 
 .PHONY: all setup run demo test sanitize bench soak fuzz format-check clean surface surface-update \
 	security compare compat
 
-all: $(BUILD)/codecell $(UNIT_BIN) $(HELPER_BIN)
+all: $(BUILD)/codecell $(UNIT_BIN) $(HELPER_BIN) $(SHIM_LIB)
 
 $(BUILD)/codecell: $(CLI_OBJ) $(BUILD)/libcodecell.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
@@ -119,6 +121,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(CLI_LIB_OBJ) $(POLICY_OBJ) $(BUILD)/libcodece
 $(BUILD)/helpers/%: tests/helpers/%.c $(wildcard tests/helpers/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -Wall -static -o $@ $<
+
+# Preload shims that make codecell see an older kernel (tests only).
+$(BUILD)/shims/%.so: tests/shims/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -Wall -shared -fPIC -o $@ $<
 
 setup:
 	sh scripts/setup.sh

@@ -643,7 +643,8 @@ __attribute__((noreturn)) static void worker_main(struct child_ctx *c)
  *    enters the init's new cgroup namespace, before anything else;
  * then says so with one byte.  The init waits for that byte before
  * pivot_root (the files must be in the root before it is read-only) and
- * joins the network namespace (join_worker), before the egress proxy's
+ * joins the network namespace (join_worker; the worker sends an fd of
+ * it, and the init sends the worker one of its cgroup namespace), before the egress proxy's
  * socket is made: every process of the sandbox is in that namespace
  * before the program starts.
  *
@@ -658,10 +659,73 @@ __attribute__((noreturn)) static void worker_main(struct child_ctx *c)
  * worker; the init then reads end-of-file and exits too.  An init that
  * fails exits, and its PID namespace's end kills the worker with it;
  * end-of-file instead of the word means the same. */
+/* One byte of kind with n fds (SCM_RIGHTS; none if n is 0) on the
+ * socket between the init and its early worker. */
+static int send_kind_fds(int sock, char kind, const int *fds, size_t n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * _CGROUP_CTRL_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &kind, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (n > _CGROUP_CTRL_MAX)
+		return -EINVAL;
+	if (n) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* The other side's byte of kind want, with one fd: 0, -EPIPE at
+ * end-of-file, -EBADMSG for another message. */
+static int recv_kind_fd(int sock, char want, int *ret_fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char kind = 0;
+	struct iovec iov = { &kind, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int fd = -1;
+
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EPIPE;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if (kind != want || fd < 0 || (mh.msg_flags & MSG_CTRUNC)) {
+		if (fd >= 0)
+			close(fd);
+		return -EBADMSG;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
 static void worker_prepare(struct child_ctx *c, int chan, bool late_cgroups, unsigned *etc_next)
 {
 	char kind = 0;
-	int r;
+	int r, net, cgns;
 
 	/* the project's directory is the init's to mount */
 	if (c->fd_lower >= 0) {
@@ -672,77 +736,66 @@ static void worker_prepare(struct child_ctx *c, int chan, bool late_cgroups, uns
 		fail(c, STEP_NET_NS, -errno);
 	if (c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)
 		fail(c, STEP_LOOPBACK, r);
+	/* an fd of it for the init: a setns() through our pidfd would ask
+	 * whether it may ptrace us, which a root-run sandbox, made
+	 * non-dumpable by its uid change, refuses.  /proc is still the
+	 * host's, which knows us; our own files are always ours to open. */
+	net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (net < 0)
+		fail(c, STEP_NET_NS, -errno);
 	if (chdir(NEWROOT) < 0)
 		fail(c, STEP_ROOTFS, -errno);
 	if ((r = rootfs_apply_etc_files(c->fs, etc_next)) < 0)
 		fail(c, STEP_ROOTFS, r);
 	if (late_cgroups) {
-		int init;
-
 		if ((r = wait_go(chan, &kind)) < 0 || kind != 'c')
 			fail(c, STEP_CGROUP, r < 0 ? r : -EBADMSG);
-		init = (int)syscall(SYS_pidfd_open, getppid(), 0);
-		if (init < 0 || setns(init, CLONE_NEWCGROUP) < 0)
+		if ((r = recv_kind_fd(chan, 'C', &cgns)) < 0)
+			fail(c, STEP_CGROUP_NS, r);
+		if (setns(cgns, CLONE_NEWCGROUP) < 0)
 			fail(c, STEP_CGROUP_NS, -errno);
-		close(init);
+		close(cgns);
 	}
-	if (send(chan, "n", 1, MSG_NOSIGNAL) != 1)
-		fail(c, STEP_SYNC, -errno);
+	if ((r = send_kind_fds(chan, 'n', &net, 1)) < 0)
+		fail(c, STEP_SYNC, r);
+	close(net);
 }
 
 /* The init's half: write the files of /etc the worker has not come
  * to, wait for its word and enter its network namespace. */
-static void join_worker(struct child_ctx *c, pid_t worker, int chan, unsigned *etc_next)
+static void join_worker(struct child_ctx *c, int chan, unsigned *etc_next)
 {
-	char b;
-	ssize_t n;
-	int pidfd, r;
+	int net, r;
 
 	if ((r = rootfs_apply_etc_files(c->fs, etc_next)) < 0)
 		fail(c, STEP_ROOTFS, r);
 	(void)munmap(etc_next, sizeof(*etc_next));
-
-	do
-		n = recv(chan, &b, 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (n != 1)
+	r = recv_kind_fd(chan, 'n', &net);
+	if (r == -EPIPE)
 		_exit(127); /* the worker has reported why */
-	pidfd = (int)syscall(SYS_pidfd_open, worker, 0);
-	if (pidfd < 0 || setns(pidfd, CLONE_NEWNET) < 0)
-		r = -errno;
-	if (pidfd >= 0)
-		close(pidfd);
 	if (r < 0)
-		fail(c, STEP_NET_NS, r);
+		fail(c, STEP_NET_JOIN, r);
+	if (setns(net, CLONE_NEWNET) < 0)
+		fail(c, STEP_NET_JOIN, -errno);
+	close(net);
 }
 
 /* The init's half of the v1 cgroups: give the worker the "tasks" files
- * we joined (join_late), then close ours. */
+ * we joined (join_late), then close ours, and an fd of our new cgroup
+ * namespace (for the same reason as worker_prepare's of its network). */
 static void pass_cgroups(struct child_ctx *c, int chan, int *fds, size_t n_fds)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * _CGROUP_CTRL_MAX)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { "c", 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int r = 0;
+	int r = send_kind_fds(chan, 'c', fds, n_fds), cgns;
 
-	if (n_fds) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n_fds);
-	}
-	if (sendmsg(chan, &mh, MSG_NOSIGNAL) < 0)
-		r = -errno;
 	for (size_t i = 0; i < n_fds; i++)
 		close(fds[i]);
+	if (r < 0)
+		fail(c, STEP_SYNC, r);
+	cgns = open("/proc/self/ns/cgroup", O_RDONLY | O_CLOEXEC);
+	if (cgns < 0)
+		fail(c, STEP_CGROUP_NS, -errno);
+	r = send_kind_fds(chan, 'C', &cgns, 1);
+	close(cgns);
 	if (r < 0)
 		fail(c, STEP_SYNC, r);
 }
@@ -1196,7 +1249,7 @@ static pid_t init_build(struct child_ctx *c)
 	 * once its files are in the root (before it is read-only); a
 	 * template's came with the clone */
 	if (early)
-		join_worker(c, worker, chan, etc_next);
+		join_worker(c, chan, etc_next);
 	else if (c->cfg->net != SANDBOX_NET_NONE && (r = loopback_up()) < 0)
 		fail(c, STEP_LOOPBACK, r);
 	/* The egress proxy's socket is made here, in our network namespace,

@@ -44,6 +44,7 @@ enum step {
 	STEP_EXEC,
 	STEP_PROJECT,
 	STEP_NET_NS,
+	STEP_NET_JOIN,
 	_STEP_MAX,
 };
 const char *sandbox_step_name(int step);

@@ -117,6 +117,7 @@ static const char *const step_names[_STEP_MAX] = {
 	[STEP_EXEC] = "execute the program",
 	[STEP_PROJECT] = "mount the project's overlay",
 	[STEP_NET_NS] = "create the network namespace",
+	[STEP_NET_JOIN] = "join the program's network namespace",
 };
 
 const char *sandbox_step_name(int step)
@@ -297,7 +298,7 @@ static int validate(const struct sandbox_config *cfg)
  * child inside that cgroup: no migration, none of its cost (cgroup.h).
  * The network namespace is made here for a template; a program's early
  * worker makes it on another CPU, and the init joins it (child.c,
- * worker_net): a third of a millisecond less in this call, which the
+ * worker_prepare): a third of a millisecond less in this call, which the
  * supervisor waits for. */
 static pid_t clone_child(int cgroup_fd, bool net_later, int *ret_pidfd)
 {

@@ -251,7 +251,7 @@ def ns_id(path):
 @test
 def every_process_of_a_run_is_in_its_private_network_namespace():
     """A one-shot run's network namespace is made by its worker, not by
-    the clone (child.c, worker_net), and the init joins it: seen from
+    the clone (child.c, worker_prepare), and the init joins it: seen from
     the host, the init, the program and the program's child must all be
     in one namespace that is not the host's and is owned by the
     sandbox's own user namespace (so the host's network is never the

@@ -22,6 +22,7 @@
 
 #include "sandbox/cgroup.h"
 #include "sandbox/ids.h"
+#include "sandbox/internal.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/seccomp.h"
 #include "util/buf.h"
@@ -349,6 +350,43 @@ static void relative_cwd_is_inside(void **state)
 	buf_release(&out);
 }
 
+/* The files of /etc that the early worker writes (rootfs_apply_etc_files)
+ * must not lie under anything the init mounts: the worker could write
+ * into the mount, or into the directory it is about to hide, while the
+ * init works (child.c, worker_prepare). */
+static void etc_files_are_not_under_mounts(void **state)
+{
+	struct sandbox_limits l = { .tmp_bytes = 1 << 20, .workspace_bytes = 1 << 20,
+				    .memory_bytes = 64 << 20 };
+	struct rootfs *fs = calloc(1, sizeof(*fs));
+	size_t n_files = 0;
+
+	(void)state;
+	assert_non_null(fs);
+	assert_int_equal(rootfs_build(fs, &l, NULL), 0);
+	for (size_t i = 0; i < fs->n; i++) {
+		const struct rootfs_op *f = &fs->ops[i];
+
+		if ((f->type != OP_FILE && f->type != OP_COPY) || strncmp(f->dst, "etc/", 4))
+			continue;
+		n_files++;
+		for (size_t j = 0; j < fs->n; j++) {
+			const struct rootfs_op *m = &fs->ops[j];
+			size_t len = strlen(m->dst);
+
+			if (m->type != OP_BIND_RO && m->type != OP_TMPFS && m->type != OP_MOUNT &&
+			    m->type != OP_PROC && m->type != OP_BIND_DEV && m->type != OP_MASK)
+				continue;
+			if (!strncmp(f->dst, m->dst, len) && (f->dst[len] == '/' || !f->dst[len]))
+				fail_msg("/%s is under the mount at /%s", f->dst, m->dst);
+		}
+	}
+	/* passwd, group, hosts, hostname, nsswitch.conf, resolv.conf at least */
+	assert_true(n_files >= 6);
+	rootfs_release(fs);
+	free(fs);
+}
+
 static void sandbox_rejects_bad_config(void **state)
 {
 	const char *const rel[] = { "sh", NULL };
@@ -404,6 +442,7 @@ int main(void)
 		cmocka_unit_test(sandbox_exec_failure_is_setup_failure),
 		cmocka_unit_test(sandbox_rejects_bad_config),
 		cmocka_unit_test(relative_cwd_is_inside),
+		cmocka_unit_test(etc_files_are_not_under_mounts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

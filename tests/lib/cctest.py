@@ -148,14 +148,21 @@ def scratch():
 
 
 def children(pid):
-    """Direct children of pid, from /proc."""
+    """Direct children of pid, from /proc: of each of its threads (a
+    thread's children are listed under that thread).  A thread that ends
+    between the listing and the read is skipped, not the rest with it: a
+    server's connection threads come and go all the time."""
     kids = []
     try:
-        for tid in os.listdir("/proc/%d/task" % pid):
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return kids
+    for tid in tids:
+        try:
             with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
                 kids += [int(x) for x in f.read().split()]
-    except OSError:
-        pass
+        except OSError:
+            pass
     return kids
 
 

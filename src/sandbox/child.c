@@ -34,6 +34,7 @@
 #include "sandbox/internal.h"
 #include "sandbox/landlock.h"
 #include "sandbox/seccomp.h"
+#include "util/fs.h"
 #include "util/banned.h"
 
 /* Where the new root is assembled, inside our private mount namespace
@@ -236,23 +237,9 @@ static int time_ns(void)
 /* A message with one fd (SCM_RIGHTS); the fd is ours and is closed. */
 static int send_fd(int sock, int kind, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	struct msg m = { kind, 0, 0, 0 };
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	int r = 0;
+	int r = send_with_fds(sock, &m, sizeof(m), &fd, 1);
 
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
-		r = -errno;
 	close(fd);
 	return r;
 }
@@ -659,33 +646,6 @@ __attribute__((noreturn)) static void worker_main(struct child_ctx *c)
  * worker; the init then reads end-of-file and exits too.  An init that
  * fails exits, and its PID namespace's end kills the worker with it;
  * end-of-file instead of the word means the same. */
-/* One byte of kind with n fds (SCM_RIGHTS; none if n is 0) on the
- * socket between the init and its early worker. */
-static int send_kind_fds(int sock, char kind, const int *fds, size_t n)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * _CGROUP_CTRL_MAX)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { &kind, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (n > _CGROUP_CTRL_MAX)
-		return -EINVAL;
-	if (n) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 /* The other side's byte of kind want, with one fd: 0, -EPIPE at
  * end-of-file, -EBADMSG for another message. */
 static int recv_kind_fd(int sock, char want, int *ret_fd)
@@ -756,7 +716,7 @@ static void worker_prepare(struct child_ctx *c, int chan, bool late_cgroups, uns
 			fail(c, STEP_CGROUP_NS, -errno);
 		close(cgns);
 	}
-	if ((r = send_kind_fds(chan, 'n', &net, 1)) < 0)
+	if ((r = send_with_fds(chan, "n", 1, &net, 1)) < 0)
 		fail(c, STEP_SYNC, r);
 	close(net);
 }
@@ -785,7 +745,7 @@ static void join_worker(struct child_ctx *c, int chan, unsigned *etc_next)
  * namespace (for the same reason as worker_prepare's of its network). */
 static void pass_cgroups(struct child_ctx *c, int chan, int *fds, size_t n_fds)
 {
-	int r = send_kind_fds(chan, 'c', fds, n_fds), cgns;
+	int r = send_with_fds(chan, "c", 1, fds, n_fds), cgns;
 
 	for (size_t i = 0; i < n_fds; i++)
 		close(fds[i]);
@@ -794,7 +754,7 @@ static void pass_cgroups(struct child_ctx *c, int chan, int *fds, size_t n_fds)
 	cgns = open("/proc/self/ns/cgroup", O_RDONLY | O_CLOEXEC);
 	if (cgns < 0)
 		fail(c, STEP_CGROUP_NS, -errno);
-	r = send_kind_fds(chan, 'C', &cgns, 1);
+	r = send_with_fds(chan, "C", 1, &cgns, 1);
 	close(cgns);
 	if (r < 0)
 		fail(c, STEP_SYNC, r);

@@ -197,8 +197,8 @@ int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool witho
  * and no mount, so a program's early worker writes them on another CPU
  * while the init mounts, and the init, done with its mounts, takes
  * what is left (child.c, worker_prepare).  *next, in memory both share:
- * the number of files claimed so far; each caller claims the next one
- * until none is left. */
+ * the index of the next op not taken; each caller takes ops one by one
+ * and writes those that are files of /etc, until none is left. */
 int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next);
 /* The OP_MASK ops, in the new root after pivot_root (cwd "/"). */
 int rootfs_apply_late(const struct rootfs *fs);

@@ -829,18 +829,18 @@ int rootfs_apply(const struct rootfs *fs, const char *base, bool without_etc_fil
 int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next)
 {
 	for (;;) {
-		unsigned k = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
-		const struct rootfs_op *op = NULL;
+		/* the next op not taken yet, if it is a file of /etc */
+		unsigned i = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+		const struct rootfs_op *op;
 		char dir[PATH_MAX];
 		size_t len;
 		int r;
 
-		/* the k-th file of /etc, if there is one */
-		for (size_t i = 0; i < fs->n && !op; i++)
-			if (is_etc_file(&fs->ops[i]) && k-- == 0)
-				op = &fs->ops[i];
-		if (!op)
+		if (i >= fs->n)
 			return 0;
+		op = &fs->ops[i];
+		if (!is_etc_file(op))
+			continue;
 		/* the directories on the way (the other side may be making
 		 * the same ones: EEXIST is fine) */
 		len = strlen(op->dst);

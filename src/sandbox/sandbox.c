@@ -226,32 +226,6 @@ static int recv_msg(int sock, struct msg *m, int *ret_fd)
 	return 1;
 }
 
-/* One message of len bytes with n fds (SCM_RIGHTS; none if n is 0). */
-static int send_with_fds(int sock, const void *data, size_t len, const int *fds, size_t n)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (3 + SANDBOX_MAX_PASS_FDS + 2 * _CGROUP_CTRL_MAX))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { (void *)data, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-
-	if (n > 3 + SANDBOX_MAX_PASS_FDS + 2 * _CGROUP_CTRL_MAX)
-		return -EINVAL;
-	if (n) {
-		memset(u.buf, 0, sizeof(u.buf));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 /* One heap block holding a copy of a NULL-terminated string vector:
  * pointers first, then the strings.  free() once. */
 static char **copy_strv(const char *const *v)

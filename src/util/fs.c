@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -173,4 +174,29 @@ void stdio_to_devnull(void)
 			(void)dup2(null, fd);
 	if (null > 2)
 		close(null);
+}
+
+int send_with_fds(int sock, const void *data, size_t len, const int *fds, size_t n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SEND_FDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)data, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (n > SEND_FDS_MAX)
+		return -EINVAL;
+	if (n) {
+		memset(u.buf, 0, sizeof(u.buf));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }

@@ -1,4 +1,5 @@
-/* Small filesystem helpers used outside the sandbox (on the host side). */
+/* Small fd and filesystem helpers: the host side, and the sandbox's set-up
+ * (those it calls allocate nothing). */
 #ifndef CODECELL_UTIL_FS_H
 #define CODECELL_UTIL_FS_H
 
@@ -34,5 +35,10 @@ int rm_rf_at(int dirfd, const char *name);
  * leave dirfd, whatever symlinks the sandboxed code planted.  Returns an
  * O_CLOEXEC fd or -errno.  ENOSYS where openat2 is missing. */
 int openat_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* One message of len bytes on a unix socket with n fds (SCM_RIGHTS;
+ * none if n is 0), MSG_NOSIGNAL.  No allocation: usable in a child of a
+ * multi-threaded process.  0 or -errno (-EINVAL above SEND_FDS_MAX). */
+#define SEND_FDS_MAX 32
+int send_with_fds(int sock, const void *data, size_t len, const int *fds, size_t n);
 
 #endif

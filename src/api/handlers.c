@@ -48,8 +48,9 @@ struct engine_session *api_call_session(struct api_call *c, enum MHD_Result *ret
 /* The pool's part of /healthz: {"ready", "template_alive", "restarts", ...}. */
 static json_t *pool_json(const struct session_pool_health *h)
 {
-	json_t *j = json_pack("{s:i, s:i, s:i, s:b, s:I, s:I}", "ready", (int)h->ready, "size",
-			      (int)h->size, "target", (int)h->target, "template_alive",
+	json_t *j = json_pack("{s:i, s:i, s:i, s:i, s:b, s:I, s:I}", "ready", (int)h->ready,
+			      "warmed", (int)h->warmed, "size", (int)h->size, "target",
+			      (int)h->target, "template_alive",
 			      h->template_alive, "template_restarts",
 			      (json_int_t)h->stats.template_restarts, "discarded",
 			      (json_int_t)h->stats.discarded);

@@ -100,6 +100,9 @@ static void pool_metrics(struct buf *b, const struct session_pool_health *h)
 			    "codecell_pool_takes_total{served=\"cold\"} %llu\n",
 			 (unsigned long long)st->taken_ready, (unsigned long long)st->taken_direct,
 			 (unsigned long long)st->cold);
+	counter(b, "codecell_pool_warmed_takes_total",
+		"Takes served by a ready kernel warmed ahead for a fork (part of served=\"ready\").",
+		st->taken_warmed);
 	counter(b, "codecell_pool_kernels_discarded_total", "Ready kernels found dead and not handed out.",
 		st->discarded);
 	counter(b, "codecell_pool_cell_failures_total", "Kernels the template could not make.",

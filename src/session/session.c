@@ -79,6 +79,9 @@ struct session {
 	int next_id;
 	uint64_t last_used_ns;
 	bool filled; /* the caller's files are in */
+	/* a pool's kernel that has run the template's sample restore (see
+	 * warm_child); for_fork: the session asks the pool for one */
+	bool warmed, for_fork;
 	/* usage.max_rss_kb of a pooled kernel (see memory_peak()) */
 	uint64_t shared_mem, shared_read_ns, rss_peak;
 };
@@ -707,7 +710,7 @@ static int await_ready(struct session *s, char **ret_error)
 	return r;
 }
 
-static int pool_take(struct session_pool *p, struct session **ret);
+static int pool_take(struct session_pool *p, bool warmed, struct session **ret);
 static void pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tpl *t);
 static int request(struct session *s, int id, json_t *req, double timeout_s, json_t **ret_answer);
 
@@ -721,6 +724,7 @@ static void kernel_move(struct session *s, struct session *src)
 	s->err_fd = TAKE_FD(src->err_fd);
 	s->ev_fd = TAKE_FD(src->ev_fd);
 	s->kind = KERNEL_CELL;
+	s->warmed = src->warmed;
 	s->tpl = TAKE_PTR(src->tpl);
 	free(s->preloaded);
 	s->preloaded = TAKE_PTR(src->preloaded);
@@ -773,7 +777,7 @@ static int start_from_pool(struct session *s, char **ret_error)
 	struct sandbox *old;
 	struct pool_tpl *old_tpl;
 	struct session *k;
-	int r = pool_take(s->pool, &k);
+	int r = pool_take(s->pool, s->for_fork, &k);
 
 	if (r < 0)
 		return r;
@@ -893,7 +897,10 @@ static struct session *session_alloc(const struct session_opts *o)
 static bool pool_matches(const struct session_pool *p, const struct session_opts *o);
 static void pool_ref(struct session_pool *p);
 
-int session_new(const struct session_opts *o, struct session **ret, char **ret_error)
+/* for_fork: the copy's kernel of a fork, which takes a warmed one from
+ * the pool when there is one. */
+static int session_start(const struct session_opts *o, bool for_fork, struct session **ret,
+			 char **ret_error)
 {
 	struct session *s;
 	int r;
@@ -935,7 +942,9 @@ int session_new(const struct session_opts *o, struct session **ret, char **ret_e
 		s->pool = o->pool;
 		pool_ref(s->pool);
 	}
+	s->for_fork = for_fork;
 	r = start_kernel(s, ret_error);
+	s->for_fork = false; /* its restarts are not forks */
 	if (r < 0) {
 		session_free(s);
 		return r;
@@ -943,6 +952,11 @@ int session_new(const struct session_opts *o, struct session **ret, char **ret_e
 	s->last_used_ns = now_ns();
 	*ret = s;
 	return 0;
+}
+
+int session_new(const struct session_opts *o, struct session **ret, char **ret_error)
+{
+	return session_start(o, false, ret, ret_error);
 }
 
 int session_interrupt(struct session *s)
@@ -1431,12 +1445,13 @@ static void list_skipped(struct buf *b, json_t *skipped, bool *first)
  * restore touches are then copied from the template's (a first restore
  * costs ~1.5 ms more than the next one).  It gets the control weight now
  * (no code of the session has run there), and its answer is not waited
- * for: the restore's exchange skips it (another id). */
+ * for: the restore's exchange skips it (another id).  A kernel the pool
+ * warmed ahead (POOL_WARM) has done it already. */
 static void warm_child(struct session *child)
 {
 	int id;
 
-	if (child->kind != KERNEL_CELL)
+	if (child->kind != KERNEL_CELL || child->warmed)
 		return;
 	(void)sandbox_set_cpu_weight(child->sb, CONTROL_CPU_WEIGHT);
 	id = ++child->next_id;
@@ -1467,7 +1482,7 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 	if (r == 0)
 		r = send_json(s, json_pack("{s:s, s:i}", "op", "snapshot", "id", id));
 	if (r == 0) {
-		k = session_new(o, &child, &new_msg);
+		k = session_start(o, true, &child, &new_msg);
 		if (k == 0)
 			warm_child(child);
 		/* the answer is read whatever became of the take: it must not
@@ -1590,6 +1605,11 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
  * init lives go on; the init goes when the last of them does. */
 
 #define POOL_MAKERS 3		 /* cells in the making at once, by the refill */
+/* Ready kernels kept warmed for forks: each has run the template's
+ * sample restore (warm_child), ~1.5 ms and ~1.9 MiB of its own pages, so
+ * that a fork's copy starts its restore at once instead of after it.
+ * Creates take the others first. */
+#define POOL_WARM 2
 #define POOL_BACKOFF_MIN_S 0.25	 /* first wait before starting a template again */
 #define POOL_BACKOFF_MAX_S 30.0
 #define POOL_STABLE_S 10.0	 /* a template that lived this long resets the backoff */
@@ -1618,6 +1638,7 @@ struct session_pool {
 	struct pool_tpl *tpl;		  /* the live template; NULL while down */
 	struct session *ready[SESSION_POOL_MAX];
 	unsigned n_ready, size, target, making;
+	unsigned n_warmed, warming; /* of the ready ones, and in the making */
 	unsigned refs;	   /* the caller's, and each session's */
 	unsigned failures; /* cells that failed in a row */
 	uint64_t retry_ns; /* after failures: no refill before */
@@ -1885,8 +1906,10 @@ static bool pool_matches(const struct session_pool *p, const struct session_opts
 	       o->strict == p->opts.strict;
 }
 
-/* One cell, forked from t, that has said ready. */
-static int pool_make_kernel(struct session_pool *p, struct pool_tpl *t, struct session **ret)
+/* One cell, forked from t, that has said ready; warmed ahead for a
+ * fork if warm. */
+static int pool_make_kernel(struct session_pool *p, struct pool_tpl *t, bool warm,
+			    struct session **ret)
 {
 	struct session *k = session_alloc(&p->opts);
 	int r;
@@ -1900,6 +1923,13 @@ static int pool_make_kernel(struct session_pool *p, struct pool_tpl *t, struct s
 	r = spawn_kernel(k, -1, NULL);
 	if (r == 0)
 		r = await_ready(k, NULL);
+	if (r == 0 && warm) {
+		int id = ++k->next_id;
+
+		r = request(k, id, json_pack("{s:s, s:i}", "op", "warm", "id", id),
+			    SESSION_CONTROL_TIMEOUT_S, NULL);
+		k->warmed = r == 0;
+	}
 	if (r < 0) {
 		session_free(k);
 		return r;
@@ -1933,6 +1963,23 @@ static bool pool_wants(const struct session_pool *p)
 	       p->n_ready + p->making < SESSION_POOL_MAX && now_ns() >= p->retry_ns;
 }
 
+/* Should the next one be warmed for a fork?  Under p->lock. */
+static bool pool_wants_warm(const struct session_pool *p)
+{
+	return p->n_warmed + p->warming < POOL_WARM;
+}
+
+/* Remove ready[i] (the last one moves there); the kernel.  Under p->lock. */
+static struct session *pool_unready(struct session_pool *p, unsigned i)
+{
+	struct session *k = p->ready[i];
+
+	p->ready[i] = p->ready[--p->n_ready];
+	if (k->warmed)
+		p->n_warmed--;
+	return k;
+}
+
 static void cond_wait_s(pthread_cond_t *c, pthread_mutex_t *m, double seconds)
 {
 	struct timespec until;
@@ -1959,6 +2006,7 @@ static void *pool_maker_main(void *arg)
 	while (!p->stopping) {
 		struct pool_tpl *t;
 		struct session *k = NULL;
+		bool warm;
 		int r;
 
 		if (!pool_wants(p)) {
@@ -1968,11 +2016,14 @@ static void *pool_maker_main(void *arg)
 		t = p->tpl;
 		tpl_ref(t);
 		p->making++;
+		warm = pool_wants_warm(p);
+		p->warming += warm;
 		pthread_mutex_unlock(&p->lock);
-		r = pool_make_kernel(p, t, &k);
+		r = pool_make_kernel(p, t, warm, &k);
 		tpl_unref(t);
 		pthread_mutex_lock(&p->lock);
 		p->making--;
+		p->warming -= warm;
 		if (r < 0) {
 			p->st.cell_failures++;
 			if (++p->failures >= 3)
@@ -1992,6 +2043,7 @@ static void *pool_maker_main(void *arg)
 			continue;
 		}
 		p->ready[p->n_ready++] = k;
+		p->n_warmed += k->warmed;
 		p->st.made++;
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -2112,20 +2164,33 @@ static void *pool_watcher_main(void *arg)
 	return NULL;
 }
 
-/* Take a live ready kernel, or ask the template for one now; -EAGAIN
- * when the pool has none to give (down, closing): then start cold. */
-static int pool_take(struct session_pool *p, struct session **ret)
+/* Which ready kernel to take: the newest warmed one if warmed (a
+ * fork's), else the newest that is not, else the newest.  Under p->lock,
+ * with n_ready > 0. */
+static unsigned pool_pick(const struct session_pool *p, bool warmed)
+{
+	for (unsigned i = p->n_ready; i-- > 0;)
+		if (p->ready[i]->warmed == warmed)
+			return i;
+	return p->n_ready - 1;
+}
+
+/* Take a live ready kernel (warmed for a fork, if one is), or ask the
+ * template for one now; -EAGAIN when the pool has none to give (down,
+ * closing): then start cold. */
+static int pool_take(struct session_pool *p, bool warmed, struct session **ret)
 {
 	struct pool_tpl *t;
 	int r;
 
 	pthread_mutex_lock(&p->lock);
 	while (p->n_ready) {
-		struct session *k = p->ready[--p->n_ready];
+		struct session *k = pool_unready(p, pool_pick(p, warmed));
 
 		pthread_cond_signal(&p->want);
 		if (kernel_alive(k)) {
 			p->st.taken_ready++;
+			p->st.taken_warmed += k->warmed;
 			pthread_mutex_unlock(&p->lock);
 			*ret = k;
 			return 0;
@@ -2148,7 +2213,7 @@ static int pool_take(struct session_pool *p, struct session **ret)
 	}
 	tpl_ref(t);
 	pthread_mutex_unlock(&p->lock);
-	r = pool_make_kernel(p, t, ret);
+	r = pool_make_kernel(p, t, false, ret);
 	tpl_unref(t);
 	pthread_mutex_lock(&p->lock);
 	if (r == 0)
@@ -2316,6 +2381,7 @@ void session_pool_health(struct session_pool *p, struct session_pool_health *ret
 	ret->size = p->size;
 	ret->target = p->target;
 	ret->making = p->making;
+	ret->warmed = p->n_warmed;
 	ret->template_alive = p->tpl && tpl_alive(p->tpl);
 	if (p->tpl) {
 		ret->template_pid = p->tpl->pid;
@@ -2358,7 +2424,7 @@ void session_pool_free(struct session_pool *p)
 		return;
 	pool_stop_threads(p);
 	while (p->n_ready)
-		session_free(p->ready[--p->n_ready]);
+		session_free(pool_unready(p, p->n_ready - 1));
 	pthread_mutex_lock(&p->lock);
 	t = TAKE_PTR(p->tpl);
 	pthread_mutex_unlock(&p->lock);

@@ -127,6 +127,7 @@ struct session_pool_stats {
 	uint64_t template_deaths;   /* templates (or their inits) seen dead */
 	uint64_t made;		    /* kernels the refill made ready */
 	uint64_t taken_ready;	    /* takes served by a ready kernel */
+	uint64_t taken_warmed;	    /* of those, kernels warmed ahead for a fork */
 	uint64_t taken_direct;	    /* takes that found none ready and had the
 				       template fork one on the spot */
 	uint64_t cold;		    /* takes the pool could not serve (down) */
@@ -141,6 +142,7 @@ struct session_pool_health {
 	unsigned ready, size;
 	unsigned target; /* what the refill aims at: size, raised for a while by misses */
 	unsigned making;
+	unsigned warmed; /* of the ready ones, warmed ahead for a fork */
 	bool template_alive;
 	bool degraded;
 	char why[256];

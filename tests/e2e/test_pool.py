@@ -242,5 +242,77 @@ def a_forks_kernels_preempt_while_the_fork_waits_on_them():
         eq(s.stop(), 0)
 
 
+def _pool_settles(s, ready, warmed):
+    """Wait (a bound, not a timing) for the pool to show ready and warmed."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        h = s.health()["pool"]
+        if h["ready"] == ready and h["warmed"] == warmed:
+            return h
+        time.sleep(0.02)
+    raise AssertionError("the pool never had %d ready, %d warmed: %r" % (ready, warmed, h))
+
+
+VISIBLE = ("import sys\n"
+           "print(sorted(k for k in globals() if not k.startswith('__')), "
+           "sorted(k for k in sys.modules if k.startswith('__main__')))")
+
+
+@test
+def a_fork_takes_a_kernel_warmed_ahead_and_a_create_takes_another():
+    """The pool keeps two of its ready kernels warmed for forks (they have
+    run the template's sample restore): a fork's copy takes one, a create
+    takes one that is not while there is one, and the refill warms
+    another."""
+    s = Server("--pool", "3")
+    try:
+        for _ in range(2):
+            _pool_settles(s, 3, 2)
+            st, a = s.request("POST", "/v1/sessions", {})
+            eq(st, 201, a)
+            eq(a["pooled"], True, a)
+            eq(s.metric("codecell_pool_warmed_takes_total"), 0)
+        st, r = s.request("POST", "/v1/sessions/%s/execute" % a["id"],
+                          {"code": "x = [1, 2]\ndef f(v):\n    return v * 3"})
+        eq(r["status"], "ok", r)
+        _pool_settles(s, 3, 2)
+        st, k = s.request("POST", "/v1/sessions/%s/fork" % a["id"])
+        eq(st, 201, k)
+        eq(s.metric("codecell_pool_warmed_takes_total"), 1)
+        st, r = s.request("POST", "/v1/sessions/%s/execute" % k["id"], {"code": "f(x[1])"})
+        eq(r["status"], "ok", r)
+        eq([x.get("text/plain") for x in r["results"]], ["6"], r)
+        _pool_settles(s, 3, 2)  # the refill warmed another
+    finally:
+        eq(s.stop(), 0)
+
+
+@test
+def a_kernel_warmed_ahead_shows_its_session_nothing_of_it():
+    """With --pool 2 every ready kernel is warmed, so a create takes one:
+    its session sees the same names, modules of __main__ and first
+    execution count as a cold session's."""
+    s = Server("--pool", "2")
+    try:
+        _pool_settles(s, 2, 2)
+        st, a = s.request("POST", "/v1/sessions", {})
+        eq(st, 201, a)
+        eq(a["pooled"], True, a)
+        eq(s.metric("codecell_pool_warmed_takes_total"), 1)
+        # other limits than the pool's: a cold kernel
+        st, c = s.request("POST", "/v1/sessions", {"limits": {"memory": "300M"}})
+        eq(st, 201, c)
+        eq(c["pooled"], False, c)
+        seen = []
+        for sid in (a["id"], c["id"]):
+            st, r = s.request("POST", "/v1/sessions/%s/execute" % sid, {"code": VISIBLE})
+            eq(r["status"], "ok", r)
+            seen.append((r["logs"]["stdout"], r["execution_count"]))
+        eq(seen[0], seen[1], "warmed, then cold")
+        eq(seen[0][1], 1)
+    finally:
+        eq(s.stop(), 0)
+
+
 if __name__ == "__main__":
     main()

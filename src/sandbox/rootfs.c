@@ -695,8 +695,10 @@ static int make_file(const char *path, const char *data, size_t len)
 static int copy_file(const char *src, const char *dst)
 {
 	char chunk[16384];
+	struct stat st;
+	off_t left;
 	int in, out, r = 0;
-	ssize_t n;
+	ssize_t n = 0;
 
 	in = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (in < 0)
@@ -708,10 +710,12 @@ static int copy_file(const char *src, const char *dst)
 		return r;
 	}
 	/* in the kernel, page cache to tmpfs: no copy through us, one call
-	 * for a file (ld.so.cache, mime.types: 190 KiB a run in all);
+	 * for a file (ld.so.cache, mime.types: 190 KiB a run in all), and
+	 * none to find the end once the size is copied (nine calls a run);
 	 * read/write where sendfile cannot */
-	while ((n = sendfile(out, in, NULL, 1 << 20)) > 0)
-		;
+	left = fstat(in, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
+	while (left != 0 && (n = sendfile(out, in, NULL, 1 << 20)) > 0)
+		left = left < 0 ? left : left > n ? left - n : 0;
 	if (n < 0 && (errno == EINVAL || errno == ENOSYS) && lseek(in, 0, SEEK_CUR) == 0)
 		while ((n = read(in, chunk, sizeof(chunk))) > 0 && r == 0)
 			r = write_all(out, chunk, (size_t)n);

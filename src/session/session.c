@@ -1608,7 +1608,8 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
 /* Ready kernels kept warmed for forks: each has run the template's
  * sample restore (warm_child), ~1.5 ms and ~1.9 MiB of its own pages, so
  * that a fork's copy starts its restore at once instead of after it.
- * Creates take the others first. */
+ * Creates take the others first, and there is always one of those: a
+ * pool of size N keeps min(POOL_WARM, N - 1) warmed. */
 #define POOL_WARM 2
 #define POOL_BACKOFF_MIN_S 0.25	 /* first wait before starting a template again */
 #define POOL_BACKOFF_MAX_S 30.0
@@ -1966,7 +1967,9 @@ static bool pool_wants(const struct session_pool *p)
 /* Should the next one be warmed for a fork?  Under p->lock. */
 static bool pool_wants_warm(const struct session_pool *p)
 {
-	return p->n_warmed + p->warming < POOL_WARM;
+	unsigned want = p->size > POOL_WARM ? POOL_WARM : p->size ? p->size - 1 : 0;
+
+	return p->n_warmed + p->warming < want;
 }
 
 /* Remove ready[i] (the last one moves there); the kernel.  Under p->lock. */

@@ -1608,8 +1608,8 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
 /* Ready kernels kept warmed for forks: each has run the template's
  * sample restore (warm_child), ~1.5 ms and ~1.9 MiB of its own pages, so
  * that a fork's copy starts its restore at once instead of after it.
- * Creates take the others first, and there is always one of those: a
- * pool of size N keeps min(POOL_WARM, N - 1) warmed. */
+ * Creates take the others first: a pool of size N keeps
+ * min(POOL_WARM, N - 1) warmed, so a full pool has one of those. */
 #define POOL_WARM 2
 #define POOL_BACKOFF_MIN_S 0.25	 /* first wait before starting a template again */
 #define POOL_BACKOFF_MAX_S 30.0
@@ -1925,11 +1925,18 @@ static int pool_make_kernel(struct session_pool *p, struct pool_tpl *t, bool war
 	if (r == 0)
 		r = await_ready(k, NULL);
 	if (r == 0 && warm) {
+		/* an extra: a kernel that could not warm (its answer an error,
+		 * or late: the next exchange skips it by id) is kept unwarmed */
+		json_t *answer = NULL;
 		int id = ++k->next_id;
+		int w = request(k, id, json_pack("{s:s, s:i}", "op", "warm", "id", id),
+				SESSION_CONTROL_TIMEOUT_S, &answer);
+		const char *status = json_string_value(json_object_get(answer, "status"));
 
-		r = request(k, id, json_pack("{s:s, s:i}", "op", "warm", "id", id),
-			    SESSION_CONTROL_TIMEOUT_S, NULL);
-		k->warmed = r == 0;
+		k->warmed = w == 0 && status && !strcmp(status, "ok");
+		json_decref(answer);
+		if (w < 0 && !kernel_alive(k))
+			r = w;
 	}
 	if (r < 0) {
 		session_free(k);

@@ -2,6 +2,7 @@
 (found in the server's own process tree) is started again, /healthz says
 "degraded" meanwhile and "ok" after, /metrics counts the restart, the
 server logs it, and sessions work all along."""
+import ast
 import os
 import signal
 import sys
@@ -254,8 +255,17 @@ def _pool_settles(s, ready, warmed):
 
 
 VISIBLE = ("import sys\n"
-           "print(sorted(k for k in globals() if not k.startswith('__')), "
-           "sorted(k for k in sys.modules if k.startswith('__main__')))")
+           "print(sorted(k for k in globals() if not k.startswith('__')))\n"
+           "print(sorted(k for k in sys.modules if k.startswith('__main__')))")
+# the names of the template's sample (python_kernel.py, _warm_sample)
+SAMPLE = {"items", "d", "f", "a", "df"}
+
+
+def _names(stdout):
+    """The user's names VISIBLE printed, none of them the sample's."""
+    names = ast.literal_eval(stdout.splitlines()[0])
+    check(not SAMPLE & set(names), "the warm sample's names are visible: %r" % names)
+    return names
 
 
 @test
@@ -304,12 +314,14 @@ def a_kernel_warmed_ahead_shows_its_session_nothing_of_it():
         eq(r["status"], "ok", r)
         eq(r["execution_count"], 1, r)
         source = r["logs"]["stdout"]
+        _names(source)
         st, k = s.request("POST", "/v1/sessions/%s/fork" % a["id"])
         eq(st, 201, k)
         eq(s.metric("codecell_pool_warmed_takes_total"), 1)
         st, r = s.request("POST", "/v1/sessions/%s/execute" % k["id"], {"code": VISIBLE})
         eq(r["status"], "ok", r)
         eq(r["logs"]["stdout"], source, "the fork into a warmed kernel")
+        _names(r["logs"]["stdout"])
         # creates take a warmed kernel only when no other is ready: take
         # them back to back until one does (the refill makes an unwarmed
         # one in tens of ms, so the second of a pair nearly always does)
@@ -323,11 +335,15 @@ def a_kernel_warmed_ahead_shows_its_session_nothing_of_it():
                 ids.append(j["id"])
             if s.metric("codecell_pool_warmed_takes_total") > warmed:
                 break
+            for sid in ids:
+                st, j = s.request("DELETE", "/v1/sessions/" + sid)
+                eq(st, 200, j)
         else:
             raise AssertionError("no create took a warmed kernel in 10 pairs")
         st, r = s.request("POST", "/v1/sessions/%s/execute" % ids[1], {"code": VISIBLE})
         eq(r["status"], "ok", r)
         eq((r["logs"]["stdout"], r["execution_count"]), (source, 1), "a create from a warmed kernel")
+        _names(r["logs"]["stdout"])
     finally:
         eq(s.stop(), 0)
     for size, warmed in ((2, 1), (1, 0)):

@@ -1258,7 +1258,7 @@ def listings_metrics_and_errors_leak_no_secrets():
        "healthz is public: counts only")
     eq(body["agent"], False, "whether POST /v1/agent is on, and nothing of its endpoint")
     if "pool" in body:  # counts, and a fixed phrase while degraded
-        eq(set(body["pool"]) - {"why"}, {"ready", "size", "target", "template_alive",
+        eq(set(body["pool"]) - {"why"}, {"ready", "warmed", "size", "target", "template_alive",
                                          "template_restarts", "discarded"})
     ids = {s.session() for _ in range(4)}
     for i in ids:

@@ -713,9 +713,10 @@ static int copy_file(const char *src, const char *dst)
 	 * for a file (ld.so.cache, mime.types: 190 KiB a run in all), and
 	 * none to find the end once the size is copied (nine calls a run);
 	 * read/write where sendfile cannot */
-	left = fstat(in, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
+	left = fstat(in, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1; /* -1: to the end */
 	while (left != 0 && (n = sendfile(out, in, NULL, 1 << 20)) > 0)
-		left = left < 0 ? left : left > n ? left - n : 0;
+		if (left > 0)
+			left = n < left ? left - n : 0;
 	if (n < 0 && (errno == EINVAL || errno == ENOSYS) && lseek(in, 0, SEEK_CUR) == 0)
 		while ((n = read(in, chunk, sizeof(chunk))) > 0 && r == 0)
 			r = write_all(out, chunk, (size_t)n);

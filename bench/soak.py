@@ -19,7 +19,12 @@ figures are compared with the start: they must come back (flat).
 Exit status: 0, or 1 on unexpected outcomes, a server that died, figures
 not back to the start, or a SIGTERM that did not end the server cleanly.
 Loopback only; bounded in time (each request has a timeout, the whole
-run a deadline); kills only the server it started."""
+run a deadline); kills only the server it started.
+
+Latencies are printed twice: as the clients saw them (HTTP included, and
+the clients' own wait for Python's GIL), and as the server timed them
+(codecell_session_operation_duration_seconds in /metrics).  The clients'
+own CPU time is printed too."""
 import argparse
 import ctypes
 import hashlib
@@ -27,6 +32,8 @@ import http.client
 import json
 import os
 import random
+import re
+import resource
 import shutil
 import signal
 import socket
@@ -527,6 +534,22 @@ class Client:
 
 # ---- the run ----------------------------------------------------------------------
 
+def bucket_pct(buckets, p):
+    """The p quantile of a cumulative histogram, interpolated within
+    its bucket as Prometheus's histogram_quantile does."""
+    if not buckets or not buckets[-1][1]:
+        return float("nan")
+    want_n = p * buckets[-1][1]
+    lo, below = 0.0, 0
+    for le, cum in buckets:
+        if cum >= want_n:
+            if le == float("inf"):
+                return lo
+            return lo + (le - lo) * (want_n - below) / max(cum - below, 1)
+        lo, below = le, cum
+    return lo
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else float("nan")
@@ -696,6 +719,7 @@ class Soak:
         if died:
             self.failures.append("the server died (exit %r)" % self.p.returncode)
         else:
+            self.op_buckets = self.server_latency()
             self.cleanup_sessions(stats)
             end, h = self.settle(base)
             print("%-8s %s  sessions %s  pool %s" % ("end", end.line(), h.get("sessions"),
@@ -705,6 +729,22 @@ class Soak:
         if not died:
             self.stop_server()
         return 1 if self.failures or stats.unexpected else 0
+
+    def server_latency(self):
+        """{op: [(upper bound, cumulative count)]} of the server's own
+        timing of creates, forks and restarts (GET /metrics)."""
+        st, text, _ = self.h.request("GET", "/metrics", timeout=60)
+        out = {}
+        if st != 200:
+            return out
+        if isinstance(text, bytes):
+            text = text.decode()
+        for line in text.splitlines():
+            m = re.match(r'codecell_session_operation_duration_seconds_bucket'
+                         r'\{op="(\w+)",le="([^"]+)"\} (\d+)$', line)
+            if m:
+                out.setdefault(m.group(1), []).append((float(m.group(2)), int(m.group(3))))
+        return out
 
     def cleanup_sessions(self, stats):
         st, j, _ = self.h.request("GET", "/v1/sessions")
@@ -758,6 +798,10 @@ class Soak:
     def report(self, stats, elapsed):
         print("\nsoak: %d clients, %.0f s, %d executions (%.1f/s)" % (
             self.args.clients, elapsed, stats.executions, stats.executions / max(elapsed, 1)))
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = ru.ru_utime + ru.ru_stime
+        print("soak: the clients themselves used %.0f s of CPU (%.0f %% of the machine's %d CPUs)"
+              % (cpu, 100 * cpu / max(elapsed, 1) / (os.cpu_count() or 1), os.cpu_count() or 1))
         print("outcomes (action: outcome count):")
         for (action, what), n in sorted(stats.outcomes.items()):
             print("  %-14s %-20s %6d%s" % (action, what, n, "   <-- !!" if what == "UNEXPECTED" else ""))
@@ -766,6 +810,14 @@ class Soak:
             xs = stats.lat[kind]
             print("  %-10s %8d %8.3f %8.3f %8.3f" % (kind, len(xs), pct(xs, 0.5), pct(xs, 0.95),
                                                      max(xs) if xs else float("nan")))
+        ops = getattr(self, "op_buckets", {})
+        if ops:
+            print("as the server timed them (GET /metrics: interpolated within buckets, "
+                  "as Prometheus's histogram_quantile does):")
+            for kind in ("create", "fork", "restart"):
+                b = ops.get(kind, [])
+                print("  %-10s %8d %8.4f %8.4f" % (kind, b[-1][1] if b else 0, bucket_pct(b, 0.5),
+                                                   bucket_pct(b, 0.95)))
         if stats.unexpected:
             print("UNEXPECTED outcomes:")
             for kind, n in sorted(stats.unexpected.items(), key=lambda kv: -kv[1]):

@@ -815,6 +815,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 		struct engine_session_spec spec = { 0 };
 		struct engine_session_error err;
 		struct engine_caller cl;
+		uint64_t t0;
 
 		session_opts_init(&spec.so);
 		spec.so.preload = srv->preload;
@@ -828,6 +829,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 		 * limit, so ceilings lower the defaults; the client's session
 		 * slot goes back with the entry */
 		api_caller(c, &cl);
+		t0 = now_ns();
 		r = engine_session_new(&srv->reg, &cl, &spec, &sb->entry, &err);
 		if (err.start_failed)
 			api_metrics_add(&srv->metrics, &srv->metrics.session_failures);
@@ -839,6 +841,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 			*refused = api_session_refused(c, &cl, r, &err);
 			r = -ECANCELED;
 		} else {
+			api_metrics_session_op(&srv->metrics, API_OP_CREATE, (double)(now_ns() - t0) / 1e9);
 			api_metrics_add(&srv->metrics, &srv->metrics.sessions_created);
 		}
 	}

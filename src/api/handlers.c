@@ -237,6 +237,7 @@ enum MHD_Result api_handle_session_create(struct api_call *c)
 	struct api_request req;
 	struct api_error e;
 	enum MHD_Result ret;
+	uint64_t t0;
 	json_t *j;
 	int r;
 
@@ -255,10 +256,12 @@ enum MHD_Result api_handle_session_create(struct api_call *c)
 	spec.has_seed = req.has_seed;
 	spec.seed = req.seed;
 	api_caller(c, &cl);
+	t0 = now_ns();
 	r = engine_session_new(&c->srv->reg, &cl, &spec, &entry, &err);
 	if (r < 0) {
 		ret = refused(c, &cl, r, &err);
 	} else {
+		api_metrics_session_op(&c->srv->metrics, API_OP_CREATE, (double)(now_ns() - t0) / 1e9);
 		api_metrics_add(&c->srv->metrics, &c->srv->metrics.sessions_created);
 		j = engine_session_json(entry);
 		engine_session_unref(entry);
@@ -316,12 +319,16 @@ enum MHD_Result api_handle_session_restart(struct api_call *c)
 	struct engine_session *e = api_call_session(c, &ret);
 	struct engine_session_error err;
 	struct engine_caller cl;
+	uint64_t t0;
 	int r;
 
 	if (!e)
 		return ret;
 	api_caller(c, &cl);
+	t0 = now_ns();
 	r = engine_session_restart(&cl, e, &err);
+	if (r == 0)
+		api_metrics_session_op(&c->srv->metrics, API_OP_RESTART, (double)(now_ns() - t0) / 1e9);
 	ret = r < 0 ? refused(c, &cl, r, &err) : api_respond_json(c, 200, engine_session_json(e));
 	engine_session_unref(e);
 	return ret;
@@ -334,6 +341,7 @@ enum MHD_Result api_handle_session_fork(struct api_call *c)
 	struct engine_caller cl;
 	enum MHD_Result ret;
 	char *msg = NULL;
+	uint64_t t0;
 	json_t *j;
 	int r;
 
@@ -341,10 +349,12 @@ enum MHD_Result api_handle_session_fork(struct api_call *c)
 	if (!src)
 		return ret;
 	api_caller(c, &cl);
+	t0 = now_ns();
 	r = engine_session_fork(&c->srv->reg, &cl, src, &e, &msg, &err);
 	if (r < 0) {
 		ret = refused(c, &cl, r, &err);
 	} else {
+		api_metrics_session_op(&c->srv->metrics, API_OP_FORK, (double)(now_ns() - t0) / 1e9);
 		api_metrics_add(&c->srv->metrics, &c->srv->metrics.sessions_created);
 		j = engine_session_json(e);
 		json_object_set_new(j, "forked_from", json_string(src->id));

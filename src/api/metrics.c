@@ -9,9 +9,18 @@
 #include "util/buf.h"
 #include "util/banned.h"
 
-/* Upper bounds of the latency buckets, in seconds. */
-static const double bounds[API_LATENCY_BUCKETS] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
-						    0.1,    0.25,  0.5,   1,     2.5,   10,    60 };
+/* Upper bounds of the latency buckets, in seconds: executions' span
+ * a minute; the lifecycle calls' are finer where their target is
+ * (README, "Soak": under 5 ms). */
+static const double exec_bounds[] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
+				      0.1,    0.25,  0.5,   1,     2.5,   10,    60 };
+static const double op_bounds[] = { 0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025,
+				    0.05,   0.1,   0.25,  0.5,   1,     2.5,   10,     60 };
+#define N_EXEC_BOUNDS (sizeof(exec_bounds) / sizeof(exec_bounds[0]))
+#define N_OP_BOUNDS (sizeof(op_bounds) / sizeof(op_bounds[0]))
+_Static_assert(N_EXEC_BOUNDS <= API_HISTOGRAM_MAX && N_OP_BOUNDS <= API_HISTOGRAM_MAX,
+	       "api_histogram holds every bucket");
+static const char *const op_names[API_OP_COUNT] = { "create", "fork", "restart" };
 
 void api_metrics_init(struct api_metrics *m)
 {
@@ -31,40 +40,74 @@ void api_metrics_add(struct api_metrics *m, uint64_t *counter)
 	pthread_mutex_unlock(&m->lock);
 }
 
-void api_metrics_execution(struct api_metrics *m, const struct run_result *r, double seconds)
+/* Called with m->lock held. */
+static void observe(struct api_histogram *h, const double *bounds, size_t n, double seconds)
 {
 	size_t b = 0;
 
-	while (b < API_LATENCY_BUCKETS && seconds > bounds[b])
+	while (b < n && seconds > bounds[b])
 		b++;
+	h->buckets[b]++;
+	h->sum += seconds;
+	h->count++;
+}
+
+void api_metrics_session_op(struct api_metrics *m, enum api_session_op op, double seconds)
+{
+	pthread_mutex_lock(&m->lock);
+	observe(&m->op_latency[op], op_bounds, N_OP_BOUNDS, seconds);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void api_metrics_execution(struct api_metrics *m, const struct run_result *r, double seconds)
+{
 	pthread_mutex_lock(&m->lock);
 	if (r->status <= RESULT_REJECTED)
 		m->executions[r->status]++;
-	m->latency_buckets[b]++;
-	m->latency_sum += seconds;
-	m->latency_count++;
+	observe(&m->exec_latency, exec_bounds, N_EXEC_BOUNDS, seconds);
 	for (unsigned bit = 0; bit < 16; bit++)
 		if (r->limits_hit & (1u << bit))
 			m->limits_hit[bit]++;
 	pthread_mutex_unlock(&m->lock);
 }
 
-static void histogram(struct buf *b, const struct api_metrics *m)
+/* One histogram's series.  label: "" or one label pair (op="fork"),
+ * shown in every series with le after it. */
+static void histogram(struct buf *b, const char *name, const char *label,
+		      const struct api_histogram *h, const double *bounds, size_t n)
 {
+	const char *comma = *label ? "," : "";
 	uint64_t cum = 0;
+	char sel[48] = "";
+
+	if (*label)
+		(void)snprintf(sel, sizeof(sel), "{%s}", label);
+	for (size_t i = 0; i < n; i++) {
+		cum += h->buckets[i];
+		(void)buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, label, comma, bounds[i],
+				 (unsigned long long)cum);
+	}
+	cum += h->buckets[n];
+	(void)buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n%s_sum%s %.6f\n%s_count%s %llu\n", name,
+			 label, comma, (unsigned long long)cum, name, sel, h->sum, name, sel,
+			 (unsigned long long)h->count);
+}
+
+static void histograms(struct buf *b, const struct api_metrics *m)
+{
+	char label[32];
 
 	(void)buf_puts(b, "# HELP codecell_execution_duration_seconds Wall time of executions, as the server saw them.\n"
 			  "# TYPE codecell_execution_duration_seconds histogram\n");
-	for (size_t i = 0; i < API_LATENCY_BUCKETS; i++) {
-		cum += m->latency_buckets[i];
-		(void)buf_printf(b, "codecell_execution_duration_seconds_bucket{le=\"%g\"} %llu\n",
-				 bounds[i], (unsigned long long)cum);
+	histogram(b, "codecell_execution_duration_seconds", "", &m->exec_latency, exec_bounds,
+		  N_EXEC_BOUNDS);
+	(void)buf_puts(b, "# HELP codecell_session_operation_duration_seconds Wall time of session creates, forks and restarts that succeeded, as the server saw them.\n"
+			  "# TYPE codecell_session_operation_duration_seconds histogram\n");
+	for (int op = 0; op < API_OP_COUNT; op++) {
+		(void)snprintf(label, sizeof(label), "op=\"%s\"", op_names[op]);
+		histogram(b, "codecell_session_operation_duration_seconds", label, &m->op_latency[op],
+			  op_bounds, N_OP_BOUNDS);
 	}
-	cum += m->latency_buckets[API_LATENCY_BUCKETS];
-	(void)buf_printf(b, "codecell_execution_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
-			    "codecell_execution_duration_seconds_sum %.6f\n"
-			    "codecell_execution_duration_seconds_count %llu\n",
-			 (unsigned long long)cum, m->latency_sum, (unsigned long long)m->latency_count);
 }
 
 static void counter(struct buf *b, const char *name, const char *help, uint64_t v)
@@ -149,7 +192,7 @@ char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_se
 	(void)buf_printf(&b, "codecell_http_errors_total{class=\"4xx\"} %llu\n"
 			     "codecell_http_errors_total{class=\"5xx\"} %llu\n",
 			 (unsigned long long)m->http_errors[4], (unsigned long long)m->http_errors[5]);
-	histogram(&b, m);
+	histograms(&b, m);
 	pthread_mutex_unlock(&m->lock);
 	return buf_detach(&b, ret_len);
 }

@@ -9,13 +9,23 @@
 #include "session/result.h"
 #include "session/session.h"
 
-#define API_LATENCY_BUCKETS 14
+/* A latency histogram: counts by upper bound (metrics.c), the last
+ * for +Inf. */
+#define API_HISTOGRAM_MAX 18
+struct api_histogram {
+	uint64_t buckets[API_HISTOGRAM_MAX + 1];
+	double sum;
+	uint64_t count;
+};
+
+/* The session lifecycle calls whose wall time /metrics shows. */
+enum api_session_op { API_OP_CREATE, API_OP_FORK, API_OP_RESTART, API_OP_COUNT };
+
 struct api_metrics {
 	pthread_mutex_t lock;
 	uint64_t executions[RESULT_REJECTED + 1]; /* by enum result_status */
-	uint64_t latency_buckets[API_LATENCY_BUCKETS + 1]; /* the last: +Inf */
-	double latency_sum;
-	uint64_t latency_count;
+	struct api_histogram exec_latency;
+	struct api_histogram op_latency[API_OP_COUNT]; /* by enum api_session_op */
 	uint64_t limits_hit[16]; /* by bit of enum sandbox_limit */
 	uint64_t sessions_created, sessions_deleted, sessions_expired, session_failures;
 	uint64_t disconnects;
@@ -25,6 +35,9 @@ void api_metrics_init(struct api_metrics *m);
 void api_metrics_release(struct api_metrics *m);
 void api_metrics_execution(struct api_metrics *m, const struct run_result *r, double seconds);
 void api_metrics_add(struct api_metrics *m, uint64_t *counter);
+/* A create, fork or restart that succeeded took this long, from the
+ * parsed request to the answer. */
+void api_metrics_session_op(struct api_metrics *m, enum api_session_op op, double seconds);
 /* The Prometheus text exposition format.  Owned by the caller. */
 /* pool: the warm pool's health, or NULL when there is none. */
 char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_sessions,

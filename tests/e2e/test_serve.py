@@ -719,6 +719,62 @@ def metrics_are_prometheus_text():
     check(int(ok[0].split()[1]) >= 1, ok)
 
 
+def op_histogram(text, op):
+    """{le: cumulative count}, _count and _sum of one lifecycle call's
+    histogram in /metrics."""
+    name = "codecell_session_operation_duration_seconds"
+    buckets, count, total = {}, None, None
+    for line in text.splitlines():
+        if line.startswith('%s_bucket{op="%s",le="' % (name, op)):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets[le] = int(line.rsplit(" ", 1)[1])
+        elif line.startswith('%s_count{op="%s"} ' % (name, op)):
+            count = int(line.rsplit(" ", 1)[1])
+        elif line.startswith('%s_sum{op="%s"} ' % (name, op)):
+            total = float(line.rsplit(" ", 1)[1])
+    return buckets, count, total
+
+
+@test
+def metrics_time_creates_forks_and_restarts():
+    """Each lifecycle call that succeeds is one observation under its own
+    op, in cumulative buckets; one that fails is none."""
+    s = Server()
+    try:
+        def hist():
+            _, _, text = s.get("/metrics")
+            return {op: op_histogram(text.decode(), op) for op in ("create", "fork", "restart")}
+        before = hist()
+        for op, (b, n, total) in before.items():
+            check(b and n is not None and total is not None, (op, b, n, total))
+        st, _, j = s.post("/v1/sessions", {})
+        eq(st, 201, j)
+        st, _, f = s.post("/v1/sessions/%s/fork" % j["id"])
+        eq(st, 201, f)
+        st, _, r = s.post("/v1/sessions/%s/restart" % j["id"])
+        eq(st, 200, r)
+        st, _, r = s.post("/v1/sessions/%s/restart" % "nosuchsession")
+        eq(st, 404, r)
+        after = hist()
+        for op in ("create", "fork", "restart"):
+            b0, n0, s0 = before[op]
+            b1, n1, s1 = after[op]
+            # a fork is one create as far as the sessions are concerned,
+            # but one observation of fork here, none of create
+            eq(n1 - n0, 1, (op, before[op], after[op]))
+            eq(b1["+Inf"] - b0["+Inf"], 1, (op, b1))
+            check(s1 > s0, (op, s0, s1))
+            les = sorted((float(le), c) for le, c in b1.items())
+            check(all(a[1] <= c[1] for a, c in zip(les, les[1:])), ("not cumulative", op, les))
+            # the observation is in the bucket its time falls in
+            took = s1 - s0
+            first = min(float(le) for le in b1 if float(le) >= took)
+            eq(b1[("%g" % first) if first != float("inf") else "+Inf"] -
+               b0[("%g" % first) if first != float("inf") else "+Inf"], 1, (op, took, b1))
+    finally:
+        eq(s.stop(), 0)
+
+
 @test
 def playground_is_served_with_a_strict_policy():
     s = srv()

@@ -700,6 +700,8 @@ class Soak:
         self.template_stats = {}
         stats = Stats()
         stop = threading.Event()
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        self.cpu0 = ru.ru_utime + ru.ru_stime
         t0 = time.monotonic()
         deadline = t0 + self.args.seconds
         clients = [Client(i, self.h, stats, stop, deadline) for i in range(self.args.clients)]
@@ -715,6 +717,8 @@ class Soak:
         if hung:
             self.failures.append("%d clients did not finish" % hung)
         elapsed = time.monotonic() - t0
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        self.client_cpu = ru.ru_utime + ru.ru_stime - self.cpu0  # the clients' run only
         died = self.p.poll() is not None
         if died:
             self.failures.append("the server died (exit %r)" % self.p.returncode)
@@ -733,8 +737,12 @@ class Soak:
     def server_latency(self):
         """{op: [(upper bound, cumulative count)]} of the server's own
         timing of creates, forks and restarts (GET /metrics)."""
-        st, text, _ = self.h.request("GET", "/metrics", timeout=60)
         out = {}
+        try:
+            st, text, _ = self.h.request("GET", "/metrics", timeout=60)
+        except (OSError, http.client.HTTPException) as e:
+            print("soak: GET /metrics failed at the end: %s" % e, flush=True)
+            return out
         if st != 200:
             return out
         if isinstance(text, bytes):
@@ -798,8 +806,7 @@ class Soak:
     def report(self, stats, elapsed):
         print("\nsoak: %d clients, %.0f s, %d executions (%.1f/s)" % (
             self.args.clients, elapsed, stats.executions, stats.executions / max(elapsed, 1)))
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = ru.ru_utime + ru.ru_stime
+        cpu = self.client_cpu
         print("soak: the clients themselves used %.0f s of CPU (%.0f %% of the machine's %d CPUs)"
               % (cpu, 100 * cpu / max(elapsed, 1) / (os.cpu_count() or 1), os.cpu_count() or 1))
         print("outcomes (action: outcome count):")

@@ -15,7 +15,10 @@
 
 #include "api/e2b_internal.h"
 #include "api/exec.h"
+#include "api/metrics.h"
 #include "api/policy.h"
+#include "api/server.h"
+#include "util/timeutil.h"
 #include "util/banned.h"
 
 static int lang_parse(const char *s, enum e2b_lang *ret)
@@ -328,9 +331,14 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 	if (main) {
 		struct engine_session_error err;
 		struct engine_caller cl;
+		uint64_t t0;
 
 		api_caller(c, &cl);
+		t0 = now_ns();
 		r = engine_session_restart(&cl, entry, &err);
+		if (r == 0)
+			api_metrics_session_op(&c->srv->metrics, API_OP_RESTART,
+					       (double)(now_ns() - t0) / 1e9);
 		engine_session_unref(entry);
 		if (r == -EPERM || r == -EINPROGRESS)
 			return api_session_refused(c, &cl, r, &err);

@@ -14,8 +14,9 @@
  * (README, "Soak": under 5 ms). */
 static const double exec_bounds[] = { 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
 				      0.1,    0.25,  0.5,   1,     2.5,   10,    60 };
-static const double op_bounds[] = { 0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025,
-				    0.05,   0.1,   0.25,  0.5,   1,     2.5,   10,     60 };
+static const double op_bounds[] = { 0.00025, 0.0005, 0.001, 0.002, 0.003, 0.004,
+				    0.005,   0.0075, 0.01,  0.025, 0.05,  0.1,
+				    0.25,    0.5,    1,     2.5,   10,    60 };
 #define N_EXEC_BOUNDS (sizeof(exec_bounds) / sizeof(exec_bounds[0]))
 #define N_OP_BOUNDS (sizeof(op_bounds) / sizeof(op_bounds[0]))
 _Static_assert(N_EXEC_BOUNDS <= API_HISTOGRAM_MAX && N_OP_BOUNDS <= API_HISTOGRAM_MAX,

@@ -387,6 +387,36 @@ def restarting_the_default_context_ends_a_cell_that_ignores_sigint():
         kill(srv, sid)
 
 
+def op_counts(srv):
+    """{op: observations} of codecell_session_operation_duration_seconds."""
+    st, text = srv.request("GET", "/metrics")
+    eq(st, 200, text)
+    out = {}
+    for line in text.decode().splitlines():
+        if line.startswith("codecell_session_operation_duration_seconds_count{op=\""):
+            out[line.split('"')[1]] = int(line.rsplit(" ", 1)[1])
+    check(set(out) == {"create", "fork", "restart"}, out)
+    return out
+
+
+@test
+def sandbox_creates_and_context_restarts_are_timed_in_metrics():
+    """The E2B door's creates and restarts of the default context are the
+    engine's, and /metrics times them as /v1's."""
+    srv = server()
+    before = op_counts(srv)
+    sb = create(srv)
+    try:
+        st, j = srv.request("POST", "/contexts/default-python/restart",
+                            headers=to(sb["sandboxID"], JUPYTER), timeout=180)
+        eq(st, 204, j)
+        after = op_counts(srv)
+        eq(after, dict(before, create=before["create"] + 1, restart=before["restart"] + 1),
+           (before, after))
+    finally:
+        kill(srv, sb["sandboxID"])
+
+
 @test
 def every_server_stops_cleanly_with_nothing_reported():
     """Last: SIGTERM ends each server with status 0 (under ASan, a leak or

@@ -738,8 +738,8 @@ def op_histogram(text, op):
 @test
 def metrics_time_creates_forks_and_restarts():
     """Each lifecycle call that succeeds is one observation under its own
-    op, in cumulative buckets; one that fails is none."""
-    s = Server()
+    op, in the bucket its time falls in; one the engine refuses is none."""
+    s = Server("--max-sessions", "2")
     try:
         def hist():
             _, _, text = s.get("/metrics")
@@ -749,30 +749,37 @@ def metrics_time_creates_forks_and_restarts():
             check(b and n is not None and total is not None, (op, b, n, total))
         st, _, j = s.post("/v1/sessions", {})
         eq(st, 201, j)
-        st, _, f = s.post("/v1/sessions/%s/fork" % j["id"])
-        eq(st, 201, f)
         st, _, r = s.post("/v1/sessions/%s/restart" % j["id"])
         eq(st, 200, r)
-        st, _, r = s.post("/v1/sessions/%s/restart" % "nosuchsession")
+        st, _, f = s.post("/v1/sessions/%s/fork" % j["id"])
+        eq(st, 201, f)
+        mid = hist()
+        for op in ("create", "fork", "restart"):
+            b0, n0, s0 = before[op]
+            b1, n1, s1 = mid[op]
+            eq(n1 - n0, 1, (op, before[op], mid[op]))
+            took = s1 - s0  # _sum has six decimals: within 1e-6
+            check(took > 0, (op, s0, s1))
+            for le in b1:
+                bound = float(le)
+                got = b1[le] - b0[le]
+                if abs(bound - took) > 2e-6:
+                    # cumulative: every bucket from the one it falls in up
+                    eq(got, 1 if bound >= took else 0, (op, took, le, b0, b1))
+        # the engine refuses a third session: neither is timed
+        st, _, r = s.post("/v1/sessions/%s/fork" % j["id"])
+        eq(st, 429, r)
+        st, _, r = s.post("/v1/sessions", {})
+        eq(st, 429, r)
+        st, _, r = s.post("/v1/sessions/nosuchsession/restart")
         eq(st, 404, r)
         after = hist()
         for op in ("create", "fork", "restart"):
-            b0, n0, s0 = before[op]
-            b1, n1, s1 = after[op]
-            # a fork is one create as far as the sessions are concerned,
-            # but one observation of fork here, none of create
-            eq(n1 - n0, 1, (op, before[op], after[op]))
-            eq(b1["+Inf"] - b0["+Inf"], 1, (op, b1))
-            check(s1 > s0, (op, s0, s1))
-            les = sorted((float(le), c) for le, c in b1.items())
-            check(all(a[1] <= c[1] for a, c in zip(les, les[1:])), ("not cumulative", op, les))
-            # the observation is in the bucket its time falls in
-            took = s1 - s0
-            first = min(float(le) for le in b1 if float(le) >= took)
-            eq(b1[("%g" % first) if first != float("inf") else "+Inf"] -
-               b0[("%g" % first) if first != float("inf") else "+Inf"], 1, (op, took, b1))
+            eq(after[op], mid[op], ("a refused %s was timed" % op, mid[op], after[op]))
     finally:
         eq(s.stop(), 0)
+
+
 
 
 @test

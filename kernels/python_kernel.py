@@ -20,7 +20,10 @@
 #                                          kernel from a warm pool)
 #   {"op":"snapshot","id":N}               the user's variables, serialized
 #                                          (session fork)
-#   {"op":"restore","id":N,"data":B64}     take them over (the fork)
+#   {"op":"restore","id":N,"data":B64}     take them over (the fork); with
+#                                          "wait":true, not before the next
+#   {"op":"go","id":N}                     line, sent once the fork's
+#                                          workspace is copied
 #   {"op":"warm","id":N}                   a restore of a sample, thrown
 #                                          away (the fork's new kernel,
 #                                          while the source serializes)
@@ -1320,6 +1323,24 @@ def _names(text, ns):
     return out[:_NAMES_MAX]
 
 
+def _await_go(requests, req, ns):
+    """The restore's "go": the state's code (reconstructors, imports of
+    the session's own modules) may read the workspace, which the
+    supervisor copies after sending the restore.  False, with the error
+    answered, for any other line."""
+    line = requests.readline()
+    if not line:
+        _exit_kernel(ns)
+    try:
+        go = json.loads(line)
+    except Exception:
+        go = None
+    if not isinstance(go, dict) or go.get("op") != "go" or go.get("id") != req.get("id"):
+        _invalid(req, "a restore that waits needs {\"op\":\"go\"} with its id next")
+        return False
+    return True
+
+
 def _serve(ns, loaded, failed):
     _reseed()
     _seed_from_env()
@@ -1365,6 +1386,8 @@ def _serve(ns, loaded, failed):
             elif op == "restore":
                 if not isinstance(req.get("data"), str):
                     _invalid(req, "restore needs a string \"data\"")
+                    continue
+                if req.get("wait") is True and not _await_go(requests, req, ns):
                     continue
                 skipped = _restore(ns, req["data"])
                 _emit({"type": "done", "id": _S.cur_id, "execution_count": _S.count,

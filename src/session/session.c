@@ -1443,9 +1443,8 @@ static void list_skipped(struct buf *b, json_t *skipped, bool *first)
 /* The copy's kernel, new from the pool, restores a sample of the
  * template's into nothing while the source serializes: the pages a
  * restore touches are then copied from the template's (a first restore
- * costs ~1.5 ms more than the next one).  It gets the control weight now
- * (no code of the session has run there), and its answer is not waited
- * for: the restore's exchange skips it (another id).  A kernel the pool
+ * costs ~1.5 ms more than the next one).  Its answer is not waited for:
+ * the restore's exchange skips it (another id).  A kernel the pool
  * warmed ahead (POOL_WARM) has done it already. */
 static void warm_child(struct session *child)
 {
@@ -1453,23 +1452,20 @@ static void warm_child(struct session *child)
 
 	if (child->kind != KERNEL_CELL || child->warmed)
 		return;
-	(void)sandbox_set_cpu_weight(child->sb, CONTROL_CPU_WEIGHT);
 	id = ++child->next_id;
 	(void)send_json(child, json_pack("{s:s, s:i}", "op", "warm", "id", id));
 }
 
 /* The source's half of a fork: its kernel serializes the state while
  * this thread takes a kernel for the copy from the pool (its session in
- * *ret_child), so that neither waits for the other; then the workspace
- * is copied, as before, after the snapshot (what __reduce__ methods
- * wrote is in it) and with the source back at the default weight (what
- * the session left running in the background has the high weight only
- * while the kernel works for the fork).  *ret_snap: the kernel's answer.
- * The message says what failed. */
+ * *ret_child, at the control weight already: no code of the session has
+ * run there, and the weight is set off the restore's path), so that
+ * neither waits for the other.  The source stays at the control weight:
+ * the caller lowers it once the restore is on its way.  *ret_snap: the
+ * kernel's answer.  The message says what failed. */
 static int fork_snapshot(struct session *s, const struct session_opts *o, json_t **ret_snap,
 			 struct session **ret_child, char **ret_message)
 {
-	struct ws_owner own = { .chown = geteuid() == 0 };
 	struct session *child = NULL;
 	struct sandbox_exit e;
 	struct exchange x;
@@ -1483,26 +1479,21 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 		r = send_json(s, json_pack("{s:s, s:i}", "op", "snapshot", "id", id));
 	if (r == 0) {
 		k = session_start(o, true, &child, &new_msg);
-		if (k == 0)
+		if (k == 0) {
+			(void)sandbox_set_cpu_weight(child->sb, CONTROL_CPU_WEIGHT);
 			warm_child(child);
+		}
 		/* the answer is read whatever became of the take: it must not
 		 * be left for the source's next request */
 		r = pump(s, &x, SESSION_FORK_TIMEOUT_S, NULL, &e);
 		if (r == 0 && !x.finished)
 			r = -EIO;
 	}
-	(void)sandbox_set_cpu_weight(s->sb, 0);
 	if (r == 0 && !json_is_string(json_object_get(x.answer, "data")))
 		r = -EIO; /* the kernel answered with an error */
 	if (r == 0)
 		snap = json_incref(x.answer);
 	exchange_release(&x);
-	if (r == 0 && k == 0) {
-		child->filled = true;
-		sandbox_workspace_owner(child->sb, &own.uid, &own.gid);
-		k = ws_copy_between(sandbox_workspace_fd(s->sb), sandbox_workspace_fd(child->sb),
-				    &own);
-	}
 	if (r < 0) {
 		if (asprintf(ret_message, "cannot fork: the kernel did not hand over its state (%s)",
 			     strerror(-r)) < 0)
@@ -1515,6 +1506,7 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 	}
 	free(new_msg);
 	if (r < 0) {
+		(void)sandbox_set_cpu_weight(s->sb, 0);
 		session_free(child);
 		json_decref(snap);
 		return r;
@@ -1524,13 +1516,58 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 	return 0;
 }
 
+/* The copy's half: the restore is sent first, and the workspace copied
+ * while the copy's kernel wakes up to read it; the kernel runs no code of
+ * the state (reconstructors, __setstate__, imports of the session's own
+ * modules, which may read the workspace) before "go", sent once the copy
+ * is complete, which it usually finds waiting.  The source goes back to
+ * the default weight meanwhile (what the session left running in the
+ * background has the control weight only while the kernel works for the
+ * fork).  *ret_done: the kernel's answer. */
+static int fork_restore(struct session *s, struct session *child, json_t *snap, json_t **ret_done,
+			char **ret_message)
+{
+	struct ws_owner own = { .chown = geteuid() == 0 };
+	struct sandbox_exit e;
+	struct exchange x;
+	int id = ++child->next_id, r;
+	const char *what = "cannot fork";
+
+	r = exchange_init(&x, child, id, -1, -1);
+	if (r == 0)
+		r = send_json(child, json_pack("{s:s, s:i, s:O, s:b}", "op", "restore", "id", id, "data",
+					       json_object_get(snap, "data"), "wait", 1));
+	(void)sandbox_set_cpu_weight(s->sb, 0);
+	if (r == 0) {
+		child->filled = true;
+		sandbox_workspace_owner(child->sb, &own.uid, &own.gid);
+		r = ws_copy_between(sandbox_workspace_fd(s->sb), sandbox_workspace_fd(child->sb),
+				    &own);
+		if (r < 0)
+			what = "cannot fork: the workspace was not copied";
+	}
+	if (r == 0)
+		r = send_json(child, json_pack("{s:s, s:i}", "op", "go", "id", id));
+	if (r == 0)
+		r = pump(child, &x, SESSION_FORK_TIMEOUT_S, NULL, &e);
+	if (r == 0 && !x.finished)
+		r = -EIO;
+	if (r == 0 && ret_done)
+		*ret_done = json_incref(x.answer);
+	exchange_release(&x);
+	(void)sandbox_set_cpu_weight(child->sb, 0);
+	if (r < 0 && asprintf(ret_message, "%s: %s", what, strerror(-r)) < 0)
+		*ret_message = NULL;
+	return r;
+}
+
 int session_fork(struct session *s, struct session **ret, char **ret_message)
 {
 	struct session_opts o = s->opts;
 	struct session *child = NULL;
 	json_t *snap = NULL, *done = NULL;
 	struct buf msg;
-	int id, r;
+	int r;
 
 	*ret_message = NULL;
 	if (s->project) {
@@ -1553,17 +1590,8 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
 	r = fork_snapshot(s, &o, &snap, &child, ret_message);
 	if (r < 0)
 		return r;
-	/* the copy's half: its kernel takes the state over, first in line */
-	(void)sandbox_set_cpu_weight(child->sb, CONTROL_CPU_WEIGHT);
-	id = ++child->next_id;
-	r = request(child, id,
-		    json_pack("{s:s, s:i, s:O}", "op", "restore", "id", id, "data",
-			      json_object_get(snap, "data")),
-		    SESSION_FORK_TIMEOUT_S, &done);
-	(void)sandbox_set_cpu_weight(child->sb, 0);
+	r = fork_restore(s, child, snap, &done, ret_message);
 	if (r < 0) {
-		if (asprintf(ret_message, "cannot fork: %s", strerror(-r)) < 0)
-			*ret_message = NULL;
 		session_free(child);
 		json_decref(snap);
 		json_decref(done);

@@ -750,6 +750,39 @@ def bad_requests_get_errors_and_kernel_goes_on():
 
 
 @test
+def a_restore_that_waits_runs_nothing_before_go():
+    """A fork's restore is sent before the workspace is copied: with
+    "wait", the kernel takes the state over only after {"op":"go"} with
+    the restore's id, and anything else in its place is refused, the
+    state untouched."""
+    with Kernel() as src:
+        src.run_ok("x = 41")
+        rid = src.new_id()
+        src.send({"op": "snapshot", "id": rid})
+        snap = src.event()
+        eq((snap["type"], snap["id"]), ("snapshot", rid), snap)
+    with Kernel() as k:
+        rid = k.new_id()
+        k.send({"op": "restore", "id": rid, "data": snap["data"], "wait": True})
+        try:
+            e = k.event(0.5)
+        except AssertionError:
+            e = None
+        eq(e, None, "the kernel answered before go")
+        k.send({"op": "go", "id": rid})
+        eq(k.event()["status"], "ok", "the restore after go")
+        eq(k.value("x + 1"), "42", "the state after go")
+    with Kernel() as k:
+        rid = k.new_id()
+        k.send({"op": "restore", "id": rid, "data": snap["data"], "wait": True})
+        k.send({"op": "go", "id": rid + 1})
+        e = k.event()
+        eq((e["type"], e["id"], e["name"]), ("error", rid, "InvalidRequest"), e)
+        eq(k.event()["status"], "error", "done of the refused restore")
+        eq(k.value("'x' in globals()"), "False", "a refused restore takes nothing over")
+
+
+@test
 def forked_child_does_not_speak_protocol():
     with Kernel() as k:
         c = k.run_ok("import os\npid = os.fork()\nif pid == 0:\n    print('in child', flush=True)\n"

@@ -662,6 +662,40 @@ static void fork_weighs_its_kernels_up_while_it_waits(void **state)
 	session_free(parent);
 }
 
+/* A fork sends its restore before it copies the workspace, so that the
+ * copy runs while the new kernel wakes up; the kernel runs the state's
+ * code only after the "go" that follows the copy.  A reconstructor that
+ * reads the workspace, here a 16 MiB file that __reduce__ wrote during
+ * the snapshot, finds the file whole. */
+static void fork_restores_after_the_workspace_is_copied(void **state)
+{
+	struct session *parent = new_session(NULL), *child = NULL;
+	char *msg = NULL;
+
+	(void)state;
+	say(parent, "import os\n"
+		    "def _size():\n"
+		    "    try:\n"
+		    "        return os.path.getsize('big.bin')\n"
+		    "    except OSError:\n"
+		    "        return -1\n"
+		    "def _rebuilt():\n"
+		    "    return Seen(_size())\n"
+		    "class Seen:\n"
+		    "    def __init__(self, n):\n"
+		    "        self.n = n\n"
+		    "    def __reduce__(self):\n"
+		    "        with open('big.bin', 'wb') as f:\n"
+		    "            f.write(b'x' * (16 << 20))\n"
+		    "        return (_rebuilt, ())\n"
+		    "seen = Seen(0)\n");
+	assert_int_equal(session_fork(parent, &child, &msg), 0);
+	free(msg);
+	assert_string_equal(say(child, "print(seen.n, _size())"), "16777216 16777216\n");
+	session_free(child);
+	session_free(parent);
+}
+
 /* What refers to names of __main__ (a cell's class in a list, a cell's
  * function in a dict) is copied by value, and the rest as plain pickles:
  * both come back in the fork. */
@@ -1386,6 +1420,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(pool_sessions_outlive_pool_and_leave_nothing),
 		cmocka_unit_test(fork_copies_state_and_workspace_then_diverges),
 		cmocka_unit_test(fork_weighs_its_kernels_up_while_it_waits),
+		cmocka_unit_test(fork_restores_after_the_workspace_is_copied),
 		cmocka_unit_test(fork_copies_what_refers_to_cells),
 		cmocka_unit_test(pool_dies_with_its_supervisor),
 		cmocka_unit_test(pool_works_for_an_ordinary_user),

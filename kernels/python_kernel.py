@@ -22,8 +22,11 @@
 #                                          (session fork)
 #   {"op":"restore","id":N,"data":B64}     take them over (the fork); with
 #                                          "wait":true, not before the next
-#   {"op":"go","id":N}                     line, sent once the fork's
-#                                          workspace is copied
+#   {"op":"go","id":N}                     request, sent once the fork's
+#                                          workspace is copied; anything
+#                                          else there is consumed, and the
+#                                          restore refused (error, done
+#                                          with status "error")
 #   {"op":"warm","id":N}                   a restore of a sample, thrown
 #                                          away (the fork's new kernel,
 #                                          while the source serializes)
@@ -1328,9 +1331,11 @@ def _await_go(requests, req, ns):
     the session's own modules) may read the workspace, which the
     supervisor copies after sending the restore.  False, with the error
     answered, for any other line."""
-    line = requests.readline()
-    if not line:
-        _exit_kernel(ns)
+    line = b""
+    while not line.strip():  # blank lines are skipped, as _serve does
+        line = requests.readline()
+        if not line:
+            _exit_kernel(ns)
     try:
         go = json.loads(line)
     except Exception:

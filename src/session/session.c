@@ -1460,8 +1460,8 @@ static void warm_child(struct session *child)
  * this thread takes a kernel for the copy from the pool (its session in
  * *ret_child, at the control weight already: no code of the session has
  * run there, and the weight is set off the restore's path), so that
- * neither waits for the other.  The source stays at the control weight:
- * the caller lowers it once the restore is on its way.  *ret_snap: the
+ * neither waits for the other.  The source stays at the control weight
+ * when this succeeds: fork_restore lowers it.  *ret_snap: the
  * kernel's answer.  The message says what failed. */
 static int fork_snapshot(struct session *s, const struct session_opts *o, json_t **ret_snap,
 			 struct session **ret_child, char **ret_message)
@@ -1521,9 +1521,11 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
  * the state (reconstructors, __setstate__, imports of the session's own
  * modules, which may read the workspace) before "go", sent once the copy
  * is complete, which it usually finds waiting.  The source goes back to
- * the default weight meanwhile (what the session left running in the
+ * the default weight first (what the session left running in the
  * background has the control weight only while the kernel works for the
- * fork).  *ret_done: the kernel's answer. */
+ * fork).  A restore answered with an error (the state refused as a
+ * whole; a name it could not take is in "skipped") fails the fork.
+ * *ret_done: the kernel's answer. */
 static int fork_restore(struct session *s, struct session *child, json_t *snap, json_t **ret_done,
 			char **ret_message)
 {
@@ -1531,13 +1533,15 @@ static int fork_restore(struct session *s, struct session *child, json_t *snap, 
 	struct sandbox_exit e;
 	struct exchange x;
 	int id = ++child->next_id, r;
-	const char *what = "cannot fork";
+	const char *what = "cannot fork", *status;
 
+	/* before the send, which blocks while the kernel reads a large
+	 * state: the source's weight must not outlast the fork's work */
+	(void)sandbox_set_cpu_weight(s->sb, 0);
 	r = exchange_init(&x, child, id, -1, -1);
 	if (r == 0)
 		r = send_json(child, json_pack("{s:s, s:i, s:O, s:b}", "op", "restore", "id", id, "data",
 					       json_object_get(snap, "data"), "wait", 1));
-	(void)sandbox_set_cpu_weight(s->sb, 0);
 	if (r == 0) {
 		child->filled = true;
 		sandbox_workspace_owner(child->sb, &own.uid, &own.gid);
@@ -1552,11 +1556,23 @@ static int fork_restore(struct session *s, struct session *child, json_t *snap, 
 		r = pump(child, &x, SESSION_FORK_TIMEOUT_S, NULL, &e);
 	if (r == 0 && !x.finished)
 		r = -EIO;
+	status = r == 0 ? json_string_value(json_object_get(x.answer, "status")) : NULL;
+	if (r == 0 && (!status || strcmp(status, "ok") != 0)) {
+		/* the state as a whole was refused (what one name could not
+		 * take is in "skipped", with status ok) */
+		const char *why = json_string_value(json_object_get(x.error, "value"));
+
+		r = -EIO;
+		if (asprintf(ret_message, "cannot fork: the new kernel did not take the state over (%s)",
+			     why ? why : "no reason given") < 0)
+			*ret_message = NULL;
+		what = NULL;
+	}
 	if (r == 0 && ret_done)
 		*ret_done = json_incref(x.answer);
 	exchange_release(&x);
 	(void)sandbox_set_cpu_weight(child->sb, 0);
-	if (r < 0 && asprintf(ret_message, "%s: %s", what, strerror(-r)) < 0)
+	if (r < 0 && what && asprintf(ret_message, "%s: %s", what, strerror(-r)) < 0)
 		*ret_message = NULL;
 	return r;
 }

@@ -752,15 +752,19 @@ def bad_requests_get_errors_and_kernel_goes_on():
 @test
 def a_restore_that_waits_runs_nothing_before_go():
     """A fork's restore is sent before the workspace is copied: with
-    "wait", the kernel takes the state over only after {"op":"go"} with
-    the restore's id, and anything else in its place is refused, the
-    state untouched."""
+    "wait", the kernel runs no code of the state before {"op":"go"} with
+    the restore's id (here a reconstructor that creates a file), and
+    anything else in its place is refused, the state untouched."""
+    marker = os.path.join(tmpdir(), "rebuilt")
     with Kernel() as src:
-        src.run_ok("x = 41")
+        src.run_ok("class Mark:\n"
+                   "    def __reduce__(self):\n"
+                   "        return (open, (%r, 'w'))\n"
+                   "m = Mark()\nx = 41" % marker)
         rid = src.new_id()
         src.send({"op": "snapshot", "id": rid})
         snap = src.event()
-        eq((snap["type"], snap["id"]), ("snapshot", rid), snap)
+        eq((snap["type"], snap["id"], snap["skipped"]), ("snapshot", rid, {}), snap)
     with Kernel() as k:
         rid = k.new_id()
         k.send({"op": "restore", "id": rid, "data": snap["data"], "wait": True})
@@ -769,9 +773,13 @@ def a_restore_that_waits_runs_nothing_before_go():
         except AssertionError:
             e = None
         eq(e, None, "the kernel answered before go")
+        check(not os.path.exists(marker), "a reconstructor ran before go")
+        os.write(k.req_w, b"\n")  # blank lines are skipped, as between requests
         k.send({"op": "go", "id": rid})
         eq(k.event()["status"], "ok", "the restore after go")
+        check(os.path.exists(marker), "the reconstructor did not run after go")
         eq(k.value("x + 1"), "42", "the state after go")
+    os.unlink(marker)
     with Kernel() as k:
         rid = k.new_id()
         k.send({"op": "restore", "id": rid, "data": snap["data"], "wait": True})
@@ -780,6 +788,7 @@ def a_restore_that_waits_runs_nothing_before_go():
         eq((e["type"], e["id"], e["name"]), ("error", rid, "InvalidRequest"), e)
         eq(k.event()["status"], "error", "done of the refused restore")
         eq(k.value("'x' in globals()"), "False", "a refused restore takes nothing over")
+        check(not os.path.exists(marker), "a refused restore ran a reconstructor")
 
 
 @test

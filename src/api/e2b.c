@@ -841,7 +841,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 			*refused = api_session_refused(c, &cl, r, &err);
 			r = -ECANCELED;
 		} else {
-			api_metrics_session_op(&srv->metrics, API_OP_CREATE, (double)(now_ns() - t0) / 1e9);
+			api_metrics_session_op(&srv->metrics, API_OP_CREATE, t0);
 			api_metrics_add(&srv->metrics, &srv->metrics.sessions_created);
 		}
 	}

@@ -17,7 +17,6 @@
 #include "api/exec.h"
 #include "api/metrics.h"
 #include "api/policy.h"
-#include "api/server.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
@@ -337,8 +336,7 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 		t0 = now_ns();
 		r = engine_session_restart(&cl, entry, &err);
 		if (r == 0)
-			api_metrics_session_op(&c->srv->metrics, API_OP_RESTART,
-					       (double)(now_ns() - t0) / 1e9);
+			api_metrics_session_op(&c->srv->metrics, API_OP_RESTART, t0);
 		engine_session_unref(entry);
 		if (r == -EPERM || r == -EINPROGRESS)
 			return api_session_refused(c, &cl, r, &err);

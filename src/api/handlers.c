@@ -261,7 +261,7 @@ enum MHD_Result api_handle_session_create(struct api_call *c)
 	if (r < 0) {
 		ret = refused(c, &cl, r, &err);
 	} else {
-		api_metrics_session_op(&c->srv->metrics, API_OP_CREATE, (double)(now_ns() - t0) / 1e9);
+		api_metrics_session_op(&c->srv->metrics, API_OP_CREATE, t0);
 		api_metrics_add(&c->srv->metrics, &c->srv->metrics.sessions_created);
 		j = engine_session_json(entry);
 		engine_session_unref(entry);
@@ -328,7 +328,7 @@ enum MHD_Result api_handle_session_restart(struct api_call *c)
 	t0 = now_ns();
 	r = engine_session_restart(&cl, e, &err);
 	if (r == 0)
-		api_metrics_session_op(&c->srv->metrics, API_OP_RESTART, (double)(now_ns() - t0) / 1e9);
+		api_metrics_session_op(&c->srv->metrics, API_OP_RESTART, t0);
 	ret = r < 0 ? refused(c, &cl, r, &err) : api_respond_json(c, 200, engine_session_json(e));
 	engine_session_unref(e);
 	return ret;
@@ -354,7 +354,7 @@ enum MHD_Result api_handle_session_fork(struct api_call *c)
 	if (r < 0) {
 		ret = refused(c, &cl, r, &err);
 	} else {
-		api_metrics_session_op(&c->srv->metrics, API_OP_FORK, (double)(now_ns() - t0) / 1e9);
+		api_metrics_session_op(&c->srv->metrics, API_OP_FORK, t0);
 		api_metrics_add(&c->srv->metrics, &c->srv->metrics.sessions_created);
 		j = engine_session_json(e);
 		json_object_set_new(j, "forked_from", json_string(src->id));

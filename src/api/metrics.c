@@ -7,6 +7,7 @@
 #include "api/metrics.h"
 #include "sandbox/sandbox.h"
 #include "util/buf.h"
+#include "util/timeutil.h"
 #include "util/banned.h"
 
 /* Upper bounds of the latency buckets, in seconds: executions' span
@@ -53,8 +54,10 @@ static void observe(struct api_histogram *h, const double *bounds, size_t n, dou
 	h->count++;
 }
 
-void api_metrics_session_op(struct api_metrics *m, enum api_session_op op, double seconds)
+void api_metrics_session_op(struct api_metrics *m, enum api_session_op op, uint64_t start_ns)
 {
+	double seconds = (double)(now_ns() - start_ns) / 1e9;
+
 	pthread_mutex_lock(&m->lock);
 	observe(&m->op_latency[op], op_bounds, N_OP_BOUNDS, seconds);
 	pthread_mutex_unlock(&m->lock);

@@ -35,10 +35,11 @@ void api_metrics_init(struct api_metrics *m);
 void api_metrics_release(struct api_metrics *m);
 void api_metrics_execution(struct api_metrics *m, const struct run_result *r, double seconds);
 void api_metrics_add(struct api_metrics *m, uint64_t *counter);
-/* A create, fork or restart that succeeded took this long: the
- * engine's call, from the parsed request to the session (HTTP's and
- * E2B's doors; MCP and the agent run theirs in process, uncounted). */
-void api_metrics_session_op(struct api_metrics *m, enum api_session_op op, double seconds);
+/* A create, fork or restart that succeeded, whose engine call started
+ * at start_ns (now_ns()) and ended now: from the parsed request to the
+ * session (HTTP's and E2B's doors; MCP and the agent run theirs in
+ * process, uncounted). */
+void api_metrics_session_op(struct api_metrics *m, enum api_session_op op, uint64_t start_ns);
 /* The Prometheus text exposition format.  Owned by the caller. */
 /* pool: the warm pool's health, or NULL when there is none. */
 char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_sessions,

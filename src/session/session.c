@@ -1535,6 +1535,7 @@ static int fork_restore(struct session *s, struct session *child, json_t *snap, 
 	int id = ++child->next_id, r;
 	const char *what = "cannot fork", *status;
 
+	*ret_message = NULL;
 	/* before the send, which blocks while the kernel reads a large
 	 * state: the source's weight must not outlast the fork's work */
 	(void)sandbox_set_cpu_weight(s->sb, 0);
@@ -1566,13 +1567,12 @@ static int fork_restore(struct session *s, struct session *child, json_t *snap, 
 		if (asprintf(ret_message, "cannot fork: the new kernel did not take the state over (%s)",
 			     why ? why : "no reason given") < 0)
 			*ret_message = NULL;
-		what = NULL;
 	}
 	if (r == 0 && ret_done)
 		*ret_done = json_incref(x.answer);
 	exchange_release(&x);
 	(void)sandbox_set_cpu_weight(child->sb, 0);
-	if (r < 0 && what && asprintf(ret_message, "%s: %s", what, strerror(-r)) < 0)
+	if (r < 0 && !*ret_message && asprintf(ret_message, "%s: %s", what, strerror(-r)) < 0)
 		*ret_message = NULL;
 	return r;
 }

@@ -780,8 +780,6 @@ def metrics_time_creates_forks_and_restarts():
         eq(s.stop(), 0)
 
 
-
-
 @test
 def playground_is_served_with_a_strict_policy():
     s = srv()

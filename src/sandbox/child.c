@@ -173,8 +173,13 @@ static int pivot(void)
 		return -errno;
 	if (chdir("/") < 0)
 		return -errno;
-	/* the root itself read-only: only /tmp and the workspace are
-	 * writable */
+	return 0;
+}
+
+/* The root itself read-only, once every file of /etc is in it: only
+ * /tmp and the workspace are writable. */
+static int root_read_only(void)
+{
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
 		  NULL) < 0)
 		return -errno;
@@ -628,9 +633,9 @@ __attribute__((noreturn)) static void worker_main(struct child_ctx *c)
  *    init joined them: the init passes it the "tasks" files it was
  *    given, and it joins them itself (writing "0", as the init did) and
  *    enters the init's new cgroup namespace, before anything else;
- * then says so with one byte.  The init waits for that byte before
- * pivot_root (the files must be in the root before it is read-only) and
- * joins the network namespace (join_worker; the worker sends an fd of
+ * then says so with one byte.  The init, in the new root by then
+ * (pivot), waits for that byte before it makes the root read-only (the
+ * files must be in it first) and joins the network namespace (join_worker; the worker sends an fd of
  * it, and the init sends the worker one of its cgroup namespace), before the egress proxy's
  * socket is made: every process of the sandbox is in that namespace
  * before the program starts.
@@ -703,8 +708,8 @@ static void worker_prepare(struct child_ctx *c, int chan, bool late_cgroups, uns
 	net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (net < 0)
 		fail(c, STEP_NET_NS, -errno);
-	if (chdir(NEWROOT) < 0)
-		fail(c, STEP_ROOTFS, -errno);
+	/* our working directory is the new root's top, from the init: not
+	 * a path, which its pivot() may have changed by now */
 	if ((r = rootfs_apply_etc_files(c->fs, etc_next)) < 0)
 		fail(c, STEP_ROOTFS, r);
 	if (late_cgroups) {
@@ -1186,15 +1191,17 @@ static pid_t init_build(struct child_ctx *c)
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "mode=0755,size=1048576,nr_inodes=4096") < 0)
 		fail(c, STEP_ROOTFS, -errno);
-	/* the worker writes the files of /etc into it (worker_prepare) */
+	/* the root's paths are relative to its top from here on, and the
+	 * worker starts there too: it writes the files of /etc into it
+	 * (worker_prepare) while we mount, and pivot() moves its root */
+	if (chdir(NEWROOT) < 0)
+		fail(c, STEP_ROOTFS, -errno);
 	if (early)
 		worker = fork_worker_early(c, go == 'G', &chan, &etc_next);
 	if (go != 'G') {
-		if ((r = rootfs_apply(c->fs, NEWROOT, early)) < 0)
+		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n, early)) < 0)
 			fail(c, STEP_ROOTFS, r);
 	} else {
-		if (chdir(NEWROOT) < 0)
-			fail(c, STEP_ROOTFS, -errno);
 		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n_early, early)) < 0)
 			fail(c, STEP_ROOTFS, r);
 		join_late(c, early ? join : NULL, &n_join);
@@ -1205,6 +1212,14 @@ static pid_t init_build(struct child_ctx *c)
 	}
 	if (c->has_lower && (upper = project_overlay(c)) < 0)
 		fail(c, STEP_PROJECT, upper);
+	/* Into the new root before the worker's word: dropping the old
+	 * root waits for an RCU grace period (about 0.1 ms), which this
+	 * overlaps with the worker's network namespace.  The worker's
+	 * working directory is the new root's top, so its paths into /etc
+	 * are the same before, during and after; pivot_root(2) moves its
+	 * root, the old one, to the new. */
+	if ((r = pivot()) < 0)
+		fail(c, STEP_PIVOT_ROOT, r);
 	/* a program's network namespace is its worker's, which we join
 	 * once its files are in the root (before it is read-only); a
 	 * template's came with the clone */
@@ -1221,7 +1236,7 @@ static pid_t init_build(struct child_ctx *c)
 	if (sethostname(SANDBOX_HOSTNAME, strlen(SANDBOX_HOSTNAME)) < 0 ||
 	    setdomainname("(none)", 6) < 0)
 		fail(c, STEP_HOSTNAME, -errno);
-	if ((r = pivot()) < 0)
+	if ((r = root_read_only()) < 0)
 		fail(c, STEP_PIVOT_ROOT, r);
 	if ((r = rootfs_apply_late(c->fs)) < 0)
 		fail(c, STEP_ROOTFS, r);

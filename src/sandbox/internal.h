@@ -186,11 +186,10 @@ void sandbox_cpus_release(const cpu_set_t *set);
 int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l,
 		 const struct rootfs_host *host);
 void rootfs_release(struct rootfs *fs);
-/* Run the ops under the directory base (child side; no allocation).
- * without_etc_files: leave out the files of /etc, which
- * rootfs_apply_etc_files() writes.  On failure returns -errno. */
-int rootfs_apply(const struct rootfs *fs, const char *base, bool without_etc_files);
-/* ops [from, to) only, from the current directory */
+/* Run ops [from, to) from the current directory, the new root's top
+ * (child side; no allocation).  without_etc_files: leave out the files
+ * of /etc, which rootfs_apply_etc_files() writes.  On failure returns
+ * -errno. */
 int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool without_etc_files);
 /* The files of /etc (written or copied, not mounted), from the current
  * directory, their directories made as needed: they need no privilege

@@ -824,13 +824,6 @@ int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool witho
 	return 0;
 }
 
-int rootfs_apply(const struct rootfs *fs, const char *base, bool without_etc_files)
-{
-	if (chdir(base) < 0)
-		return -errno;
-	return rootfs_apply_ops(fs, 0, fs->n, without_etc_files);
-}
-
 int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next)
 {
 	for (;;) {

@@ -16,6 +16,8 @@
 #define CODECELL_SANDBOX_SECCOMP_H
 
 #include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 /* The names denied with EPERM, NULL-terminated (for tests and docs). */
 extern const char *const sandbox_seccomp_denied[];
@@ -48,8 +50,20 @@ extern const char sandbox_seccomp_built_with[];
  * tests only. */
 
 /* Build filter `which`.  On success *ret is a heap program (free with
- * sandbox_seccomp_free()).  Returns 0 or -errno. */
+ * sandbox_seccomp_free()).  Returns 0 or -errno.  On x86_64 the main
+ * filter is libseccomp's recompiled into a search tree over runs of call
+ * numbers (seccomp_policy.c, compact()): the same verdicts in a fifth of
+ * the instructions. */
 int sandbox_seccomp_build(int which, struct sock_fprog **ret);
+/* The filter as libseccomp compiles it: what the compact one must equal
+ * in every verdict. */
+int sandbox_seccomp_build_reference(int which, struct sock_fprog **ret);
+/* Run a classic BPF seccomp program on d, as the kernel would (the
+ * instructions libseccomp and compact() emit); *read_args (if given):
+ * whether it looked at an argument. */
+struct seccomp_data;
+uint32_t sandbox_bpf_run(const struct sock_fprog *prog, const struct seccomp_data *d,
+			 bool *read_args);
 void sandbox_seccomp_free(struct sock_fprog *prog);
 /* Load the n filters into the calling thread (no allocation; safe after
  * fork).  Requires no_new_privs.  0 or -errno. */

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
 
 #include "sandbox/cgroup.h"
 #include "sandbox/ids.h"
@@ -49,6 +51,79 @@ static void seccomp_embedded_matches_fresh_build(void **state)
 				    p->len * sizeof(struct sock_filter));
 		sandbox_seccomp_free(p);
 	}
+}
+
+/* The main filter as loaded (compact on x86_64) and as libseccomp
+ * compiles it give the same verdict for every call number, x32's and
+ * other architectures', and every argument value the rules look at,
+ * with the high words and the other bits varied. */
+static void seccomp_compact_main_acts_as_libseccomps(void **state)
+{
+	static const uint32_t arches[] = { AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, 0 };
+	static const uint32_t special[] = { 0x0, 0x1, 0x8, 0x11, 0x20000, 0x20008, 0x20009,
+					    0xffffffffu, 0xfffffffeu, 0x1000, 0x2000, 0x4000,
+					    0x6000, 0x8000, 0xa000, 0xc000, 0xe000, 0xf000,
+					    0x11a4, 0x81a4, 0x21a4, 0x01200011, 0x003d0f00 };
+	const struct sock_fprog *loaded = &sandbox_seccomp_programs[SECCOMP_MAIN];
+	struct sock_fprog *ref;
+	uint32_t values[64 + 32];
+	size_t n_values = 0, checked = 0;
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	assert_int_equal(sandbox_seccomp_build_reference(SECCOMP_MAIN, &ref), 0);
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		values[n_values++] = special[i];
+	for (int b = 0; b < 32; b++) /* each flag bit alone (the namespace ones among them) */
+		values[n_values++] = 1u << b;
+	while (n_values < sizeof(values) / sizeof(values[0])) {
+		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+		values[n_values++] = (uint32_t)(rnd >> 32);
+	}
+	for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); a++) {
+		for (uint64_t nr = 0; nr < 1100 || (nr >= 0x3ffffff0u && nr < 0x40000010u) ||
+				      nr >= 0xfffffff0u;) {
+			struct seccomp_data d = { .nr = (int)nr, .arch = arches[a] };
+			bool ref_args = false, args = false;
+			uint32_t want = sandbox_bpf_run(ref, &d, &ref_args);
+
+			if (sandbox_bpf_run(loaded, &d, &args) != want)
+				fail_msg("call %llu, arch %#x, no arguments: %#x, libseccomp's %#x",
+					 (unsigned long long)nr, arches[a], sandbox_bpf_run(loaded, &d, NULL),
+					 want);
+			checked++;
+			/* a call whose verdict may hang on an argument: each
+			 * argument's low word through the values, the rest varied */
+			if (ref_args || args) {
+				for (int i = 0; i < 6; i++)
+					for (size_t v = 0; v < n_values; v++) {
+						rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+						for (int k = 0; k < 6; k++)
+							d.args[k] = k == i ? ((rnd & 0xffffffff00000000ull) |
+									      values[v])
+									   : (rnd >> (k * 7));
+						if (v % 2)
+							d.args[i] &= 0xffffffffull; /* high word 0 too */
+						want = sandbox_bpf_run(ref, &d, NULL);
+						if (sandbox_bpf_run(loaded, &d, NULL) != want)
+							fail_msg("call %llu, arg %d = %#llx: %#x, libseccomp's %#x",
+								 (unsigned long long)nr, i,
+								 (unsigned long long)d.args[i],
+								 sandbox_bpf_run(loaded, &d, NULL), want);
+						checked++;
+					}
+			}
+			nr = nr == 1099 ? 0x3ffffff0u : nr == 0x4000000fu ? 0xfffffff0u : nr + 1;
+			if (nr > 0xffffffffu)
+				break;
+		}
+	}
+	/* the argument rules were reached, and the tree is smaller */
+	assert_true(checked > 4 * 1100 + 4 * 6 * 64);
+#ifdef __x86_64__
+	assert_true(loaded->len * 2 < ref->len);
+#endif
+	sandbox_seccomp_free(ref);
 }
 
 /* In a child: load the filter, then report each call's errno through the
@@ -432,6 +507,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(seccomp_lists_are_disjoint),
 		cmocka_unit_test(seccomp_embedded_matches_fresh_build),
+		cmocka_unit_test(seccomp_compact_main_acts_as_libseccomps),
 		cmocka_unit_test(seccomp_filter_behaviour),
 		cmocka_unit_test(seccomp_wrong_arch_kills),
 		cmocka_unit_test(cgroup_paths),

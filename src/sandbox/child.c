@@ -710,7 +710,10 @@ static void worker_prepare(struct child_ctx *c, int chan, bool late_cgroups, uns
 		fail(c, STEP_NET_NS, -errno);
 	/* our working directory is the new root's top, from the init: not
 	 * a path, which its pivot() may have changed by now */
-	if ((r = rootfs_apply_etc_files(c->fs, etc_next)) < 0)
+	r = rootfs_apply_etc_files(c->fs, etc_next, c->fd_host_root);
+	close(c->fd_host_root);
+	c->fd_host_root = -1;
+	if (r < 0)
 		fail(c, STEP_ROOTFS, r);
 	if (late_cgroups) {
 		if ((r = wait_go(chan, &kind)) < 0 || kind != 'c')
@@ -732,7 +735,10 @@ static void join_worker(struct child_ctx *c, int chan, unsigned *etc_next)
 {
 	int net, r;
 
-	if ((r = rootfs_apply_etc_files(c->fs, etc_next)) < 0)
+	r = rootfs_apply_etc_files(c->fs, etc_next, c->fd_host_root);
+	close(c->fd_host_root);
+	c->fd_host_root = -1;
+	if (r < 0)
 		fail(c, STEP_ROOTFS, r);
 	(void)munmap(etc_next, sizeof(*etc_next));
 	r = recv_kind_fd(chan, 'n', &net);
@@ -1188,6 +1194,10 @@ static pid_t init_build(struct child_ctx *c)
 	if (c->has_lower && !c->lower_is_mount &&
 	    (c->fd_lower = open(c->cfg->project_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		fail(c, STEP_PROJECT, -errno);
+	/* the host's files of /etc are copied from here: pivot() takes them
+	 * out of reach by path before the worker and we are done */
+	if ((c->fd_host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fail(c, STEP_ROOTFS, -errno);
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "mode=0755,size=1048576,nr_inodes=4096") < 0)
 		fail(c, STEP_ROOTFS, -errno);
@@ -1199,16 +1209,22 @@ static pid_t init_build(struct child_ctx *c)
 	if (early)
 		worker = fork_worker_early(c, go == 'G', &chan, &etc_next);
 	if (go != 'G') {
-		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n, early)) < 0)
+		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n, early, c->fd_host_root)) < 0)
 			fail(c, STEP_ROOTFS, r);
 	} else {
-		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n_early, early)) < 0)
+		if ((r = rootfs_apply_ops(c->fs, 0, c->fs->n_early, early, c->fd_host_root)) < 0)
 			fail(c, STEP_ROOTFS, r);
 		join_late(c, early ? join : NULL, &n_join);
 		if (early)
 			pass_cgroups(c, chan, join, n_join);
-		if ((r = rootfs_apply_ops(c->fs, c->fs->n_early, c->fs->n, early)) < 0)
+		if ((r = rootfs_apply_ops(c->fs, c->fs->n_early, c->fs->n, early, c->fd_host_root)) < 0)
 			fail(c, STEP_ROOTFS, r);
+	}
+	/* ours are written (a program's worker and join_worker() write
+	 * the rest, and close theirs) */
+	if (!early) {
+		close(c->fd_host_root);
+		c->fd_host_root = -1;
 	}
 	if (c->has_lower && (upper = project_overlay(c)) < 0)
 		fail(c, STEP_PROJECT, upper);

@@ -188,9 +188,11 @@ int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l,
 void rootfs_release(struct rootfs *fs);
 /* Run ops [from, to) from the current directory, the new root's top
  * (child side; no allocation).  without_etc_files: leave out the files
- * of /etc, which rootfs_apply_etc_files() writes.  On failure returns
- * -errno. */
-int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool without_etc_files);
+ * of /etc, which rootfs_apply_etc_files() writes.  host_root: an fd of
+ * the host's root, where the copies (OP_COPY) come from, or -1 (their
+ * paths as they are).  On failure returns -errno. */
+int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool without_etc_files,
+		     int host_root);
 /* The files of /etc (written or copied, not mounted), from the current
  * directory, their directories made as needed: they need no privilege
  * and no mount, so a program's early worker writes them on another CPU
@@ -198,7 +200,7 @@ int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool witho
  * what is left (child.c, worker_prepare).  *next, in memory both share:
  * the index of the next op not taken; each caller takes ops one by one
  * and writes those that are files of /etc, until none is left. */
-int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next);
+int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next, int host_root);
 /* The OP_MASK ops, in the new root after pivot_root (cwd "/"). */
 int rootfs_apply_late(const struct rootfs *fs);
 
@@ -231,6 +233,11 @@ struct child_ctx {
 	 * directory to bind; has_lower false: none (a cell never has one) */
 	bool has_lower, lower_is_mount;
 	int fd_lower;
+	/* the host's root, opened by the init before the new root's tmpfs:
+	 * where the files of /etc are copied from (rootfs.c, copy_file),
+	 * which the init's early pivot_root (child.c) takes out of reach by
+	 * path.  Closed once they are written. */
+	int fd_host_root;
 	struct rlimit rl_fsize, rl_nofile, rl_cpu, rl_data, rl_nproc;
 	bool has_fsize, has_nofile, has_cpu, has_data, has_nproc;
 };

@@ -692,7 +692,9 @@ static int make_file(const char *path, const char *data, size_t len)
 	return r;
 }
 
-static int copy_file(const char *src, const char *dst)
+/* src: a host path, looked up from host_root (an fd of the host's root,
+ * which a pivot_root leaves reachable), or as it is where host_root is -1 */
+static int copy_file(int host_root, const char *src, const char *dst)
 {
 	char chunk[16384];
 	struct stat st;
@@ -700,7 +702,9 @@ static int copy_file(const char *src, const char *dst)
 	int in, out, r = 0;
 	ssize_t n = 0;
 
-	in = open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	in = host_root >= 0 && src[0] == '/'
+		     ? openat(host_root, src + 1, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+		     : open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (in < 0)
 		return errno == ENOENT ? 0 : -errno; /* gone since the parent looked */
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -732,7 +736,7 @@ static int mkdir_ok(const char *path, mode_t mode)
 	return mkdir(path, mode) < 0 && errno != EEXIST ? -errno : 0;
 }
 
-static int apply_op(const struct rootfs_op *op)
+static int apply_op(const struct rootfs_op *op, int host_root)
 {
 	int r;
 
@@ -763,7 +767,7 @@ static int apply_op(const struct rootfs_op *op)
 	case OP_FILE:
 		return make_file(op->dst, op->data, op->len);
 	case OP_COPY:
-		return copy_file(op->src, op->dst);
+		return copy_file(host_root, op->src, op->dst);
 	case OP_PROC:
 		r = mkdir_ok(op->dst, 0555);
 		if (r == 0 && mount("proc", op->dst, "proc",
@@ -810,21 +814,22 @@ static bool is_etc_file(const struct rootfs_op *op)
 	return (op->type == OP_FILE || op->type == OP_COPY) && !strncmp(op->dst, "etc/", 4);
 }
 
-int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool without_etc_files)
+int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool without_etc_files,
+		     int host_root)
 {
 	for (size_t i = from; i < to && i < fs->n; i++) {
 		int r;
 
 		if (without_etc_files && is_etc_file(&fs->ops[i]))
 			continue;
-		r = apply_op(&fs->ops[i]);
+		r = apply_op(&fs->ops[i], host_root);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next)
+int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next, int host_root)
 {
 	for (;;) {
 		/* the next op not taken yet, if it is a file of /etc */
@@ -852,7 +857,7 @@ int rootfs_apply_etc_files(const struct rootfs *fs, unsigned *next)
 			if (r < 0)
 				return r;
 		}
-		r = apply_op(op);
+		r = apply_op(op, host_root);
 		if (r < 0)
 			return r;
 	}

@@ -539,7 +539,7 @@ static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
 				 .set_groups = privileged, .keep_group_leaders = cfg->keep_group_leaders,
 				 .fd_stdin = cfg->stdin_fd,
 				 .fd_stdout = cfg->stdout_fd, .fd_stderr = cfg->stderr_fd,
-				 .sock = -1, .parent_sock = -1, .fd_lower = -1,
+				 .sock = -1, .parent_sock = -1, .fd_lower = -1, .fd_host_root = -1,
 				 .fd_script = cfg->script_name ? cfg->script_fd : -1,
 				 .mode = cfg->template ? CHILD_TEMPLATE : CHILD_EXEC };
 	for (size_t i = 0; i < cfg->n_pass_fds; i++)

@@ -670,25 +670,55 @@ int cgroup_kill(const struct cgroup *cg)
 
 /* Read stat file `slot` (dir/knob), opened once and re-read from offset
  * 0 after: a session reads its cgroup's counters twice per statement. */
-static int read_stat(struct cgroup *cg, int slot, const char *dir, const char *knob, char *out,
-		     size_t n)
+/* The files cgroup_read_stats() reads, by slot: the controller's
+ * directory and the file's name on v1 and on v2. */
+static const struct {
+	enum cgroup_ctrl ctrl;
+	const char *v1, *v2;
+} stat_files[CGROUP_STAT_FILES] = {
+	{ CGROUP_CTRL_MEMORY, "memory.max_usage_in_bytes", "memory.peak" },
+	{ CGROUP_CTRL_MEMORY, "memory.oom_control", "memory.events" },
+	{ CGROUP_CTRL_CPUACCT, "cpuacct.usage", "cpu.stat" },
+	{ CGROUP_CTRL_PIDS, "pids.events", "pids.events" },
+	{ CGROUP_CTRL_CPU, "cpu.stat", "cpu.stat" }, /* v1 and v2 alike, with a quota set */
+};
+enum { STAT_PEAK, STAT_OOM, STAT_CPU, STAT_PIDS, STAT_THROTTLED };
+
+/* The fd of slot's file, opened now if it was not: -errno */
+static int stat_fd(struct cgroup *cg, int slot)
 {
+	const char *dir = cg->path[stat_files[slot].ctrl];
+	_cleanup_free_ char *p = NULL;
+	int fd;
+
+	if (cg->stat_fd1[slot])
+		return cg->stat_fd1[slot] - 1;
+	if (!dir)
+		return -ENOENT;
+	if (asprintf(&p, "%s/%s", dir, cg->version == CGROUP_V2 ? stat_files[slot].v2
+								 : stat_files[slot].v1) < 0)
+		return -ENOMEM;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	cg->stat_fd1[slot] = fd + 1;
+	return fd;
+}
+
+void cgroup_open_stats(struct cgroup *cg)
+{
+	for (int i = 0; i < CGROUP_STAT_FILES; i++)
+		(void)stat_fd(cg, i);
+}
+
+static int read_stat(struct cgroup *cg, int slot, char *out, size_t n)
+{
+	int fd = stat_fd(cg, slot);
 	ssize_t got;
 
-	if (!cg->stat_fd1[slot]) {
-		_cleanup_free_ char *p = NULL;
-		int fd;
-
-		if (!dir)
-			return -ENOENT;
-		if (asprintf(&p, "%s/%s", dir, knob) < 0)
-			return -ENOMEM;
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		cg->stat_fd1[slot] = fd + 1;
-	}
-	got = pread(cg->stat_fd1[slot] - 1, out, n - 1, 0);
+	if (fd < 0)
+		return fd;
+	got = pread(fd, out, n - 1, 0);
 	if (got < 0)
 		return -errno;
 	out[got] = '\0';
@@ -697,35 +727,27 @@ static int read_stat(struct cgroup *cg, int slot, const char *dir, const char *k
 
 uint64_t cgroup_read_cpu(struct cgroup *cg)
 {
-	bool v2 = cg->version == CGROUP_V2;
 	char text[2048];
 
-	if (read_stat(cg, 2, cg->path[CGROUP_CTRL_CPUACCT], v2 ? "cpu.stat" : "cpuacct.usage", text,
-		      sizeof(text)) < 0)
+	if (read_stat(cg, STAT_CPU, text, sizeof(text)) < 0)
 		return 0;
-	return v2 ? keyed_value(text, "usage_usec") * 1000 : strtoull(text, NULL, 10);
+	return cg->version == CGROUP_V2 ? keyed_value(text, "usage_usec") * 1000
+					: strtoull(text, NULL, 10);
 }
 
 void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *ret)
 {
-	const char *mem = cg->path[CGROUP_CTRL_MEMORY];
-	const char *pids = cg->path[CGROUP_CTRL_PIDS];
-	bool v2 = cg->version == CGROUP_V2;
 	char text[2048];
 
 	memset(ret, 0, sizeof(*ret));
-	if (read_stat(cg, 0, mem, v2 ? "memory.peak" : "memory.max_usage_in_bytes", text,
-		      sizeof(text)) == 0)
+	if (read_stat(cg, STAT_PEAK, text, sizeof(text)) == 0)
 		ret->peak_memory = strtoull(text, NULL, 10);
-	if (with_oom &&
-	    read_stat(cg, 1, mem, v2 ? "memory.events" : "memory.oom_control", text, sizeof(text)) ==
-		    0)
+	if (with_oom && read_stat(cg, STAT_OOM, text, sizeof(text)) == 0)
 		ret->oom_kills = keyed_value(text, "oom_kill");
 	ret->cpu_ns = cgroup_read_cpu(cg);
-	if (read_stat(cg, 3, pids, "pids.events", text, sizeof(text)) == 0)
+	if (read_stat(cg, STAT_PIDS, text, sizeof(text)) == 0)
 		ret->pids_max_hits = keyed_value(text, "max");
-	/* v1 and v2 alike, with a quota set */
-	if (read_stat(cg, 4, cg->path[CGROUP_CTRL_CPU], "cpu.stat", text, sizeof(text)) == 0)
+	if (read_stat(cg, STAT_THROTTLED, text, sizeof(text)) == 0)
 		ret->cpu_throttled = keyed_value(text, "nr_throttled");
 }
 

@@ -118,6 +118,9 @@ int cgroup_open_join_fds(const struct cgroup *cg, int fds[_CGROUP_CTRL_MAX]);
 int cgroup_open_dir(const struct cgroup *cg);
 /* v2 only: cgroup.kill.  0, -EOPNOTSUPP on v1, -errno. */
 int cgroup_kill(const struct cgroup *cg);
+/* Open the files cgroup_read_stats() reads, ahead of the first read
+ * (whatever cannot be opened is tried again then). */
+void cgroup_open_stats(struct cgroup *cg);
 /* with_oom false: oom_kills stays 0 and one read is saved (for a caller
  * that learns of OOM kills otherwise, from the notification). */
 void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *ret);

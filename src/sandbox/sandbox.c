@@ -359,6 +359,9 @@ static int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cf
 	/* EPIPE: the init failed in its set-up; its report names the step */
 	if (late_cfg && (r = late_cgroups(sb, late_cfg, ret_step)) < 0 && r != -EPIPE)
 		return r;
+	/* while the init builds the root: the first read of the usage (at
+	 * the end of a one-shot run, on its way out) then opens nothing */
+	cgroup_open_stats(&sb->cg);
 	r = recv_msg(sb->sock, &m, &fd);
 	if (r > 0 && m.kind == MSG_EGRESS && fd >= 0 && sb->egress_fd < 0) {
 		sb->egress_fd = fd;

@@ -605,6 +605,9 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 		}
 	}
 	k = sandbox_start(sb);
+	/* `codecell run`: the end's process now, while the program runs */
+	if (k == 0 && req->teardown)
+		sandbox_start_reaper(sb);
 	if (k == 0) {
 		struct sandbox_wait_opts o = {
 			.channel_fds = { f->out[0], f->err[0], f->rep[0] },

@@ -76,6 +76,7 @@ struct sandbox {
 	bool cell; /* not our child: watched through the pidfd */
 	struct egress *egress; /* SANDBOX_NET_ALLOWLIST's proxy, or NULL */
 	bool born_in_cgroup; /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
+	pid_t reaper; /* sandbox_start_reaper()'s process, or 0 */
 	enum sandbox_end kill_cause; /* valid when killed */
 	bool killed;
 	int kill_reason;
@@ -1463,11 +1464,12 @@ static void close_all_but(int *keep, size_t n)
 	(void)close_range(lo, ~0U, 0);
 }
 
-/* sandbox_free_detached()'s child: out of the caller's session and
- * files, wait (bounded) for the init to be gone, then what
- * sandbox_free() does after the reap.  The init is not our child: the
- * pidfd says when it has exited, after it left its cgroups. */
-__attribute__((noreturn)) static void teardown_child(struct sandbox *sb)
+/* sandbox_free_detached()'s child, made then or while the program runs
+ * (sandbox_start_reaper): out of the caller's session and files, wait
+ * (bounded, by max_s) for the init to be gone, then what sandbox_free()
+ * does after the reap.  The init is not our child: the pidfd says when
+ * it has exited, after it left its cgroups. */
+__attribute__((noreturn)) static void teardown_child(struct sandbox *sb, double max_s)
 {
 	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
 	int keep[2] = { sb->pidfd, sb->id_lock_fd };
@@ -1476,7 +1478,7 @@ __attribute__((noreturn)) static void teardown_child(struct sandbox *sb)
 	stdio_to_devnull();
 	/* fds 0-2 stay (/dev/null): nothing may open a file as them */
 	close_all_but(keep, ARRAY_SIZE(keep));
-	while (poll(&p, 1, SANDBOX_TEARDOWN_MAX_S * 1000) < 0 && errno == EINTR)
+	while (poll(&p, 1, (int)(max_s * 1000)) < 0 && errno == EINTR)
 		;
 	for (int i = 0; i < CGROUP_STAT_FILES; i++)
 		sb->cg.stat_fd1[i] = 0; /* closed above */
@@ -1489,6 +1491,22 @@ __attribute__((noreturn)) static void teardown_child(struct sandbox *sb)
 	_exit(0);
 }
 
+void sandbox_start_reaper(struct sandbox *sb)
+{
+	pid_t p;
+
+	/* what sandbox_free_detached() will hand over, and a proxy's thread
+	 * makes a fork unsafe (see there) */
+	if (sb->reaper > 0 || sb->pid <= 0 || sb->cell || sb->template_init || sb->egress ||
+	    !sb->started)
+		return;
+	p = fork();
+	if (p == 0)
+		teardown_child(sb, (sb->timeout_s > 0 ? sb->timeout_s : 3600) + SANDBOX_TEARDOWN_MAX_S);
+	if (p > 0)
+		sb->reaper = p;
+}
+
 void sandbox_free_detached(struct sandbox *sb)
 {
 	pid_t p;
@@ -1496,16 +1514,20 @@ void sandbox_free_detached(struct sandbox *sb)
 	if (!sb)
 		return;
 	if (sb->reaped || sb->pid <= 0 || sb->egress || !final_at_report(sb)) {
+		/* a reaper made early finds the init gone and the cgroups
+		 * removed by then (ENOENT), and exits */
 		sandbox_free(sb);
 		return;
 	}
-	p = fork();
-	if (p < 0) {
-		sandbox_free(sb);
-		return;
+	if (sb->reaper <= 0) {
+		p = fork();
+		if (p < 0) {
+			sandbox_free(sb);
+			return;
+		}
+		if (p == 0)
+			teardown_child(sb, SANDBOX_TEARDOWN_MAX_S);
 	}
-	if (p == 0)
-		teardown_child(sb);
 	/* The child holds the pidfd, the cgroups and the id lock (an open
 	 * file description's lock lives while any fd to it is open). */
 	close_fd(&sb->ws_fd);

@@ -151,6 +151,47 @@ def run_exits_with_the_result_and_leaves_nothing_behind():
     shutil.rmtree(d)
 
 
+def children_of(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(c) for c in f.read().split()]
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@test
+def a_killed_run_leaves_no_cgroups_and_no_process():
+    # `codecell run` killed while its program runs (SIGKILL: no handler,
+    # no exit path).  The sandbox's init ends with it (its socket's end),
+    # and the process codecell made for the end of the run when the
+    # program started (sandbox_start_reaper) removes the cgroups then and
+    # exits.  Before it was made that early, they stayed until another
+    # codecell's sweep.
+    d = tmpdir()
+    path = os.path.join(d, "s.sh")
+    write(path, "echo up; sleep 60\n")
+    parents = cgroup_parents(os.getpid())
+    p = subprocess.Popen([CODECELL, "run", path], stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        eq(p.stdout.readline(), "up\n")
+        check(sandbox_cgroups(parents, p.pid), "no cgroups while the program runs")
+        kids = children_of(p.pid)
+        eq(len(kids), 2, "the init and the end's process: %r" % kids)
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+    eq(await_empty(lambda: sandbox_cgroups(parents, p.pid)), [], "cgroups of the run left behind")
+    eq(await_empty(lambda: [k for k in kids if alive(k)]), [], "processes of the run left")
+    shutil.rmtree(d)
+
+
 # The files of the sandbox's /etc that are copies of the host's (rootfs.c,
 # etc_copies) and some it generates: the init and the early worker write
 # them side by side (child.c, worker_prepare), and the root goes

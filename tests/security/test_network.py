@@ -263,8 +263,12 @@ def every_process_of_a_run_is_in_its_private_network_namespace():
             p.stdin.write("sleep %d & echo ready; wait\n" % (4 * HANG_S))
             p.stdin.close()
             eq(p.stdout.readline().strip(), "ready", "the program did not start")
-            pids = descendants(p.pid)
-            # the init, bash and its sleep, whatever else is below
+            # the sandbox's: the init, bash and its sleep, whatever else is
+            # below, all in the run's PID namespace; not codecell's own
+            # process that ends the run (sandbox_start_reaper), which is
+            # in codecell's namespaces and no part of the sandbox
+            own = ns_id("/proc/%d/ns/pid" % p.pid)
+            pids = [q for q in descendants(p.pid) if ns_id("/proc/%d/ns/pid" % q) != own]
             check(len(pids) >= 3, "%s: processes below codecell: %r" % (net, pids))
             nets = {pid: ns_id("/proc/%d/ns/net" % pid) for pid in pids}
             host = ns_id("/proc/self/ns/net")

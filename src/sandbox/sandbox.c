@@ -77,6 +77,10 @@ struct sandbox {
 	struct egress *egress; /* SANDBOX_NET_ALLOWLIST's proxy, or NULL */
 	bool born_in_cgroup; /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
 	pid_t reaper; /* sandbox_start_reaper()'s process, or 0 */
+	/* its wait's other half: it starts on the cgroups only once this
+	 * is closed (or we are gone), so that our own end of the run reads
+	 * them first; -1 without a reaper */
+	int reaper_hold;
 	enum sandbox_end kill_cause; /* valid when killed */
 	bool killed;
 	int kill_reason;
@@ -514,7 +518,7 @@ static int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool
 	if (!sb)
 		return -ENOMEM;
 	*sb = (struct sandbox){ .pid = -1, .pidfd = -1, .sock = -1, .ws_fd = -1, .upper_fd = -1,
-				 .egress_fd = -1,
+				 .egress_fd = -1, .reaper_hold = -1,
 				.timer_fd = -1, .ep = -1, .timeout_s = cfg->limits.timeout_s,
 				.cpu_limit_s = cfg->limits.cpu_seconds, .id_lock_fd = -1,
 				.cg = { .oom_efd = -1 } };
@@ -1435,6 +1439,8 @@ void sandbox_free(struct sandbox *sb)
 	close_fd(&sb->sock);
 	close_fd(&sb->pidfd);
 	cgroup_destroy(&sb->cg);
+	/* a reaper finds the cgroups gone (ENOENT) */
+	close_fd(&sb->reaper_hold);
 	if (sb->n_cpus)
 		sandbox_cpus_release(&sb->cpus);
 	/* last: the id is free once nothing of the tree is left */
@@ -1465,25 +1471,59 @@ static void close_all_but(int *keep, size_t n)
 }
 
 /* sandbox_free_detached()'s child, made then or while the program runs
- * (sandbox_start_reaper): out of the caller's session and files, wait
- * (bounded, by max_s) for the init to be gone, then what sandbox_free()
- * does after the reap.  The init is not our child: the pidfd says when
- * it has exited, after it left its cgroups. */
-__attribute__((noreturn)) static void teardown_child(struct sandbox *sb, double max_s)
+ * (sandbox_start_reaper; hold: the read end of the caller's hold, or
+ * -1): out of the caller's session and files, wait (bounded, by max_s)
+ * for the init to be gone and the caller to let go, then what
+ * sandbox_free() does after the reap.  The init is not our child: the
+ * pidfd says when it has exited, after it left its cgroups. */
+__attribute__((noreturn)) static void teardown_child(struct sandbox *sb, int hold, double max_s)
 {
-	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
-	int keep[2] = { sb->pidfd, sb->id_lock_fd };
+	struct pollfd p[2] = { { .fd = sb->pidfd, .events = POLLIN }, { .fd = hold, .events = POLLIN } };
+	int keep[3] = { sb->pidfd, sb->id_lock_fd, hold };
+	uint64_t deadline = now_ns() + (uint64_t)(max_s * 1e9);
+	bool init_gone = false;
+	sigset_t none;
 
 	(void)setsid();
+	/* as the caller had them: not the blocked SIGINT/SIGTERM/SIGHUP of a
+	 * run in progress (cli/run.c), nor its handlers */
+	{
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+		(void)sigaction(SIGINT, &dfl, NULL);
+		(void)sigaction(SIGTERM, &dfl, NULL);
+		(void)sigaction(SIGHUP, &dfl, NULL);
+	}
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	stdio_to_devnull();
 	/* fds 0-2 stay (/dev/null): nothing may open a file as them */
 	close_all_but(keep, ARRAY_SIZE(keep));
-	while (poll(&p, 1, (int)(max_s * 1000)) < 0 && errno == EINTR)
-		;
+	/* the init's exit, and the hold's end-of-file (the caller closed it
+	 * or died); a hold of -1 is ignored by poll */
+	for (;;) {
+		uint64_t now = now_ns();
+		int n;
+
+		if (now >= deadline)
+			break;
+		n = poll(p, 2, (int)((deadline - now) / 1000000 + 1));
+		if (n < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & POLLIN) {
+			init_gone = true;
+			p[0].fd = -1;
+		}
+		if (p[1].revents) {
+			p[1].fd = -1;
+		}
+		if (init_gone && p[1].fd < 0)
+			break;
+	}
 	for (int i = 0; i < CGROUP_STAT_FILES; i++)
 		sb->cg.stat_fd1[i] = 0; /* closed above */
 	sb->cg.oom_efd = -1;
-	if (p.revents & POLLIN)
+	if (init_gone && p[1].fd < 0)
 		cgroup_destroy(&sb->cg);
 	if (g_sweep_deferred)
 		cgroup_host_sweep(&g_cgroups);
@@ -1497,14 +1537,26 @@ void sandbox_start_reaper(struct sandbox *sb)
 
 	/* what sandbox_free_detached() will hand over, and a proxy's thread
 	 * makes a fork unsafe (see there) */
+	int hold[2];
+
 	if (sb->reaper > 0 || sb->pid <= 0 || sb->cell || sb->template_init || sb->egress ||
 	    !sb->started)
 		return;
+	if (pipe2(hold, O_CLOEXEC) < 0)
+		return;
 	p = fork();
-	if (p == 0)
-		teardown_child(sb, (sb->timeout_s > 0 ? sb->timeout_s : 3600) + SANDBOX_TEARDOWN_MAX_S);
-	if (p > 0)
-		sb->reaper = p;
+	if (p == 0) {
+		close(hold[1]);
+		teardown_child(sb, hold[0],
+			       (sb->timeout_s > 0 ? sb->timeout_s : 3600) + SANDBOX_TEARDOWN_MAX_S);
+	}
+	close(hold[0]);
+	if (p < 0) {
+		close(hold[1]);
+		return;
+	}
+	sb->reaper = p;
+	sb->reaper_hold = hold[1];
 }
 
 void sandbox_free_detached(struct sandbox *sb)
@@ -1519,6 +1571,11 @@ void sandbox_free_detached(struct sandbox *sb)
 		sandbox_free(sb);
 		return;
 	}
+	/* one that gave up waiting, or is gone, is no reaper */
+	if (sb->reaper > 0 && waitpid(sb->reaper, NULL, WNOHANG) != 0) {
+		sb->reaper = 0;
+		close_fd(&sb->reaper_hold);
+	}
 	if (sb->reaper <= 0) {
 		p = fork();
 		if (p < 0) {
@@ -1526,8 +1583,10 @@ void sandbox_free_detached(struct sandbox *sb)
 			return;
 		}
 		if (p == 0)
-			teardown_child(sb, SANDBOX_TEARDOWN_MAX_S);
+			teardown_child(sb, -1, SANDBOX_TEARDOWN_MAX_S);
 	}
+	/* the reaper's turn (it holds the pidfd, the cgroups and the id) */
+	close_fd(&sb->reaper_hold);
 	/* The child holds the pidfd, the cgroups and the id lock (an open
 	 * file description's lock lives while any fd to it is open). */
 	close_fd(&sb->ws_fd);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -692,8 +694,27 @@ static int make_file(const char *path, const char *data, size_t len)
 	return r;
 }
 
-/* src: a host path, looked up from host_root (an fd of the host's root,
- * which a pivot_root leaves reachable), or as it is where host_root is -1 */
+/* A host file, src (absolute), from host_root: an fd of the host's root,
+ * which a pivot_root leaves reachable, as the root of the lookup too, so
+ * that an absolute symlink (/etc on NixOS is made of them) means the
+ * host's path, not the new root's (RESOLVE_IN_ROOT; before Linux 5.6,
+ * without openat2, it means the caller's root). */
+static int open_host(int host_root, const char *src)
+{
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+	struct open_how how = { .flags = (uint64_t)flags,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	long fd;
+
+	if (host_root < 0 || src[0] != '/')
+		return open(src, flags);
+	fd = syscall(SYS_openat2, host_root, src + 1, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(host_root, src + 1, flags);
+	return (int)fd;
+}
+
+/* src: a host path (open_host()) */
 static int copy_file(int host_root, const char *src, const char *dst)
 {
 	char chunk[16384];
@@ -702,9 +723,7 @@ static int copy_file(int host_root, const char *src, const char *dst)
 	int in, out, r = 0;
 	ssize_t n = 0;
 
-	in = host_root >= 0 && src[0] == '/'
-		     ? openat(host_root, src + 1, O_RDONLY | O_CLOEXEC | O_NOCTTY)
-		     : open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	in = open_host(host_root, src);
 	if (in < 0)
 		return errno == ENOENT ? 0 : -errno; /* gone since the parent looked */
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);

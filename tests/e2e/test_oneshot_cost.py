@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import (CODECELL, await_empty, cgroup_parents, check, codecell, eq, main,  # noqa: E402
@@ -230,6 +231,54 @@ def the_etc_files_are_whole_in_every_run():
         if generated is None:
             generated = lines[-1]
         eq(lines[-1], generated, "run %d: the generated /etc files differ" % i)
+
+
+# A host whose /etc files are absolute symlinks to paths the sandbox does
+# not have (NixOS, Guix): the copies must still be the host's.  The init
+# may pivot into the new root while the files are being copied (child.c),
+# so an absolute link must be read from the host's root (rootfs.c,
+# open_host), not from the caller's root of the moment.  The host's /etc
+# is an overlay in a mount namespace of this test's own, with three of
+# the copied files turned into links into a directory under /var/tmp.
+ETC_LINKED = r"""
+set -e
+mkdir -p "$D/upper" "$D/work" "$D/real"
+chmod 755 "$D/real"
+for f in services protocols mime.types; do
+  printf 'linked %s\n' "$f" > "$D/real/$f"
+  ln -s "$D/real/$f" "$D/upper/$f"
+done
+mount -t overlay overlay -o "lowerdir=/etc,upperdir=$D/upper,workdir=$D/work" /etc
+for i in $(seq 10); do
+  "$CC" run --lang bash - <<'EOS'
+for f in services protocols mime.types; do head -1 "/etc/$f" 2>/dev/null || echo "missing $f"; done
+EOS
+done
+"""
+
+
+@test
+def etc_copies_follow_the_hosts_absolute_symlinks():
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("# skip: needs root and unshare(1) for a mount namespace of its own")
+        return
+    d = tempfile.mkdtemp(prefix="cctest-etc-", dir="/var/tmp")
+    os.chmod(d, 0o755)  # the init copies as the sandbox's user
+    try:
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", ETC_LINKED],
+                           capture_output=True, text=True, timeout=240,
+                           env=dict(os.environ, D=d, CC=CODECELL))
+        if r.returncode != 0 and "overlay" in r.stderr:
+            print("# skip: no overlayfs here: %s" % r.stderr.strip())
+            return
+        eq(r.returncode, 0, r.stderr)
+        want = "linked services\nlinked protocols\nlinked mime.types\n"
+        runs = [r.stdout[i:i + len(want)] for i in range(0, len(r.stdout), len(want))]
+        eq(len(runs), 10, r.stdout)
+        for i, out in enumerate(runs):
+            eq(out, want, "run %d" % i)
+    finally:
+        shutil.rmtree(d)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
  * and write it out as C (build/gen/seccomp_bpf.c), so a run does not pay
  * ~1 ms for libseccomp.  tests/unit/test-seccomp.c checks the embedded
  * program equals a fresh build. */
+#include <errno.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +18,11 @@ int main(void)
 		int r = sandbox_seccomp_build(w, &p);
 
 		if (r < 0) {
-			fprintf(stderr, "gen-seccomp: cannot build filter %d: %s\n", w, strerror(-r));
+			fprintf(stderr, "gen-seccomp: cannot build filter %d: %s%s\n", w, strerror(-r),
+				r == -EPROTO ? " (the compact program's verdicts differ from libseccomp's: "
+					       "a rule changed that compact() in seccomp_policy.c writes out "
+					       "by hand)"
+					     : r == -ENOTSUP ? " (a rule compact() cannot write out)" : "");
 			return 1;
 		}
 		printf("static struct sock_filter insns%d[] = {\n", w);

@@ -17,6 +17,7 @@
 
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The names denied with EPERM, NULL-terminated (for tests and docs). */
@@ -64,6 +65,13 @@ int sandbox_seccomp_build_reference(int which, struct sock_fprog **ret);
 struct seccomp_data;
 uint32_t sandbox_bpf_run(const struct sock_fprog *prog, const struct seccomp_data *d,
 			 bool *read_args);
+/* sandbox_bpf_run()'s answer for a program it cannot run as the kernel
+ * would (an instruction neither program uses, a load out of bounds, no
+ * return): not a seccomp action. */
+#define SANDBOX_BPF_BAD 0xffffffffu
+/* The constant of each comparison in prog, and one below and above it,
+ * into out (at most max): where a verdict can change.  The count. */
+size_t sandbox_bpf_constants(const struct sock_fprog *prog, uint32_t *out, size_t max);
 void sandbox_seccomp_free(struct sock_fprog *prog);
 /* Load the n filters into the calling thread (no allocation; safe after
  * fork).  Requires no_new_privs.  0 or -errno. */

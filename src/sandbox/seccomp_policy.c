@@ -334,14 +334,14 @@ uint32_t sandbox_bpf_run(const struct sock_fprog *prog, const struct seccomp_dat
 		case BPF_LD:
 			if (BPF_MODE(in->code) != BPF_ABS || BPF_SIZE(in->code) != BPF_W ||
 			    in->k > sizeof(*d) - 4 || in->k % 4)
-				return SECCOMP_RET_KILL_PROCESS; /* the kernel refuses these */
+				return SANDBOX_BPF_BAD; /* the kernel refuses these */
 			memcpy(&a, (const char *)d + in->k, 4);
 			if (read_args && in->k >= offsetof(struct seccomp_data, args))
 				*read_args = true;
 			break;
 		case BPF_ALU:
 			if (BPF_OP(in->code) != BPF_AND)
-				return SECCOMP_RET_KILL_PROCESS; /* in neither program */
+				return SANDBOX_BPF_BAD; /* in neither program */
 			a &= operand;
 			break;
 		case BPF_JMP:
@@ -356,7 +356,7 @@ uint32_t sandbox_bpf_run(const struct sock_fprog *prog, const struct seccomp_dat
 			else if (BPF_OP(in->code) == BPF_JSET)
 				pc += a & operand ? in->jt : in->jf;
 			else
-				return SECCOMP_RET_KILL_PROCESS;
+				return SANDBOX_BPF_BAD;
 			break;
 		case BPF_RET:
 			return BPF_RVAL(in->code) == BPF_A ? a : in->k;
@@ -367,10 +367,27 @@ uint32_t sandbox_bpf_run(const struct sock_fprog *prog, const struct seccomp_dat
 				a = x;
 			break;
 		default:
-			return SECCOMP_RET_KILL_PROCESS;
+			return SANDBOX_BPF_BAD;
 		}
 	}
-	return SECCOMP_RET_KILL_PROCESS; /* ran off the end: the kernel refuses it */
+	return SANDBOX_BPF_BAD; /* ran off the end: the kernel refuses it */
+}
+
+size_t sandbox_bpf_constants(const struct sock_fprog *prog, uint32_t *out, size_t max)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < prog->len; i++) {
+		const struct sock_filter *in = &prog->filter[i];
+
+		if (BPF_CLASS(in->code) != BPF_JMP || BPF_OP(in->code) == BPF_JA ||
+		    BPF_SRC(in->code) != BPF_K)
+			continue;
+		for (int d = -1; d <= 1; d++)
+			if (n < max)
+				out[n++] = in->k + (uint32_t)d;
+	}
+	return n;
 }
 
 #ifdef __x86_64__
@@ -381,11 +398,15 @@ uint32_t sandbox_bpf_run(const struct sock_fprog *prog, const struct seccomp_dat
  * about 0.1 ms on a sandbox's start path.  The calls allowed, refused
  * and left to the default come in runs of neighbouring numbers, so the
  * same verdicts fit a search tree over the runs' first numbers, read off
- * libseccomp's own program by running it for every number.  The few
- * calls whose verdict depends on an argument (clone, personality, mknod,
- * mknodat) get the same tests written out here.  That both programs give
- * the same verdict for every call and argument is what test-sandbox
- * checks (seccomp_compact_main_acts_as_libseccomps). */
+ * libseccomp's own program by running it for every number up to NR_SCAN.
+ * The few calls whose verdict depends on an argument (clone,
+ * personality, mknod, mknodat) get the same tests written out here.
+ * Before it is written out, same_verdicts() runs both programs wherever
+ * a comparison in either can change the verdict (every number up to
+ * NR_SCAN, every constant and its neighbours, as a call number and as
+ * each argument, under five architecture values) and the build stops on
+ * any difference; test-sandbox does the same with random arguments
+ * besides (seccomp_compact_main_acts_as_libseccomps). */
 
 #define NR_SCAN 1024 /* past the highest call number, with room */
 #define X32_BIT 0x40000000u
@@ -488,6 +509,51 @@ static uint32_t verdict(const struct sock_fprog *ref, uint32_t arch, uint32_t nr
 	return sandbox_bpf_run(ref, &d, read_args);
 }
 
+/* The generator's own check, before the program is written out: both
+ * programs, on every number and argument value where a comparison in
+ * either can change the verdict (each constant, one below, one above)
+ * and for every call number up to NR_SCAN, give the same verdict, and
+ * one the interpreter knows.  -EPROTO if not (the build stops). */
+static int same_verdicts(const struct sock_fprog *ref, const struct sock_fprog *got)
+{
+	static const uint32_t arches[] = { AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, 0,
+					   0xffffffffu };
+	static uint32_t nums[2 * 3 * 1024 + NR_SCAN + 8];
+	size_t n = 0;
+
+	n += sandbox_bpf_constants(ref, nums + n, ARRAY_SIZE(nums) - n - NR_SCAN - 8);
+	n += sandbox_bpf_constants(got, nums + n, ARRAY_SIZE(nums) - n - NR_SCAN - 8);
+	for (uint32_t nr = 0; nr <= NR_SCAN; nr++)
+		nums[n++] = nr;
+	nums[n++] = 0xffffffffu;
+	nums[n++] = X32_BIT;
+	for (size_t a = 0; a < ARRAY_SIZE(arches); a++)
+		for (size_t i = 0; i < n; i++) {
+			struct seccomp_data d = { .nr = (int)nums[i], .arch = arches[a] };
+			bool ref_args, got_args;
+			uint32_t want = sandbox_bpf_run(ref, &d, &ref_args);
+
+			if (want == SANDBOX_BPF_BAD || sandbox_bpf_run(got, &d, &got_args) != want)
+				return -EPROTO;
+			if (!ref_args && !got_args)
+				continue;
+			/* each argument through the constants, its high word 0
+			 * and all ones, the others 0 */
+			for (int k = 0; k < 6; k++)
+				for (size_t v = 0; v < n; v++)
+					for (int hi = 0; hi < 2; hi++) {
+						struct seccomp_data da = d;
+
+						da.args[k] = (hi ? 0xffffffff00000000ull : 0) | nums[v];
+						want = sandbox_bpf_run(ref, &da, NULL);
+						if (want == SANDBOX_BPF_BAD ||
+						    sandbox_bpf_run(got, &da, NULL) != want)
+							return -EPROTO;
+					}
+		}
+	return 0;
+}
+
 static int compact(const struct sock_fprog *ref, struct sock_fprog **ret)
 {
 	static const uint32_t x32_probes[] = { X32_BIT, X32_BIT + 1, 0x7fffffffu, 0x80000000u,
@@ -554,6 +620,11 @@ static int compact(const struct sock_fprog *ref, struct sock_fprog **ret)
 	}
 	prog->filter = e.in;
 	prog->len = (unsigned short)e.n;
+	r = same_verdicts(ref, prog);
+	if (r < 0) {
+		sandbox_seccomp_free(prog);
+		return r;
+	}
 	*ret = prog;
 	return 0;
 }

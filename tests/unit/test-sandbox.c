@@ -66,7 +66,7 @@ static void seccomp_compact_main_acts_as_libseccomps(void **state)
 					    0x11a4, 0x81a4, 0x21a4, 0x01200011, 0x003d0f00 };
 	const struct sock_fprog *loaded = &sandbox_seccomp_programs[SECCOMP_MAIN];
 	struct sock_fprog *ref;
-	uint32_t values[64 + 32];
+	static uint32_t values[64 + 32 + 2 * 3 * 1024];
 	size_t n_values = 0, checked = 0;
 	uint64_t rnd = 0x9e3779b97f4a7c15ull;
 
@@ -76,16 +76,23 @@ static void seccomp_compact_main_acts_as_libseccomps(void **state)
 		values[n_values++] = special[i];
 	for (int b = 0; b < 32; b++) /* each flag bit alone (the namespace ones among them) */
 		values[n_values++] = 1u << b;
-	while (n_values < sizeof(values) / sizeof(values[0])) {
+	while (n_values < 64 + 32) {
 		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
 		values[n_values++] = (uint32_t)(rnd >> 32);
 	}
+	/* and where a comparison of either program can change the verdict */
+	n_values += sandbox_bpf_constants(ref, values + n_values,
+					  sizeof(values) / sizeof(values[0]) - n_values);
+	n_values += sandbox_bpf_constants(loaded, values + n_values,
+					  sizeof(values) / sizeof(values[0]) - n_values);
 	for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); a++) {
 		for (uint64_t nr = 0; nr < 1100 || (nr >= 0x3ffffff0u && nr < 0x40000010u) ||
 				      nr >= 0xfffffff0u;) {
 			struct seccomp_data d = { .nr = (int)nr, .arch = arches[a] };
 			bool ref_args = false, args = false;
 			uint32_t want = sandbox_bpf_run(ref, &d, &ref_args);
+
+			assert_int_not_equal(want, SANDBOX_BPF_BAD);
 
 			if (sandbox_bpf_run(loaded, &d, &args) != want)
 				fail_msg("call %llu, arch %#x, no arguments: %#x, libseccomp's %#x",

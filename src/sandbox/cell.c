@@ -82,6 +82,7 @@ __attribute__((visibility("default"))) int codecell_cell_enter(const void *spec,
 	g_c = (struct child_ctx){ .cfg = &g_cfg, .fs = &g_fs, .seccomp = sandbox_seccomp_programs,
 				  .set_groups = sp->set_groups != 0, .mode = CHILD_CELL,
 				  .fd_stdin = -1, .fd_stdout = fds[1], .fd_stderr = fds[2],
+				  .fd_host_root = -1,
 				  .sock = fds[0], .parent_sock = -1, .fd_script = -1 };
 	for (unsigned i = 0; i < sp->n_pass_fds; i++)
 		g_c.fd_pass[i] = fds[3 + i];

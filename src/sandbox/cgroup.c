@@ -668,10 +668,10 @@ int cgroup_kill(const struct cgroup *cg)
 	return write_knob(cgroup_first_path(cg), "cgroup.kill", "1");
 }
 
-/* Read stat file `slot` (dir/knob), opened once and re-read from offset
- * 0 after: a session reads its cgroup's counters twice per statement. */
 /* The files cgroup_read_stats() reads, by slot: the controller's
- * directory and the file's name on v1 and on v2. */
+ * directory and the file's name on v1 and on v2.  Each is opened once
+ * and re-read from offset 0 after: a session reads its cgroup's counters
+ * twice per statement. */
 static const struct {
 	enum cgroup_ctrl ctrl;
 	const char *v1, *v2;

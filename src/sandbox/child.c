@@ -703,8 +703,9 @@ static void worker_prepare(struct child_ctx *c, int chan, bool late_cgroups, uns
 		fail(c, STEP_LOOPBACK, r);
 	/* an fd of it for the init: a setns() through our pidfd would ask
 	 * whether it may ptrace us, which a root-run sandbox, made
-	 * non-dumpable by its uid change, refuses.  /proc is still the
-	 * host's, which knows us; our own files are always ours to open. */
+	 * non-dumpable by its uid change, refuses.  /proc is the host's,
+	 * or the sandbox's if the init has pivoted by now: either knows us
+	 * as "self", and our own files are always ours to open. */
 	net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (net < 0)
 		fail(c, STEP_NET_NS, -errno);

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,6 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -697,21 +695,20 @@ static int make_file(const char *path, const char *data, size_t len)
 /* A host file, src (absolute), from host_root: an fd of the host's root,
  * which a pivot_root leaves reachable, as the root of the lookup too, so
  * that an absolute symlink (/etc on NixOS is made of them) means the
- * host's path, not the new root's (RESOLVE_IN_ROOT; before Linux 5.6,
- * without openat2, it means the caller's root). */
+ * host's path, not the new root's (openat_in_root).  -1 and errno on
+ * failure, as open(). */
 static int open_host(int host_root, const char *src)
 {
-	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
-	struct open_how how = { .flags = (uint64_t)flags,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-	long fd;
+	int fd;
 
 	if (host_root < 0 || src[0] != '/')
-		return open(src, flags);
-	fd = syscall(SYS_openat2, host_root, src + 1, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(host_root, src + 1, flags);
-	return (int)fd;
+		return open(src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	fd = openat_in_root(host_root, src + 1, O_RDONLY | O_NOCTTY);
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
+	}
+	return fd;
 }
 
 /* src: a host path (open_host()) */

@@ -1481,7 +1481,6 @@ __attribute__((noreturn)) static void teardown_child(struct sandbox *sb, int hol
 	struct pollfd p[2] = { { .fd = sb->pidfd, .events = POLLIN }, { .fd = hold, .events = POLLIN } };
 	int keep[3] = { sb->pidfd, sb->id_lock_fd, hold };
 	uint64_t deadline = now_ns() + (uint64_t)(max_s * 1e9);
-	bool init_gone = false;
 	sigset_t none;
 
 	(void)setsid();
@@ -1500,30 +1499,24 @@ __attribute__((noreturn)) static void teardown_child(struct sandbox *sb, int hol
 	/* fds 0-2 stay (/dev/null): nothing may open a file as them */
 	close_all_but(keep, ARRAY_SIZE(keep));
 	/* the init's exit, and the hold's end-of-file (the caller closed it
-	 * or died); a hold of -1 is ignored by poll */
-	for (;;) {
+	 * or died); each fd is set to -1 (which poll ignores) once it has
+	 * said so, and a hold of -1 has nothing to say */
+	while (p[0].fd >= 0 || p[1].fd >= 0) {
 		uint64_t now = now_ns();
-		int n;
 
 		if (now >= deadline)
 			break;
-		n = poll(p, 2, (int)((deadline - now) / 1000000 + 1));
-		if (n < 0 && errno != EINTR)
+		if (poll(p, 2, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR)
 			break;
-		if (p[0].revents & POLLIN) {
-			init_gone = true;
+		if (p[0].revents & POLLIN)
 			p[0].fd = -1;
-		}
-		if (p[1].revents) {
+		if (p[1].revents)
 			p[1].fd = -1;
-		}
-		if (init_gone && p[1].fd < 0)
-			break;
 	}
 	for (int i = 0; i < CGROUP_STAT_FILES; i++)
 		sb->cg.stat_fd1[i] = 0; /* closed above */
 	sb->cg.oom_efd = -1;
-	if (init_gone && p[1].fd < 0)
+	if (sb->pidfd >= 0 && p[0].fd < 0 && p[1].fd < 0)
 		cgroup_destroy(&sb->cg);
 	if (g_sweep_deferred)
 		cgroup_host_sweep(&g_cgroups);
@@ -1533,12 +1526,11 @@ __attribute__((noreturn)) static void teardown_child(struct sandbox *sb, int hol
 
 void sandbox_start_reaper(struct sandbox *sb)
 {
+	int hold[2];
 	pid_t p;
 
 	/* what sandbox_free_detached() will hand over, and a proxy's thread
 	 * makes a fork unsafe (see there) */
-	int hold[2];
-
 	if (sb->reaper > 0 || sb->pid <= 0 || sb->cell || sb->template_init || sb->egress ||
 	    !sb->started)
 		return;

@@ -53,8 +53,8 @@ extern const char sandbox_seccomp_built_with[];
 /* Build filter `which`.  On success *ret is a heap program (free with
  * sandbox_seccomp_free()).  Returns 0 or -errno.  On x86_64 the main
  * filter is libseccomp's recompiled into a search tree over runs of call
- * numbers (seccomp_policy.c, compact()): the same verdicts in a fifth of
- * the instructions. */
+ * numbers (seccomp_policy.c, compact()): the same verdicts in 203
+ * instructions against 515. */
 int sandbox_seccomp_build(int which, struct sock_fprog **ret);
 /* The filter as libseccomp compiles it: what the compact one must equal
  * in every verdict. */

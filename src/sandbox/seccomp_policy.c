@@ -518,7 +518,8 @@ static int same_verdicts(const struct sock_fprog *ref, const struct sock_fprog *
 {
 	static const uint32_t arches[] = { AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, 0,
 					   0xffffffffu };
-	static uint32_t nums[2 * 3 * 1024 + NR_SCAN + 8];
+	/* room for every jump of two programs of the largest size */
+	static uint32_t nums[2 * 3 * BPF_MAXINSNS + NR_SCAN + 8];
 	size_t n = 0;
 
 	n += sandbox_bpf_constants(ref, nums + n, ARRAY_SIZE(nums) - n - NR_SCAN - 8);

@@ -124,17 +124,34 @@ int rm_rf_at(int parentfd, const char *name)
 	return r;
 }
 
-int openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
+static int openat2_resolve(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve)
 {
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_CLOEXEC),
 		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
-			   RESOLVE_NO_XDEV,
+		.resolve = resolve,
 	};
 	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
 	return fd < 0 ? -errno : (int)fd;
+}
+
+int openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return openat2_resolve(dirfd, path, flags, mode,
+			       RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
+}
+
+int openat_in_root(int rootfd, const char *path, int flags)
+{
+	int fd = openat2_resolve(rootfd, path, flags, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+
+	if (fd == -ENOSYS) {
+		fd = openat(rootfd, path, flags | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+	}
+	return fd;
 }
 
 int sealed_memfd(const char *name, const void *data, size_t n)

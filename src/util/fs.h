@@ -35,6 +35,11 @@ int rm_rf_at(int dirfd, const char *name);
  * leave dirfd, whatever symlinks the sandboxed code planted.  Returns an
  * O_CLOEXEC fd or -errno.  ENOSYS where openat2 is missing. */
 int openat_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* openat2() with RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS: path (relative)
+ * looked up with rootfd as the root, so that an absolute symlink on the
+ * way means rootfd's path, not the caller's root's; plain openat() where
+ * openat2 is missing (before Linux 5.6).  An O_CLOEXEC fd or -errno. */
+int openat_in_root(int rootfd, const char *path, int flags);
 /* One message of len bytes on a unix socket with n fds (SCM_RIGHTS;
  * none if n is 0), MSG_NOSIGNAL.  No allocation: usable in a child of a
  * multi-threaded process.  0 or -errno (-EINVAL above SEND_FDS_MAX). */

@@ -10,6 +10,7 @@ mkdir -p "$out"
 pass=0
 fail=0
 failed_names=""
+failed_logs=""
 
 count() { # name logfile
 	p=$(grep -c '^ok ' "$2" || true)
@@ -18,6 +19,7 @@ count() { # name logfile
 	fail=$((fail + f))
 	if [ "$f" -gt 0 ]; then
 		failed_names="$failed_names\n  $1: $(grep '^not ok ' "$2" | sed 's/^not ok [0-9]* - //' | tr '\n' ' ')"
+		failed_logs="$failed_logs $2"
 	fi
 }
 
@@ -53,6 +55,12 @@ for t in tests/e2e/test_*.py tests/security/test_*.py; do
 done
 
 if [ "$fail" -gt 0 ]; then
+	# why, where CI shows only the end of the output: each failure's
+	# last lines of diagnostics (its log has them all)
+	for log in $failed_logs; do
+		echo "--- $log"
+		awk '/^not ok /{f=1; n=0} /^ok /{f=0} f && /^not ok |^#/{if (n++ < 12) print}' "$log" | cut -c1-300 | tail -n 40
+	done
 	printf 'failures (logs in %s/):%b\n' "$out" "$failed_names"
 fi
 echo "$pass passed, $fail failed"

@@ -150,8 +150,22 @@ def scratch():
 def children(pid):
     """Direct children of pid, from /proc: of each of its threads (a
     thread's children are listed under that thread).  A thread that ends
-    between the listing and the read is skipped, not the rest with it: a
-    server's connection threads come and go all the time."""
+    hands its children to another thread of its process: a listing made
+    while that happens can miss them (read the new parent's list before,
+    the old one's after), so the listing is made again until two agree.
+    A thread that ends between the listing and the read is skipped, not
+    the rest with it: a server's connection threads come and go all the
+    time."""
+    last = None
+    for _ in range(20):
+        kids = sorted(_children_once(pid))
+        if kids == last:
+            break
+        last = kids
+    return kids
+
+
+def _children_once(pid):
     kids = []
     try:
         tids = os.listdir("/proc/%d/task" % pid)

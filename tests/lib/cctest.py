@@ -158,8 +158,8 @@ def children(pid):
     time."""
     last = None
     for _ in range(20):
-        kids = sorted(_children_once(pid))
-        if kids == last:
+        kids = _children_once(pid)  # in the kernel's order: callers may rely on it
+        if last is not None and sorted(kids) == sorted(last):
             break
         last = kids
     return kids
@@ -285,12 +285,15 @@ def sandbox_cgroups(parents, server_pid):
 def template_of(server_pid):
     """(the pool template's init, the template): the template is a child
     of a child of the server (its init), started with --template.  Cells
-    forked from it keep that command line, but they are the init's
-    grandchildren, not its children."""
+    forked from it keep that command line: a cell's init becomes the
+    init's child too (its parent, a fork of the template, exits) and has
+    that command line until it scrubs it.  The template is the oldest."""
     for init in children(server_pid):
-        for pid in children(init):
-            if "--template" in cmdline(pid).split():
-                return init, pid
+        found = [(proc_start(pid), pid) for pid in children(init)
+                 if "--template" in cmdline(pid).split()]
+        found = [f for f in found if f[0] is not None]
+        if found:
+            return init, min(found)[1]
     return None, None
 
 

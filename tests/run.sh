@@ -55,8 +55,9 @@ for t in tests/e2e/test_*.py tests/security/test_*.py; do
 done
 
 if [ "$fail" -gt 0 ]; then
-	# why, where CI shows only the end of the output: each failure's
-	# last lines of diagnostics (its log has them all)
+	# why, where CI shows only the end of the output: the first 12
+	# lines of each failed test's diagnostics, at most 40 lines a file
+	# (its log has them all)
 	for log in $failed_logs; do
 		echo "--- $log"
 		awk '/^not ok /{f=1; n=0} /^ok /{f=0} f && /^not ok |^#/{if (n++ < 12) print}' "$log" | cut -c1-300 | tail -n 40

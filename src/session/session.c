@@ -2060,7 +2060,7 @@ static void *pool_maker_main(void *arg)
 	while (!p->stopping) {
 		struct pool_tpl *t;
 		struct session *k = NULL;
-		bool warm;
+		bool warm, alive;
 		int r;
 
 		if (!pool_wants(p)) {
@@ -2090,7 +2090,10 @@ static void *pool_maker_main(void *arg)
 		p->failures = 0;
 		if (p->tpl == t && !strncmp(p->why, "the template cannot", 19))
 			p->why[0] = '\0';
-		if (p->stopping || p->n_ready >= SESSION_POOL_MAX) {
+		/* made as its template's init died (after the sweep) */
+		alive = kernel_alive(k);
+		p->st.discarded += !alive;
+		if (p->stopping || p->n_ready >= SESSION_POOL_MAX || !alive) {
 			pthread_mutex_unlock(&p->lock);
 			session_free(k);
 			pthread_mutex_lock(&p->lock);
@@ -2118,6 +2121,29 @@ static bool tpl_wait_death(struct session_pool *p, struct pool_tpl *t, int timeo
 	return (f[0].revents | f[1].revents) != 0;
 }
 
+/* Free the ready kernels that died while they waited: those of a
+ * template whose init died (the cells die with it), or killed in the
+ * pool.  A take skips them too, but only those it meets: one it does not
+ * reach would hold its template's init and cgroups and count as ready,
+ * keeping the refill from replacing it. */
+static void pool_sweep(struct session_pool *p)
+{
+	struct session *dead[SESSION_POOL_MAX];
+	unsigned n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = p->n_ready; i-- > 0;)
+		if (!kernel_alive(p->ready[i])) {
+			dead[n++] = pool_unready(p, i);
+			p->st.discarded++;
+		}
+	if (n)
+		pthread_cond_broadcast(&p->want);
+	pthread_mutex_unlock(&p->lock);
+	while (n)
+		session_free(dead[--n]);
+}
+
 /* The template died: the pool is down until the watcher starts another. */
 static void pool_lost_template(struct session_pool *p, struct pool_tpl *t)
 {
@@ -2137,6 +2163,7 @@ static void pool_lost_template(struct session_pool *p, struct pool_tpl *t)
 		tpl_close(t); /* a live template (its init died first) exits */
 		tpl_unref(t);
 	}
+	pool_sweep(p);
 }
 
 /* Start a template again, after `wait` seconds (backoff); true once up. */
@@ -2203,6 +2230,8 @@ static void *pool_watcher_main(void *arg)
 				pool_lost_template(p, t);
 				if (now_ns() - born > (uint64_t)(POOL_STABLE_S * 1e9))
 					attempts = 0;
+			} else {
+				pool_sweep(p); /* once a second */
 			}
 			tpl_unref(t);
 			continue;

@@ -322,8 +322,16 @@ def pool_template_init_killed_nothing_is_left_and_the_pool_heals():
         init_cgroups = [d for d in sandbox_cgroups(s.cg_parents, s.pid)
                         if str(init) in open(os.path.join(d, "tasks")).read().split()]
         check(init_cgroups, "the template init's cgroups")
+        pool = s.healthz()["pool"]
         os.kill(init, signal.SIGKILL)
         eventually(lambda: (stat_of(init) or ("Z",))[0] == "Z" or None, "the init dies", 20)
+        # the ready kernels died with it: the pool drops them before any
+        # take (one no take reached held the init and its cgroups, and
+        # counted as ready)
+        soft.check(eventually,
+                   lambda: s.healthz()["pool"]["discarded"] >= pool["discarded"] + pool["ready"]
+                   or None, "the dead ready kernels are dropped (healthz before the kill: %r, "
+                   "after: %r)" % (pool, s.healthz()["pool"]), 10)
         r = s.execute(sid, "1 + 1")
         eq((r["status"], r["restarted"], (r["error"] or {}).get("name")),
            ("killed", True, "KernelDied"), r)

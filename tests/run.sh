@@ -11,6 +11,15 @@ pass=0
 fail=0
 failed_names=""
 failed_logs=""
+exited_logs=""
+
+exited() { # name logfile rc: a test that ended without a "not ok" line
+	fail=$((fail + 1))
+	why="exited $3"
+	[ "$3" -eq 124 ] && why="timed out (exited 124)"
+	failed_names="$failed_names\n  $1: $why"
+	exited_logs="$exited_logs $2"
+}
 
 count() { # name logfile
 	p=$(grep -c '^ok ' "$2" || true)
@@ -31,8 +40,7 @@ for t in "$build"/tests/test-*; do
 	rc=$?
 	count "$name" "$log"
 	if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log"; then
-		fail=$((fail + 1))
-		failed_names="$failed_names\n  $name: exited $rc"
+		exited "$name" "$log" $rc
 	fi
 	echo "unit     $name: $(grep -c '^ok ' "$log") ok, $(grep -c '^not ok ' "$log") not ok"
 done
@@ -47,8 +55,7 @@ for t in tests/e2e/test_*.py tests/security/test_*.py; do
 	secs=$(( $(date +%s) - t0 ))
 	count "$name" "$log"
 	if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log"; then
-		fail=$((fail + 1))
-		failed_names="$failed_names\n  $name: exited $rc"
+		exited "$name" "$log" $rc
 	fi
 	printf '%-8s %s: %s ok, %s not ok (%ss)\n' "$(dirname "$t" | xargs basename)" "$(basename "$t" .py)" \
 		"$(grep -c '^ok ' "$log")" "$(grep -c '^not ok ' "$log")" "$secs"
@@ -61,6 +68,11 @@ if [ "$fail" -gt 0 ]; then
 	for log in $failed_logs; do
 		echo "--- $log"
 		awk '/^not ok /{f=1; n=0} /^ok /{f=0} f && /^not ok |^#/{if (n++ < 12) print}' "$log" | cut -c1-300 | tail -n 40
+	done
+	# a crash or a timeout says no "not ok": the end of its output
+	for log in $exited_logs; do
+		echo "--- $log (its last 20 lines)"
+		tail -n 20 "$log" | cut -c1-300
 	done
 	printf 'failures (logs in %s/):%b\n' "$out" "$failed_names"
 fi

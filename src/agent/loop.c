@@ -609,6 +609,13 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 				break;
 			}
 	json_object_set_new(L.transcript, "steps_run", json_integer(L.executed));
+	/* the session is gone before "done" says so: a caller that starts
+	 * another run on reading it finds the session slot free */
+	if (L.e) {
+		/* its close recorded where its start was checked here */
+		engine_session_close(&L.reg, cfg->session_checked ? NULL : &L.cl, L.e);
+		engine_session_unref(TAKE_PTR(L.e));
+	}
 	emit(&L, json_pack("{s:s, s:O, s:O, s:O, s:i}", "type", "done", "outcome",
 			   json_object_get(L.transcript, "outcome"), "answer",
 			   json_object_get(L.transcript, "answer") ? json_object_get(L.transcript, "answer")
@@ -617,11 +624,6 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 			   json_object_get(L.transcript, "error") ? json_object_get(L.transcript, "error")
 								  : json_null(),
 			   "steps", (int)L.executed));
-	if (L.e) {
-		/* its close recorded where its start was checked here */
-		engine_session_close(&L.reg, cfg->session_checked ? NULL : &L.cl, L.e);
-		engine_session_unref(L.e);
-	}
 	engine_sessions_release(&L.reg);
 	llm_free(L.llm);
 	buf_release(&L.err);

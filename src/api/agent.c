@@ -58,6 +58,17 @@ struct agent_job {
 	char request_id[AUDIT_ID_LEN + 1];
 };
 
+/* The server's session reservation and the client's session slot. */
+static void job_give_back(struct agent_job *j)
+{
+	if (j->reserved)
+		engine_sessions_unreserve(&j->srv->reg);
+	if (j->holds_session)
+		engine_release(j->client, ACTION_SESSION_CREATE);
+	j->reserved = false;
+	j->holds_session = false;
+}
+
 static void on_event(void *userdata, json_t *ev)
 {
 	struct agent_job *j = userdata;
@@ -74,6 +85,10 @@ static void on_event(void *userdata, json_t *ev)
 	}
 	if (!line)
 		return;
+	/* the run's session is closed before its "done": the slots it held
+	 * are free before the client reads that */
+	if (!strcmp(json_string_value(json_object_get(ev, "type")) ?: "", "done"))
+		job_give_back(j);
 	pthread_mutex_lock(&j->lock);
 	if (buf_append(&j->queue, line, n) == 0 && buf_append(&j->queue, "\n", 1) < 0)
 		j->queue.len -= n;
@@ -109,10 +124,7 @@ static void job_stop(struct agent_job *j)
 
 static void job_free(struct agent_job *j)
 {
-	if (j->reserved)
-		engine_sessions_unreserve(&j->srv->reg);
-	if (j->holds_session)
-		engine_release(j->client, ACTION_SESSION_CREATE);
+	job_give_back(j);
 	if (j->stop[0] >= 0)
 		close(j->stop[0]);
 	if (j->stop[1] >= 0)

@@ -798,7 +798,7 @@ static bool client_gone(const struct proc_stream *p)
 	return p->client_fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-static void proc_step(struct proc_stream *p)
+static void proc_step_once(struct proc_stream *p)
 {
 	if (!p->started) {
 		p->started = true;
@@ -814,6 +814,34 @@ static void proc_step(struct proc_stream *p)
 	proc_poll(p);
 	if (!p->ended && p->out.len == p->off && api_now_ms() - p->last_ms >= PROC_KEEPALIVE_MS)
 		frame(p, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
+}
+
+/* The command's record, as /v1's execution's (api_audit_exec), and its
+ * execution slot back.  A command whose stream ended first (the client
+ * went away, a background command) goes on in the sandbox, as in E2B:
+ * its record says "detached". */
+static void command_done(struct proc_stream *p)
+{
+	if (p->code && p->e)
+		api_audit_command(p->srv, p->client, p->request_id, p->approval_id, p->e, p->code,
+				  strlen(p->code), p->ended ? &p->res : NULL, p->t0,
+				  p->ended ? NULL : "detached");
+	if (p->holds)
+		engine_release(p->client, ACTION_SESSION_EXEC);
+	p->holds = false;
+	free(p->code);
+	p->code = NULL;
+}
+
+/* One step of the stream: its start, a poll, a keepalive.  A command
+ * that ended gives its slot back and is recorded here, before its end
+ * reaches the client: a client that starts another once it has read the
+ * end must find the slot free. */
+static void proc_step(struct proc_stream *p)
+{
+	proc_step_once(p);
+	if (p->ended)
+		command_done(p);
 }
 
 #define PROC_DEADLINE_WAIT_MS 5000
@@ -865,23 +893,6 @@ static ssize_t proc_read(void *cls, uint64_t pos, char *out, size_t max)
 		}
 		proc_step(p);
 	}
-}
-
-/* The command's record, as /v1's execution's (api_audit_exec), and its
- * execution slot back.  A command whose stream ended first (the client
- * went away, a background command) goes on in the sandbox, as in E2B:
- * its record says "detached". */
-static void command_done(struct proc_stream *p)
-{
-	if (p->code && p->e)
-		api_audit_command(p->srv, p->client, p->request_id, p->approval_id, p->e, p->code,
-				  strlen(p->code), p->ended ? &p->res : NULL, p->t0,
-				  p->ended ? NULL : "detached");
-	if (p->holds)
-		engine_release(p->client, ACTION_SESSION_EXEC);
-	p->holds = false;
-	free(p->code);
-	p->code = NULL;
 }
 
 static void proc_free(void *cls)

@@ -93,6 +93,7 @@ struct exec_job {
 	struct exec_job *prev, *next; /* srv->jobs */
 	/* the policy's execution slot, and the audit record's fields */
 	struct engine_client *client;
+	bool slot_back; /* job_run() gave the slot back */
 	char request_id[AUDIT_ID_LEN + 1];
 	char approval_id[AUDIT_ID_LEN + 1];
 	uint64_t t0;
@@ -322,6 +323,13 @@ static void job_run(struct exec_job *j)
 	if (j->client)
 		api_audit_exec(j->srv, j->client, j->request_id, j->approval_id, j->entry, &j->req,
 			       j->has_res ? &j->res : NULL, j->t0, &j->egress);
+	/* the execution is over: its slot is free before the client can
+	 * read its end (a client that runs one execution after another
+	 * under max_executions = 1 must not be refused the next) */
+	if (j->client) {
+		engine_release(j->client, j->entry ? ACTION_SESSION_EXEC : ACTION_RUN);
+		j->slot_back = true;
+	}
 }
 
 static void *job_main(void *arg)
@@ -342,7 +350,7 @@ static void job_free(struct exec_job *j)
 	if (j->started)
 		pthread_join(j->thread, NULL);
 	job_unregister(j);
-	if (j->client)
+	if (j->client && !j->slot_back)
 		engine_release(j->client, j->entry ? ACTION_SESSION_EXEC : ACTION_RUN);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&j->live[i][0]);

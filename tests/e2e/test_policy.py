@@ -275,6 +275,54 @@ def the_agent_route_runs_under_the_clients_policy():
 
 
 @test
+def one_call_after_another_always_finds_its_slot_free():
+    """max_executions = 1, max_sessions = 1: a client that starts its next
+    call as soon as it has read the end of the last (a streamed
+    execution's end event, an agent run's "done") is never refused.  The
+    slots were given back when the server freed the response, a moment
+    after the client could read its end: under load, a refusal now and
+    then."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+    from llm_standin import StandIn
+    n = 25
+    nd = {"Accept": "application/x-ndjson"}
+    with tempfile.TemporaryDirectory() as d:
+        pol = os.path.join(d, "p.ini")
+        write(pol, "[default]\nmax_executions = 1\nmax_sessions = 1\n")
+        with StandIn(["42."] * n) as m:
+            env = dict(os.environ, OPENAI_BASE_URL=m.url, CODECELL_MODEL="standin")
+            env.pop("OPENAI_API_KEY", None)
+            s = Serve("--policy", pol, "--pool", "0", env=env)
+            try:
+                def last_event(st, data):
+                    lines = data.decode().splitlines() if isinstance(data, bytes) else []
+                    return st, json.loads(lines[-1]) if lines else data
+
+                for i in range(n):
+                    st, ev = last_event(*s.request("POST", "/v1/execute",
+                                                   {"code": "echo %d" % i, "language": "bash"},
+                                                   headers=nd))
+                    eq((st, ev.get("type"), ev.get("status")), (200, "end", "ok"),
+                       "one-shot %d: %r" % (i, ev))
+                st, j = s.request("POST", "/v1/sessions", {"language": "bash"})
+                eq(st, 201, j)
+                for i in range(n):
+                    st, ev = last_event(*s.request("POST", "/v1/sessions/%s/execute" % j["id"],
+                                                   {"code": "echo %d" % i}, headers=nd))
+                    eq((st, ev.get("type"), ev.get("status")), (200, "end", "ok"),
+                       "session execution %d: %r" % (i, ev))
+                eq(s.request("DELETE", "/v1/sessions/" + j["id"])[0], 200)
+                for i in range(n):
+                    st, data = s.request("POST", "/v1/agent", {"question": "6*7?"})
+                    evs = [json.loads(x) for x in data.decode().splitlines()] \
+                        if isinstance(data, bytes) else [data]
+                    eq((st, evs[-1].get("type"), evs[-1].get("outcome")), (200, "done", "answered"),
+                       "agent run %d: %r" % (i, evs))
+            finally:
+                eq(s.stop(), 0, s.log()[-2000:])
+
+
+@test
 def mcp_run_code_passes_the_policy():
     with tempfile.TemporaryDirectory() as d:
         pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")

@@ -13,12 +13,21 @@ failed_names=""
 failed_logs=""
 exited_logs=""
 
-exited() { # name logfile rc: a test that ended without a "not ok" line
-	fail=$((fail + 1))
-	why="exited $3"
+ended() { # name logfile rc
+	# a test file that failed without a "not ok" line is one failure; one
+	# killed (timeout's 124, a signal) is named so, whatever it printed;
+	# both get the end of their output printed
+	why=""
 	[ "$3" -eq 124 ] && why="timed out (exited 124)"
-	failed_names="$failed_names\n  $1: $why"
-	exited_logs="$exited_logs $2"
+	[ "$3" -gt 128 ] && why="killed by signal $(($3 - 128))"
+	if [ "$3" -ne 0 ] && ! grep -q '^not ok ' "$2"; then
+		fail=$((fail + 1))
+		[ -n "$why" ] || why="exited $3"
+	fi
+	if [ -n "$why" ]; then
+		failed_names="$failed_names\n  $1: $why"
+		exited_logs="$exited_logs $2"
+	fi
 }
 
 count() { # name logfile
@@ -39,9 +48,7 @@ for t in "$build"/tests/test-*; do
 	CMOCKA_MESSAGE_OUTPUT=TAP timeout 300 "$t" > "$log" 2>&1
 	rc=$?
 	count "$name" "$log"
-	if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log"; then
-		exited "$name" "$log" $rc
-	fi
+	ended "$name" "$log" $rc
 	echo "unit     $name: $(grep -c '^ok ' "$log") ok, $(grep -c '^not ok ' "$log") not ok"
 done
 
@@ -54,9 +61,7 @@ for t in tests/e2e/test_*.py tests/security/test_*.py; do
 	rc=$?
 	secs=$(( $(date +%s) - t0 ))
 	count "$name" "$log"
-	if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$log"; then
-		exited "$name" "$log" $rc
-	fi
+	ended "$name" "$log" $rc
 	printf '%-8s %s: %s ok, %s not ok (%ss)\n' "$(dirname "$t" | xargs basename)" "$(basename "$t" .py)" \
 		"$(grep -c '^ok ' "$log")" "$(grep -c '^not ok ' "$log")" "$secs"
 done
@@ -69,7 +74,7 @@ if [ "$fail" -gt 0 ]; then
 		echo "--- $log"
 		awk '/^not ok /{f=1; n=0} /^ok /{f=0} f && /^not ok |^#/{if (n++ < 12) print}' "$log" | cut -c1-300 | tail -n 40
 	done
-	# a crash or a timeout says no "not ok": the end of its output
+	# a crash or a timeout may say no "not ok": the end of its output
 	for log in $exited_logs; do
 		echo "--- $log (its last 20 lines)"
 		tail -n 20 "$log" | cut -c1-300

@@ -680,13 +680,14 @@ struct proc_stream {
 	uint64_t last_ms;     /* the last frame */
 	int client_fd;
 	bool started, ended;
+	bool finished; /* the command is over (ended can be the stream's overflow) */
 	struct buf out;
 	size_t off;
 };
 
 static void frame(struct proc_stream *p, unsigned flags, json_t *j)
 {
-	size_t len = 0;
+	size_t len = 0, before;
 	char *s = j ? api_json_dump(j, JSON_FLAGS, &len) : NULL;
 	unsigned char h[CONNECT_HEADER_LEN];
 
@@ -694,8 +695,12 @@ static void frame(struct proc_stream *p, unsigned flags, json_t *j)
 	if (!s)
 		return;
 	connect_header(h, flags, (uint32_t)len);
+	before = p->out.len;
 	if (buf_append(&p->out, (const char *)h, sizeof(h)) < 0 || buf_append(&p->out, s, len) < 0) {
-		/* a client this far behind: the stream cannot go on */
+		/* a client this far behind: the stream cannot go on (no half
+		 * frame); the command goes on without it, as when the client
+		 * goes away */
+		p->out.len = before;
 		p->ended = true;
 	}
 	free(s);
@@ -755,6 +760,7 @@ static void frame_end(struct proc_stream *p, long rc)
 			      "exited", rc >= 0, "status", status));
 	frame(p, CONNECT_FLAG_END, json_object());
 	p->ended = true;
+	p->finished = true;
 }
 
 static void proc_kill(struct proc_stream *p)
@@ -778,16 +784,19 @@ static void proc_poll(struct proc_stream *p)
 	snprintf(call, sizeof(call), "poll(%u, " PROC_POLL_S ")", p->pid);
 	r = helper(p->e, call, &res);
 	if (r < 0) {
+		p->finished = true;
 		frame_error(p, "unavailable", "the sandbox was killed or its kernel ended");
 		return;
 	}
 	frame_output(p, "stdout", res.out, res.out_len);
 	frame_output(p, "stderr", res.err, res.err_len);
 	t = e2b_cell_text(&res);
-	if (res.has_error)
+	if (res.has_error) {
+		p->finished = true;
 		frame_error(p, "not_found", "the process is gone (the sandbox's kernel restarted)");
-	else if (t)
+	} else if (t) {
 		frame_end(p, strtol(t, NULL, 10));
+	}
 	run_result_release(&res);
 }
 
@@ -808,6 +817,7 @@ static void proc_step_once(struct proc_stream *p)
 	if (p->deadline_ms && api_now_ms() >= p->deadline_ms) {
 		proc_kill(p);
 		p->res.status = RESULT_TIMEOUT;
+		p->finished = true;
 		frame_error(p, "deadline_exceeded", "the command ran past its timeout and was killed");
 		return;
 	}
@@ -818,14 +828,14 @@ static void proc_step_once(struct proc_stream *p)
 
 /* The command's record, as /v1's execution's (api_audit_exec), and its
  * execution slot back.  A command whose stream ended first (the client
- * went away, a background command) goes on in the sandbox, as in E2B:
- * its record says "detached". */
+ * went away or fell too far behind, a background command) goes on in the
+ * sandbox, as in E2B: its record says "detached". */
 static void command_done(struct proc_stream *p)
 {
 	if (p->code && p->e)
 		api_audit_command(p->srv, p->client, p->request_id, p->approval_id, p->e, p->code,
-				  strlen(p->code), p->ended ? &p->res : NULL, p->t0,
-				  p->ended ? NULL : "detached");
+				  strlen(p->code), p->finished ? &p->res : NULL, p->t0,
+				  p->finished ? NULL : "detached");
 	if (p->holds)
 		engine_release(p->client, ACTION_SESSION_EXEC);
 	p->holds = false;
@@ -840,7 +850,7 @@ static void command_done(struct proc_stream *p)
 static void proc_step(struct proc_stream *p)
 {
 	proc_step_once(p);
-	if (p->ended)
+	if (p->finished)
 		command_done(p);
 }
 
@@ -1184,7 +1194,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	r = helper(p->e, call, &res);
 	free(call);
 	if (r < 0) {
-		p->ended = true; /* recorded as an error, not as detached */
+		p->ended = p->finished = true; /* recorded as an error, not as detached */
 		p->res.status = RESULT_ERROR;
 		proc_free(p);
 		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
@@ -1196,7 +1206,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 				    res.error_name ? res.error_name : "error",
 				    res.error_value ? res.error_value : "no pid");
 		run_result_release(&res);
-		p->ended = true;
+		p->ended = p->finished = true;
 		p->res.status = RESULT_ERROR;
 		proc_free(p);
 		return ret;

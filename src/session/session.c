@@ -2060,7 +2060,7 @@ static void *pool_maker_main(void *arg)
 	while (!p->stopping) {
 		struct pool_tpl *t;
 		struct session *k = NULL;
-		bool warm, alive;
+		bool warm;
 		int r;
 
 		if (!pool_wants(p)) {
@@ -2078,22 +2078,30 @@ static void *pool_maker_main(void *arg)
 		pthread_mutex_lock(&p->lock);
 		p->making--;
 		p->warming -= warm;
+		if (r == 0 && !kernel_alive(k)) {
+			/* dead as it was made: its template's init died (after
+			 * the sweep), or cells die as they start (a memory
+			 * limit below what one touches): a failure, backed off
+			 * as any other, never a refill at full speed */
+			pthread_mutex_unlock(&p->lock);
+			session_free(k);
+			pthread_mutex_lock(&p->lock);
+			p->st.discarded++;
+			r = -ECHILD;
+		}
 		if (r < 0) {
 			p->st.cell_failures++;
 			if (++p->failures >= 3)
 				p->retry_ns = now_ns() + (uint64_t)(backoff_s(p->failures - 2) * 1e9);
 			if (p->failures >= 3 && p->tpl == t)
-				snprintf(p->why, sizeof(p->why),
-					 "the template cannot make cells: %s; retrying", strerror(-r));
+				snprintf(p->why, sizeof(p->why), "the template cannot make cells: %s; retrying",
+					 r == -ECHILD ? "they die as they start" : strerror(-r));
 			continue;
 		}
 		p->failures = 0;
 		if (p->tpl == t && !strncmp(p->why, "the template cannot", 19))
 			p->why[0] = '\0';
-		/* made as its template's init died (after the sweep) */
-		alive = kernel_alive(k);
-		p->st.discarded += !alive;
-		if (p->stopping || p->n_ready >= SESSION_POOL_MAX || !alive) {
+		if (p->stopping || p->n_ready >= SESSION_POOL_MAX) {
 			pthread_mutex_unlock(&p->lock);
 			session_free(k);
 			pthread_mutex_lock(&p->lock);
@@ -2237,6 +2245,7 @@ static void *pool_watcher_main(void *arg)
 			continue;
 		}
 		/* down: the first attempt at once, unless templates die young */
+		pool_sweep(p);
 		if (pool_restart_template(p, attempts ? backoff_s(attempts) : 0)) {
 			born = now_ns();
 			attempts++;

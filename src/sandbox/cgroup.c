@@ -766,6 +766,13 @@ void cgroup_forget(struct cgroup *cg)
 	close_fd(&cg->oom_efd);
 }
 
+void cgroup_remove_dirs(const struct cgroup *cg)
+{
+	for (int c = 0; c < _CGROUP_CTRL_MAX; c++)
+		if (cg->path[c])
+			(void)rmdir(cg->path[c]); /* v2's shared one: ENOENT after the first */
+}
+
 void cgroup_destroy(struct cgroup *cg)
 {
 	for (int i = 0; i < CGROUP_STAT_FILES; i++)

@@ -1448,6 +1448,22 @@ void sandbox_free(struct sandbox *sb)
 	free(sb);
 }
 
+bool sandbox_reap_exited(struct sandbox *sb)
+{
+	int st;
+
+	if (sb->reaped)
+		return true;
+	if (sb->pid <= 0 || sb->cell)
+		return false;
+	/* WNOHANG: an init that has not exited yet is left to sandbox_free() */
+	if (wait4(sb->pid, &st, WNOHANG | __WALL, &sb->ru) != sb->pid)
+		return false;
+	sb->reaped = true;
+	cgroup_remove_dirs(&sb->cg);
+	return true;
+}
+
 /* Close every fd from 3 up but the n in keep (sorted here). */
 static void close_all_but(int *keep, size_t n)
 {

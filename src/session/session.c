@@ -1660,6 +1660,7 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
 #define POOL_STABLE_S 10.0	 /* a template that lived this long resets the backoff */
 #define POOL_TARGET_DECAY_S 10.0 /* a raised target sinks by one each period without misses */
 #define POOL_TEMPLATE_MEMORY (1ull << 30)
+#define POOL_LOST_MAX 8 /* lost templates watched for their init's exit */
 
 struct pool_tpl {
 	unsigned refs;	/* atomic */
@@ -1700,6 +1701,9 @@ struct session_pool {
 	pthread_t watcher, makers[POOL_MAKERS];
 	bool watcher_started;
 	unsigned n_makers;
+	/* templates lost, kept until their init exits (the watcher's) */
+	struct pool_tpl *lost[POOL_LOST_MAX];
+	unsigned n_lost;
 };
 
 static void tpl_ref(struct pool_tpl *t)
@@ -2152,6 +2156,36 @@ static void pool_sweep(struct session_pool *p)
 		session_free(dead[--n]);
 }
 
+/* A template the pool lost (the pool's reference, handed over): the
+ * watcher keeps it until its init has exited, then reaps the init and
+ * removes its cgroups at once (pool_reap_lost), whoever still refers to
+ * the template: a session not used since, whose kernel died with the
+ * init, a maker in the middle of a cell, a grave.  Without that, the
+ * init stayed a zombie of the server, and its cgroups stayed, until the
+ * last of them let go.  The watcher's thread only. */
+static void pool_keep_lost(struct session_pool *p, struct pool_tpl *t)
+{
+	if (p->n_lost == POOL_LOST_MAX)
+		tpl_unref(p->lost[--p->n_lost]); /* the oldest goes as before */
+	memmove(p->lost + 1, p->lost, p->n_lost * sizeof(*p->lost));
+	p->lost[0] = t;
+	p->n_lost++;
+}
+
+/* Reap the lost templates whose init has exited, and let them go (all
+ * of them once the pool stops). */
+static void pool_reap_lost(struct session_pool *p, bool all)
+{
+	for (unsigned i = p->n_lost; i-- > 0;) {
+		struct pool_tpl *t = p->lost[i];
+
+		if (!all && !(t->s->sb && sandbox_reap_exited(t->s->sb)))
+			continue;
+		p->lost[i] = p->lost[--p->n_lost];
+		tpl_unref(t);
+	}
+}
+
 /* The template died: the pool is down until the watcher starts another. */
 static void pool_lost_template(struct session_pool *p, struct pool_tpl *t)
 {
@@ -2169,7 +2203,7 @@ static void pool_lost_template(struct session_pool *p, struct pool_tpl *t)
 	pthread_mutex_unlock(&p->lock);
 	if (t) {
 		tpl_close(t); /* a live template (its init died first) exits */
-		tpl_unref(t);
+		pool_keep_lost(p, t);
 	}
 	pool_sweep(p);
 }
@@ -2242,10 +2276,12 @@ static void *pool_watcher_main(void *arg)
 				pool_sweep(p); /* once a second */
 			}
 			tpl_unref(t);
+			pool_reap_lost(p, false);
 			continue;
 		}
 		/* down: the first attempt at once, unless templates die young */
 		pool_sweep(p);
+		pool_reap_lost(p, false);
 		if (pool_restart_template(p, attempts ? backoff_s(attempts) : 0)) {
 			born = now_ns();
 			attempts++;
@@ -2381,6 +2417,7 @@ static void pool_stop_threads(struct session_pool *p)
 		pthread_join(p->makers[i], NULL);
 	p->watcher_started = false;
 	p->n_makers = 0;
+	pool_reap_lost(p, true); /* the watcher's, now that it has stopped */
 }
 
 static int pool_start_threads(struct session_pool *p)

@@ -278,6 +278,10 @@ def pool_template_killed_the_server_serves_and_the_pool_heals():
         for sid in ids:
             s.request("DELETE", "/v1/sessions/" + sid)
         s.serves()
+        # the old init outlived its template while cells it made lived;
+        # with none left it exits, and the server reaps it
+        eventually(lambda: stat_of(init) is None or None,
+                   "the dead template's init %d is left as %r" % (init, stat_of(init)), 10)
         # the pool comes back: a new template, full again, pooled sessions
         eventually(lambda: pool_refilled(s, 2), "the pool refills after its template died "
                    "(healthz: %r)" % s.healthz(), POOL_REFILL_S)
@@ -317,6 +321,11 @@ def pool_template_init_killed_nothing_is_left_and_the_pool_heals():
         # template's init (the cells live in its PID namespace)
         sid = s.session()["id"]
         s.execute(sid, "x = 1")
+        # a second session that nothing touches until the end: its dead
+        # kernel still refers to the template, and must not keep the
+        # template's init (a zombie) and cgroups until it is used again
+        idle = s.session()["id"]
+        eq(s.execute(idle, "y = 2")["status"], "ok")
         init, tmpl = template_of(s.pid)
         check(init and init != s.pid, "no template init: %r" % ((init, tmpl),))
         init_cgroups = [d for d in sandbox_cgroups(s.cg_parents, s.pid)
@@ -352,6 +361,12 @@ def pool_template_init_killed_nothing_is_left_and_the_pool_heals():
                    POOL_REFILL_S)
         j = s.session()
         soft.check(eq, j["pooled"], True, "a pooled session again")
+        # the idle session learns of its kernel's death when it is used
+        r = s.execute(idle, "1 + 1")
+        soft.check(eq, (r["status"], r["restarted"]), ("killed", True), "the idle session: %r" % r)
+        r = s.execute(idle, "1 + 1")
+        soft.check(eq, (r["status"], r["results"][0]["text/plain"] if r["results"] else None),
+                   ("ok", "2"), "the idle session after its restart")
         soft.done()
     finally:
         eq(s.stop(), 0, "clean exit")

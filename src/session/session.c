@@ -2181,7 +2181,8 @@ static void pool_reap_lost(struct session_pool *p, bool all)
 
 		if (!all && !(t->s->sb && sandbox_reap_exited(t->s->sb)))
 			continue;
-		p->lost[i] = p->lost[--p->n_lost];
+		/* newest first: keep the order (the oldest goes on overflow) */
+		memmove(p->lost + i, p->lost + i + 1, (--p->n_lost - i) * sizeof(*p->lost));
 		tpl_unref(t);
 	}
 }

@@ -766,11 +766,15 @@ void cgroup_forget(struct cgroup *cg)
 	close_fd(&cg->oom_efd);
 }
 
-void cgroup_remove_dirs(const struct cgroup *cg)
+bool cgroup_remove_dirs(const struct cgroup *cg)
 {
+	bool gone = true;
+
 	for (int c = 0; c < _CGROUP_CTRL_MAX; c++)
-		if (cg->path[c])
-			(void)rmdir(cg->path[c]); /* v2's shared one: ENOENT after the first */
+		/* v2's shared one: ENOENT after the first */
+		if (cg->path[c] && rmdir(cg->path[c]) < 0 && errno != ENOENT)
+			gone = false;
+	return gone;
 }
 
 void cgroup_destroy(struct cgroup *cg)

@@ -130,8 +130,9 @@ uint64_t cgroup_read_cpu(struct cgroup *cg);
 void cgroup_destroy(struct cgroup *cg);
 /* Try once to remove the directories, leaving the paths and fds as they
  * are (readers of cg may run at the same time); cgroup_destroy() later
- * finds them gone, or removes what was still busy. */
-void cgroup_remove_dirs(const struct cgroup *cg);
+ * finds them gone, or removes what was still busy.  True if none is
+ * left. */
+bool cgroup_remove_dirs(const struct cgroup *cg);
 /* Free the paths and close the fds, leaving the directories (another
  * process removes them: sandbox_free_detached). */
 void cgroup_forget(struct cgroup *cg);

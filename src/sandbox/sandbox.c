@@ -1452,16 +1452,19 @@ bool sandbox_reap_exited(struct sandbox *sb)
 {
 	int st;
 
-	if (sb->reaped)
-		return true;
 	if (sb->pid <= 0 || sb->cell)
 		return false;
-	/* WNOHANG: an init that has not exited yet is left to sandbox_free() */
-	if (wait4(sb->pid, &st, WNOHANG | __WALL, &sb->ru) != sb->pid)
-		return false;
-	sb->reaped = true;
-	cgroup_remove_dirs(&sb->cg);
-	return true;
+	if (!sb->reaped) {
+		/* WNOHANG: an init that has not exited yet is left running.
+		 * ECHILD: reaped by the kernel already (SIGCHLD ignored, or
+		 * SA_NOCLDWAIT, in a program that embeds the library) */
+		pid_t r = wait4(sb->pid, &st, WNOHANG | __WALL, &sb->ru);
+
+		if (r == 0 || (r < 0 && errno != ECHILD))
+			return false;
+		sb->reaped = true;
+	}
+	return cgroup_remove_dirs(&sb->cg);
 }
 
 /* Close every fd from 3 up but the n in keep (sorted here). */

@@ -341,12 +341,14 @@ int sandbox_interrupt(struct sandbox *sb);
 bool sandbox_ended(const struct sandbox *sb);
 /* Kill, reap, remove the cgroup, close everything.  Accepts NULL. */
 void sandbox_free(struct sandbox *sb);
-/* A template whose init has exited (its pidfd says so): reap the init
- * and remove its empty cgroups now, not when the last reference to the
- * template goes (sandbox_free() then finds that work done).  Nothing
- * else of sb changes, so other threads may go on reading it (its pidfd,
- * its cgroups' paths); only one thread may call this, and none may free
- * sb meanwhile.  True if the init was reaped (now or before). */
+/* For a template: if its init has exited, reap it and remove its empty
+ * cgroups now, not when the last reference to the template goes
+ * (sandbox_free() then finds that work done); an init still running is
+ * left as it is.  Nothing else of sb changes, so other threads may go
+ * on reading it (its pidfd, its cgroups' paths); only one thread may
+ * call this, and none may free sb meanwhile.  True once the init is
+ * reaped and its cgroup directories are gone; call again while false
+ * (a directory still busy is tried again). */
 bool sandbox_reap_exited(struct sandbox *sb);
 /* The same, for a process about to exit: when the tree's end is still
  * pending (sandbox_wait's return_at_report), a child process of ours

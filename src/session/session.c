@@ -2172,14 +2172,15 @@ static void pool_keep_lost(struct session_pool *p, struct pool_tpl *t)
 	p->n_lost++;
 }
 
-/* Reap the lost templates whose init has exited, and let them go (all
- * of them once the pool stops). */
+/* Reap the lost templates whose init has exited, and let them go once
+ * their cgroups are gone too (all of them once the pool stops). */
 static void pool_reap_lost(struct session_pool *p, bool all)
 {
 	for (unsigned i = p->n_lost; i-- > 0;) {
 		struct pool_tpl *t = p->lost[i];
+		bool done = t->s->sb && sandbox_reap_exited(t->s->sb);
 
-		if (!all && !(t->s->sb && sandbox_reap_exited(t->s->sb)))
+		if (!done && !all)
 			continue;
 		/* newest first: keep the order (the oldest goes on overflow) */
 		memmove(p->lost + i, p->lost + i + 1, (--p->n_lost - i) * sizeof(*p->lost));
@@ -2215,12 +2216,19 @@ static bool pool_restart_template(struct session_pool *p, double wait)
 	struct pool_tpl *t = NULL;
 	int r;
 
-	if (wait > 0) {
+	/* in slices of a second: lost templates are reaped meanwhile */
+	for (uint64_t until = now_ns() + (uint64_t)(wait * 1e9); wait > 0;) {
 		struct pollfd f = { p->wake_fd, POLLIN, 0 };
+		uint64_t now = now_ns();
 
-		(void)poll(&f, 1, (int)(wait * 1000));
+		if (now >= until)
+			break;
+		(void)poll(&f, 1, until - now > 1000000000ull ? 1000 : (int)((until - now) / 1000000) + 1);
 		if (__atomic_load_n(&p->stopping, __ATOMIC_ACQUIRE))
 			return false;
+		if (f.revents)
+			break; /* woken: the pool closes (checked above) */
+		pool_reap_lost(p, false);
 	}
 	r = tpl_start(p, &t, NULL);
 	pthread_mutex_lock(&p->lock);

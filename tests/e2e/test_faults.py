@@ -57,6 +57,13 @@ def ident(pid):
     return (pid, st[2]) if st else None
 
 
+def gone(ident):
+    """ident (pid, starttime) is reaped: no such pid, or another process
+    has it now."""
+    st = stat_of(ident[0])
+    return st is None or st[2] != ident[1]
+
+
 def reap_orphans(keep=()):
     """Reap zombies reparented to this subreaper (not the Popen'd ones);
     return the ones still running."""
@@ -269,6 +276,7 @@ def pool_template_killed_the_server_serves_and_the_pool_heals():
         eventually(lambda: pool_refilled(s, 2), "the pool fills")
         init, tmpl = template_of(s.pid)
         check(tmpl, "no template among %r" % descendants(s.pid))
+        init_id = ident(init)
         os.kill(tmpl, signal.SIGKILL)
         # more sessions than the pool held: every one is served, pooled
         # or cold
@@ -280,7 +288,7 @@ def pool_template_killed_the_server_serves_and_the_pool_heals():
         s.serves()
         # the old init outlived its template while cells it made lived;
         # with none left it exits, and the server reaps it
-        eventually(lambda: stat_of(init) is None or None,
+        eventually(lambda: gone(init_id) or None,
                    "the dead template's init %d is left as %r" % (init, stat_of(init)), 10)
         # the pool comes back: a new template, full again, pooled sessions
         eventually(lambda: pool_refilled(s, 2), "the pool refills after its template died "
@@ -324,7 +332,9 @@ def pool_template_init_killed_nothing_is_left_and_the_pool_heals():
         # a second session that nothing touches until the end: its dead
         # kernel still refers to the template, and must not keep the
         # template's init (a zombie) and cgroups until it is used again
-        idle = s.session()["id"]
+        idle = s.session()
+        eq(idle["pooled"], True, "the idle session's kernel comes from the pool")
+        idle = idle["id"]
         eq(s.execute(idle, "y = 2")["status"], "ok")
         init, tmpl = template_of(s.pid)
         check(init and init != s.pid, "no template init: %r" % ((init, tmpl),))
@@ -332,6 +342,7 @@ def pool_template_init_killed_nothing_is_left_and_the_pool_heals():
                         if str(init) in open(os.path.join(d, "tasks")).read().split()]
         check(init_cgroups, "the template init's cgroups")
         pool = s.healthz()["pool"]
+        init_id = ident(init)
         os.kill(init, signal.SIGKILL)
         eventually(lambda: (stat_of(init) or ("Z",))[0] == "Z" or None, "the init dies", 20)
         # the ready kernels died with it: the pool drops them before any
@@ -352,7 +363,7 @@ def pool_template_init_killed_nothing_is_left_and_the_pool_heals():
         soft.check(s.serves)
         # the dead init is reaped (not a zombie child of the server) and
         # its cgroups removed
-        soft.check(eventually, lambda: stat_of(init) is None or None,
+        soft.check(eventually, lambda: gone(init_id) or None,
                    "the template's init %d is left as %r" % (init, stat_of(init)), 10)
         soft.check(eventually, lambda: not [d for d in init_cgroups if os.path.exists(d)] or None,
                    "the template's cgroups are left", 10)

@@ -392,10 +392,17 @@ class Client:
         return "MemoryError"
 
     def a_pids(self):
-        r = self.execute("import threading, time\nev = threading.Event()\nts = []\n"
+        # every thread is held until the loop ends (all 400 started, or
+        # the pids limit refused one): a thread that ended early would
+        # give its pid back, and on a slow machine the early ones did
+        # before the late ones started.  The wait's bound only keeps a
+        # broken run from leaving threads behind past the cell.
+        r = self.execute("import threading\nev = threading.Event()\nts = []\n"
                          "try:\n    for i in range(400):\n"
-                         "        t = threading.Thread(target=ev.wait, args=(5,)); t.start(); ts.append(t)\n"
-                         "except RuntimeError:\n    pass\nev.set()\nfor t in ts: t.join()\nlen(ts)")
+                         "        t = threading.Thread(target=ev.wait, args=(%d,), daemon=True)\n"
+                         "        t.start(); ts.append(t)\n"
+                         "except RuntimeError:\n    pass\nev.set()\nfor t in ts: t.join()\nlen(ts)"
+                         % (2 * EXEC_TIMEOUT))
         want(r["status"] == "ok" and "pids" in r["limits_hit"], "pids: not hit", brief(r))
         want(int(self.text(r)) < 400, "pids: all threads started", brief(r))
         return "pids hit"

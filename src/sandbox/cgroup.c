@@ -389,6 +389,101 @@ static int v1_arm_oom(struct cgroup *cg)
 	return 0;
 }
 
+/* v1: an eventfd that memory.pressure_level signals at "critical", the
+ * level vmpressure reports when reclaim in this cgroup frees next to
+ * nothing of what it scans.  Not there on every kernel: a cgroup without
+ * it relies on the OOM notification alone. */
+static int v1_arm_pressure(struct cgroup *cg)
+{
+	_cleanup_close_ int pfd = -1;
+	_cleanup_close_ int efd = -1;
+	_cleanup_free_ char *p = NULL;
+	char line[64];
+
+	if (asprintf(&p, "%s/memory.pressure_level", cg->path[CGROUP_CTRL_MEMORY]) < 0)
+		return -ENOMEM;
+	pfd = open(p, O_RDONLY | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0)
+		return -errno;
+	snprintf(line, sizeof(line), "%d %d critical", efd, pfd);
+	if (write_knob(cg->path[CGROUP_CTRL_MEMORY], "cgroup.event_control", line) < 0)
+		return -errno;
+	cg->press_fd = TAKE_FD(efd);
+	return 0;
+}
+
+/* v2: memory.events itself; kernfs wakes its pollers with EPOLLPRI when
+ * a counter changes ("max" counts the charges that hit the limit). */
+static int v2_arm_pressure(struct cgroup *cg)
+{
+	_cleanup_free_ char *p = NULL;
+	int fd;
+
+	if (asprintf(&p, "%s/memory.events", cg->path[CGROUP_CTRL_MEMORY]) < 0)
+		return -ENOMEM;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	cg->press_fd = fd;
+	return 0;
+}
+
+void cgroup_pressure_ack(const struct cgroup *cg)
+{
+	char text[512];
+	uint64_t v;
+
+	if (cg->press_fd < 0)
+		return;
+	if (cg->version == CGROUP_V2)
+		(void)!pread(cg->press_fd, text, sizeof(text), 0);
+	else
+		(void)!read(cg->press_fd, &v, sizeof(v));
+}
+
+bool cgroup_stat_full(enum cgroup_version v, uint64_t usage, const char *stat, uint64_t limit)
+{
+	bool v1 = v == CGROUP_V1;
+	uint64_t file = keyed_value(stat, v1 ? "total_active_file" : "active_file") +
+			keyed_value(stat, v1 ? "total_inactive_file" : "inactive_file");
+	uint64_t kept = usage > file ? usage - file : 0;
+
+	return limit && kept + CGROUP_FULL_MARGIN(limit) >= limit;
+}
+
+/* The first number in dir/name, or 0. */
+static uint64_t read_number(const char *dir, const char *name)
+{
+	_cleanup_free_ char *p = NULL;
+	char text[32];
+
+	if (asprintf(&p, "%s/%s", dir, name) < 0 || read_small_fileat(AT_FDCWD, p, text, sizeof(text)) < 0)
+		return 0;
+	return strtoull(text, NULL, 10);
+}
+
+enum cgroup_mem_state cgroup_memory_state(const struct cgroup *cg)
+{
+	const char *dir = cg->path[CGROUP_CTRL_MEMORY];
+	_cleanup_free_ char *p = NULL;
+	char stat[4096];
+	uint64_t usage;
+
+	if (!dir || !cg->memory_limit)
+		return CGROUP_MEM_BELOW;
+	usage = read_number(dir, cg->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes");
+	if (usage + CGROUP_FULL_MARGIN(cg->memory_limit) < cg->memory_limit)
+		return CGROUP_MEM_BELOW; /* one small read settles most calls */
+	if (asprintf(&p, "%s/memory.stat", dir) < 0 ||
+	    read_small_fileat(AT_FDCWD, p, stat, sizeof(stat)) < 0)
+		return CGROUP_MEM_AT_LIMIT;
+	return cgroup_stat_full(cg->version, usage, stat, cg->memory_limit) ? CGROUP_MEM_FULL
+									   : CGROUP_MEM_AT_LIMIT;
+}
+
 static int set_memory(struct cgroup *cg, uint64_t memory)
 {
 	const char *dir = cg->path[CGROUP_CTRL_MEMORY];
@@ -396,6 +491,7 @@ static int set_memory(struct cgroup *cg, uint64_t memory)
 	int r;
 
 	snprintf(v, sizeof(v), "%" PRIu64, memory);
+	cg->memory_limit = memory;
 	if (cg->version == CGROUP_V2) {
 		r = write_knob(dir, "memory.max", v);
 		if (r < 0)
@@ -403,7 +499,10 @@ static int set_memory(struct cgroup *cg, uint64_t memory)
 		/* swap 0; absent when the kernel has no swap accounting */
 		(void)write_knob(dir, "memory.swap.max", "0");
 		/* the OOM killer takes the whole tree, not one process */
-		return write_knob(dir, "memory.oom.group", "1");
+		r = write_knob(dir, "memory.oom.group", "1");
+		if (r == 0)
+			(void)v2_arm_pressure(cg);
+		return r;
 	}
 	r = write_knob(dir, "memory.limit_in_bytes", v);
 	if (r < 0)
@@ -412,7 +511,10 @@ static int set_memory(struct cgroup *cg, uint64_t memory)
 	 * swap accounting; swappiness 0 is the fallback. */
 	if (write_knob(dir, "memory.memsw.limit_in_bytes", v) < 0)
 		(void)write_knob(dir, "memory.swappiness", "0");
-	return v1_arm_oom(cg);
+	r = v1_arm_oom(cg);
+	if (r == 0)
+		(void)v1_arm_pressure(cg);
+	return r;
 }
 
 uint64_t cgroup_cpu_quota_us(double cpus)
@@ -543,7 +645,7 @@ static const char *cgroup_first_path(const struct cgroup *cg)
 int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory,
 		  uint64_t pids, double cpus, struct cgroup *ret)
 {
-	struct cgroup cg = { .version = h->version, .oom_efd = -1 };
+	struct cgroup cg = { .version = h->version, .oom_efd = -1, .press_fd = -1 };
 	char v[32];
 	int r = 0;
 
@@ -764,6 +866,7 @@ void cgroup_forget(struct cgroup *cg)
 		cg->path[c] = NULL;
 	}
 	close_fd(&cg->oom_efd);
+	close_fd(&cg->press_fd);
 }
 
 bool cgroup_remove_dirs(const struct cgroup *cg)
@@ -808,4 +911,5 @@ void cgroup_destroy(struct cgroup *cg)
 		cg->path[c] = NULL;
 	}
 	close_fd(&cg->oom_efd);
+	close_fd(&cg->press_fd);
 }

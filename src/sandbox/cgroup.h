@@ -41,6 +41,12 @@ struct cgroup {
 	enum cgroup_version version;
 	char *path[_CGROUP_CTRL_MAX]; /* owned; NULL where not created */
 	int oom_efd;		      /* v1 OOM notification, or -1 */
+	/* Memory pressure at the limit, or -1: v1, an eventfd of
+	 * memory.pressure_level "critical" (reclaim that frees next to
+	 * nothing), readable; v2, memory.events, which gets EPOLLPRI when
+	 * its counters change ("max": a charge failed and reclaim ran). */
+	int press_fd;
+	uint64_t memory_limit; /* bytes, 0 if none */
 	/* the files cgroup_read_stats() reads, kept open once opened: the
 	 * fd + 1, so that a zeroed struct has none (0) */
 	int stat_fd1[CGROUP_STAT_FILES];
@@ -126,6 +132,27 @@ void cgroup_open_stats(struct cgroup *cg);
 void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *ret);
 /* Only the CPU time (ns, 0 if unknown): one read. */
 uint64_t cgroup_read_cpu(struct cgroup *cg);
+/* Memory that cannot be given back, at the limit.  Without swap, what
+ * reclaim can free is the page cache of files; the rest (anonymous
+ * memory, tmpfs files, kernel memory) stays.  Once that rest is within
+ * CGROUP_FULL_MARGIN of the limit, every allocation evicts the program's
+ * own code and data files: the kernel's OOM killer comes only after
+ * rounds of such reclaim, each of which yields the CPU, and on a loaded
+ * host that took seconds to tens of seconds. */
+#define CGROUP_FULL_MARGIN(limit) ((limit) / 32 > (1u << 20) ? (limit) / 32 : (1u << 20))
+/* Pure (unit-tested): is usage, less the file pages that memory.stat's
+ * text (v1: total_active_file, total_inactive_file; v2: active_file,
+ * inactive_file) lists, within the margin of limit? */
+bool cgroup_stat_full(enum cgroup_version v, uint64_t usage, const char *stat, uint64_t limit);
+/* The cgroup's memory now: CGROUP_MEM_FULL when cgroup_stat_full() says
+ * so, CGROUP_MEM_AT_LIMIT when only the usage with the page cache is
+ * within the margin (reclaim can still free some), CGROUP_MEM_BELOW
+ * otherwise, without a memory limit, or when a file cannot be read. */
+enum cgroup_mem_state { CGROUP_MEM_BELOW, CGROUP_MEM_AT_LIMIT, CGROUP_MEM_FULL };
+enum cgroup_mem_state cgroup_memory_state(const struct cgroup *cg);
+/* Take the notification that made press_fd ready (v1: the eventfd's
+ * count; v2: memory.events is read again, which re-arms EPOLLPRI). */
+void cgroup_pressure_ack(const struct cgroup *cg);
 /* Remove the cgroup directories, waiting briefly for dying tasks. */
 void cgroup_destroy(struct cgroup *cg);
 /* Try once to remove the directories, leaving the paths and fds as they

@@ -233,6 +233,35 @@ static void cgroup_paths(void **state)
 
 /* On this host (root, cgroup v1 or v2): make a cgroup, check the limits
  * landed, put a process in, read its stats, destroy, nothing left. */
+/* Full is what reclaim cannot give back (all but the file pages) within
+ * the margin of the limit: page cache at the limit is not full. */
+static void cgroup_full_counts_only_what_cannot_be_reclaimed(void **state)
+{
+	const uint64_t M = 1u << 20, lim = 512 * M;
+	char stat[256];
+
+	(void)state;
+	assert_int_equal(CGROUP_FULL_MARGIN(lim), 16 * M);
+	assert_int_equal(CGROUP_FULL_MARGIN(16 * M), M);
+	snprintf(stat, sizeof(stat), "cache 1\ntotal_active_file %llu\ntotal_inactive_file %llu\n",
+		 (unsigned long long)(200 * M), (unsigned long long)(100 * M));
+	/* 512M used, 300M of it files: 212M kept */
+	assert_false(cgroup_stat_full(CGROUP_V1, lim, stat, lim));
+	snprintf(stat, sizeof(stat), "total_active_file %llu\ntotal_inactive_file %llu\n",
+		 (unsigned long long)(2 * M), (unsigned long long)(3 * M));
+	assert_true(cgroup_stat_full(CGROUP_V1, lim, stat, lim));
+	/* just outside the margin, just inside */
+	assert_false(cgroup_stat_full(CGROUP_V1, lim - 12 * M, stat, lim));
+	assert_true(cgroup_stat_full(CGROUP_V1, lim - 11 * M, stat, lim));
+	/* v1's local keys are not v1's hierarchical ones, nor v2's */
+	assert_true(cgroup_stat_full(CGROUP_V1, lim, "active_file 104857600\n", lim));
+	assert_false(cgroup_stat_full(CGROUP_V2, lim, "active_file 104857600\n", lim));
+	assert_true(cgroup_stat_full(CGROUP_V2, lim, "total_active_file 104857600\n", lim));
+	/* no limit, never full; usage below the files reads as 0 kept */
+	assert_false(cgroup_stat_full(CGROUP_V2, lim, "", 0));
+	assert_false(cgroup_stat_full(CGROUP_V2, M, "active_file 104857600\n", lim));
+}
+
 static void cgroup_lifecycle_on_host(void **state)
 {
 	struct cgroup_host h;
@@ -513,6 +542,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(seccomp_lists_are_disjoint),
+		cmocka_unit_test(cgroup_full_counts_only_what_cannot_be_reclaimed),
 		cmocka_unit_test(seccomp_embedded_matches_fresh_build),
 		cmocka_unit_test(seccomp_compact_main_acts_as_libseccomps),
 		cmocka_unit_test(seccomp_filter_behaviour),

@@ -615,6 +615,27 @@ def sqlite_writes_where_the_policy_allows_them_and_caps_rows_and_bytes():
 
 
 @test
+def sqlite_fts3_tokenizer_is_off():
+    """fts3_tokenizer('simple') returns the address of SQLite's tokenizer
+    (a pointer into the server's memory): refused, the name bound or not."""
+    pol = policy_file("[default]\ntools = sql\n")
+    srv = Serve("--policy", pol)
+    try:
+        sid = srv.session()
+        make_db(srv, sid)
+        for q, params in (("SELECT hex(fts3_tokenizer('simple'))", None),
+                          ("SELECT hex(fts3_tokenizer(?))", ["simple"]),
+                          ("SELECT hex(FTS3_TOKENIZER(:n))", {"n": "porter"})):
+            j = sql(srv, "data.db", q, params, session=sid)
+            check("fts3_tokenizer" in sql_error(j).lower() and "rows" not in j, (q, j))
+        # other queries still run
+        j = sql(srv, "data.db", "SELECT count(*) FROM t WHERE name = ?", ["alice"], session=sid)
+        eq(j["rows"], [[1]])
+    finally:
+        srv.stop()
+
+
+@test
 def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
     import threading
     audit = audit_path()

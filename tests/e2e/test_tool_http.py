@@ -75,6 +75,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(200, b"late")
         elif u.path == "/huge":
             self.reply(200, b"x" * (4 << 20))
+        elif u.path == "/cut":
+            # the caller's Authorization (the policy's secret) with its
+            # first `at` bytes the last ones under the 64K cap
+            at = int(urllib.parse.parse_qs(u.query)["at"][0])
+            self.reply(200, b"x" * (65536 - at) + self.headers.get("Authorization", "").encode()
+                       + b"y" * 1000)
         else:
             self.reply(404, b"no")
 
@@ -206,6 +212,25 @@ def secrets_never_appear_in_results_messages_or_the_audit_log():
         check('"http"' in log, "audited: %r" % log[:500])
         no_secret("the audit log", log)
         no_secret("the server's log", s.log())
+
+
+@test
+def a_secret_cut_by_max_response_is_redacted():
+    """The 64K cap falls inside the Authorization value the tool added:
+    neither the secret nor any beginning of it comes back."""
+    value = "Bearer " + SECRET
+    with Server() as h, scratch() as d:
+        s = Serve("--policy", policy(d, h.port))
+        try:
+            for at in range(1, len(value)):
+                st, j = s.post("/v1/tools/http", {"arguments": {
+                    "url": "http://127.0.0.1:%d/cut?at=%d" % (h.port, at)}})
+                eq((st, j.get("truncated")), (200, True), repr(j)[:300])
+                no_secret("a cut body (at=%d)" % at, j["text"])
+                # what is left is the padding, and the mark where the cut was
+                eq(j["text"], "x" * (65536 - at) + "[REDACTED]", "at=%d" % at)
+        finally:
+            s.stop()
 
 
 @test

@@ -233,6 +233,67 @@ def a_secret_cut_by_max_response_is_redacted():
             s.stop()
 
 
+def free_port():
+    """A port free on 127.0.0.1 now (the server below must know its own
+    port before it starts: its policy names it)."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+@test
+def the_tool_never_reaches_its_own_server_nor_approves_its_own_call():
+    """A keyless server on loopback whose http.hosts names its own address
+    and port: the model cannot call the API through the tool, in any
+    spelling of the address, and so cannot approve a call it made."""
+    import threading as th
+    port = free_port()
+    with scratch() as d:
+        db = os.path.join(d, "a.db")
+        import sqlite3
+        c = sqlite3.connect(db)
+        c.execute("CREATE TABLE t (v TEXT)")
+        c.commit()
+        c.close()
+        pol = os.path.join(d, "p.ini")
+        write(pol, "[default]\ntools = http, sql\napproval = sql\nsql.databases = a\n"
+                   "http.hosts = 127.0.0.1:%d, localhost:%d private, [::ffff:127.0.0.1]:%d\n"
+                   "[database a]\ndriver = sqlite\nconnection = %s\n" % (port, port, port, db))
+        s = Serve("--policy", pol, listen="127.0.0.1:%d" % port)
+        out = {}
+        try:
+            eq(s.port, port)
+            held = th.Thread(target=lambda: out.update(r=s.post("/v1/tools/sql", {
+                "arguments": {"database": "a", "query": "SELECT 1"}})))
+            held.start()
+            deadline = time.monotonic() + 60
+            while True:
+                st, j = s.request("GET", "/v1/approvals?pending")
+                pending = [a for a in j["approvals"] if a["state"] == "pending"]
+                if pending:
+                    break
+                check(time.monotonic() < deadline, "the call was never held: %r" % j)
+                time.sleep(0.1)
+            aid = pending[0]["id"]
+            for host in ("127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "2130706433", "127.1"):
+                for method, path, body in (("GET", "/v1/approvals?pending", None),
+                                           ("POST", "/v1/approvals/" + aid, {"decision": "approve"})):
+                    args = {"method": method, "url": "http://%s:%d%s" % (host, port, path)}
+                    if body:
+                        args["body"] = body
+                    st, j = s.post("/v1/tools/http", {"arguments": args})
+                    eq(st, 403, "%s %s: %r" % (method, args["url"], j))
+                    check("own listening address" in j["error"]["message"], j)
+            # still pending: a person decides
+            st, j = s.request("GET", "/v1/approvals?pending")
+            eq([a["id"] for a in j["approvals"] if a["state"] == "pending"], [aid], j)
+            eq(s.post("/v1/approvals/" + aid, {"decision": "deny"})[0], 200)
+            held.join(60)
+            eq(out["r"][0], 403, out)
+        finally:
+            s.stop()
+
+
 @test
 def mcp_door_and_a_name_resolving_to_loopback():
     with Server() as h, scratch() as d:

@@ -246,11 +246,10 @@ def the_tool_never_reaches_its_own_server_nor_approves_its_own_call():
     """A keyless server on loopback whose http.hosts names its own address
     and port: the model cannot call the API through the tool, in any
     spelling of the address, and so cannot approve a call it made."""
-    import threading as th
+    import sqlite3
     port = free_port()
     with scratch() as d:
         db = os.path.join(d, "a.db")
-        import sqlite3
         c = sqlite3.connect(db)
         c.execute("CREATE TABLE t (v TEXT)")
         c.commit()
@@ -263,17 +262,10 @@ def the_tool_never_reaches_its_own_server_nor_approves_its_own_call():
         out = {}
         try:
             eq(s.port, port)
-            held = th.Thread(target=lambda: out.update(r=s.post("/v1/tools/sql", {
+            held = threading.Thread(target=lambda: out.update(r=s.post("/v1/tools/sql", {
                 "arguments": {"database": "a", "query": "SELECT 1"}})))
             held.start()
-            deadline = time.monotonic() + 60
-            while True:
-                st, j = s.request("GET", "/v1/approvals?pending")
-                pending = [a for a in j["approvals"] if a["state"] == "pending"]
-                if pending:
-                    break
-                check(time.monotonic() < deadline, "the call was never held: %r" % j)
-                time.sleep(0.1)
+            pending = s.await_pending()
             aid = pending[0]["id"]
             for host in ("127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "2130706433", "127.1"):
                 for method, path, body in (("GET", "/v1/approvals?pending", None),

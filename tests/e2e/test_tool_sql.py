@@ -753,14 +753,7 @@ def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
             t = threading.Thread(target=lambda: out.update(r=srv.post("/v1/tools/sql", {
                 "arguments": {"database": "a", "query": "SELECT v FROM t"}})))
             t.start()
-            deadline = time.monotonic() + 60
-            while True:
-                st, j = srv.request("GET", "/v1/approvals?pending")
-                pending = [a for a in j["approvals"] if a["state"] == "pending"]
-                if pending:
-                    break
-                check(time.monotonic() < deadline, "the call was never held: %r" % j)
-                time.sleep(0.1)
+            pending = srv.await_pending()
             eq(pending[0]["action"], "sql", pending)
             eq(pending[0]["arguments"]["query"], "SELECT v FROM t", pending)
             st, j = srv.post("/v1/approvals/" + pending[0]["id"], {"decision": decision})

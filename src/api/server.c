@@ -26,6 +26,7 @@
 #include "api/text.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
+#include "engine/tool.h"
 #include "sandbox/sandbox.h"
 #include "util/buf.h"
 #include "util/macro.h"
@@ -755,6 +756,7 @@ static int fit_fds(struct api_server *srv, char **ret_error)
 static int open_listener(struct api_server *srv, char **ret_error)
 {
 	const struct api_listen *l = &srv->cfg.listen;
+	socklen_t len;
 	int one = 1, fd, r;
 
 	fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -772,6 +774,18 @@ static int open_listener(struct api_server *srv, char **ret_error)
 		goto fail;
 	}
 	srv->listen_fd = fd;
+	/* the tools (the http tool, an allowlist sandbox's proxy) must not
+	 * reach this server: through them the model would call the API,
+	 * approvals included, as a keyless server's loopback client */
+	len = sizeof(srv->bound);
+	r = getsockname(fd, (struct sockaddr *)&srv->bound, &len) < 0 ? -errno
+		: engine_listening((const struct sockaddr *)&srv->bound, true);
+	if (r < 0) {
+		srv->listen_fd = -1;
+		close(fd);
+		goto fail;
+	}
+	srv->bound_told = true;
 	return 0;
 fail:
 	if (asprintf(ret_error, "%s",
@@ -945,6 +959,8 @@ void api_server_free(struct api_server *srv)
 		MHD_stop_daemon(srv->mhd);
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
+	if (srv->bound_told)
+		engine_listening((const struct sockaddr *)&srv->bound, false);
 	api_conns_stop(srv);
 	log_flush(srv, true);
 	pthread_mutex_lock(&srv->lock);

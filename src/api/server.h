@@ -49,6 +49,10 @@ struct api_server {
 	struct api_log_limiter logs;
 	struct api_conns conns;
 	int listen_fd; /* ours: bound and listening before libmicrohttpd starts */
+	/* the address bound (the port read back), told to the engine: no
+	 * tool connects to it (engine_listening) */
+	struct sockaddr_storage bound;
+	bool bound_told;
 	char listen_host[64]; /* "127.0.0.2", "[::1]": the loopback address listened on */
 	struct session_pool *pool;
 	/* the pool's deaths and restarts the reaper has logged */

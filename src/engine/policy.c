@@ -140,6 +140,7 @@ void engine_database_workspace(const struct engine_policy *p, struct engine_data
 	ret->timeout_s = DB_TIMEOUT_DEFAULT_S;
 	ret->max_rows = DB_MAX_ROWS_DEFAULT;
 	ret->max_bytes = DB_MAX_BYTES_DEFAULT;
+	ret->max_connections = DB_CONNECTIONS_DEFAULT;
 }
 
 static int database_section(struct parser *p, const char *name)
@@ -161,11 +162,13 @@ static int database_section(struct parser *p, const char *name)
 	p->db->timeout_s = DB_TIMEOUT_DEFAULT_S;
 	p->db->max_rows = DB_MAX_ROWS_DEFAULT;
 	p->db->max_bytes = DB_MAX_BYTES_DEFAULT;
+	p->db->max_connections = DB_CONNECTIONS_DEFAULT;
 	return 0;
 }
 
-static const char *const database_keys[] = { "driver", "connection", "writes", "timeout",
-					     "max_rows", "max_bytes" };
+static const char *const database_keys[] = { "driver",	"connection", "writes",
+					     "timeout",	"max_rows",   "max_bytes",
+					     "max_connections", "superuser" };
 
 /* The connection string is never quoted back: it may hold a password. */
 static int database_key(struct parser *p, const char *key, const char *v)
@@ -178,7 +181,7 @@ static int database_key(struct parser *p, const char *key, const char *v)
 			break;
 	if (k == ARRAY_SIZE(database_keys))
 		return fail(p, "unknown key '%.64s' in a database (known: driver, connection, writes, "
-			       "timeout, max_rows, max_bytes)", key);
+			       "timeout, max_rows, max_bytes, max_connections, superuser)", key);
 	if (p->seen & (1u << k))
 		return fail(p, "'%s' is set twice in this section", key);
 	p->seen |= 1u << k;
@@ -212,10 +215,23 @@ static int database_key(struct parser *p, const char *key, const char *v)
 			return fail(p, "max_rows: expected a whole number from 1 to %u, not '%.64s'",
 				    DB_MAX_ROWS_MAX, v);
 		return 0;
-	default:
+	case 5:
 		if (parse_size(v, &db->max_bytes) < 0 || db->max_bytes < 1024 ||
 		    db->max_bytes > DB_MAX_BYTES_MAX)
 			return fail(p, "max_bytes: expected a size from 1K to 64M such as 1M, not '%.64s'", v);
+		return 0;
+	case 6: {
+		uint64_t m;
+
+		if (parse_u64(v, &m) < 0 || m < 1 || m > DB_CONNECTIONS_MAX)
+			return fail(p, "max_connections: expected a whole number from 1 to %d, not '%.64s'",
+				    DB_CONNECTIONS_MAX, v);
+		db->max_connections = (unsigned)m;
+		return 0;
+	}
+	default:
+		if (parse_bool(v, &db->superuser) < 0)
+			return fail(p, "superuser: expected on or off, not '%.64s'", v);
 		return 0;
 	}
 }

@@ -114,6 +114,8 @@ enum engine_db_driver { DB_POSTGRESQL, DB_SQLITE };
 #define DB_MAX_ROWS_MAX 1000000
 #define DB_MAX_BYTES_DEFAULT (1u << 20)
 #define DB_MAX_BYTES_MAX (64u << 20)
+#define DB_CONNECTIONS_DEFAULT 4
+#define DB_CONNECTIONS_MAX 64
 
 /* A named database connection ([database NAME]).  conninfo is a secret
  * (it may hold a password): never in a message, a result or the log. */
@@ -125,6 +127,14 @@ struct engine_database {
 	double timeout_s;    /* per query */
 	uint64_t max_rows;   /* rows returned at most */
 	uint64_t max_bytes;  /* bytes of the rows' values at most */
+	/* PostgreSQL: queries at once (a backend each, and for a moment a
+	 * second to end one stopped at a cap) */
+	unsigned max_connections;
+	/* PostgreSQL: may the role be a superuser, or have the privileges
+	 * of pg_execute_server_program, pg_read_server_files or
+	 * pg_write_server_files (COPY ... TO PROGRAM runs a shell command
+	 * on the database's host)?  false: such a role is refused */
+	bool superuser;
 };
 /* "postgresql", "sqlite" */
 const char *engine_db_driver_name(enum engine_db_driver d);

@@ -9,6 +9,7 @@
 
 #include "engine/audit.h"
 #include "util/macro.h"
+#include "util/netguard.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
@@ -253,4 +254,13 @@ int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool
 	audit(ctx, rq, t, &v, json_object_get(res, "error") ? "error" : "ok", approval_id, state, t0, res);
 	*ret = res;
 	return 0;
+}
+
+int engine_listening(const struct sockaddr *sa, bool on)
+{
+	if (!on) {
+		netguard_self_remove(sa);
+		return 0;
+	}
+	return netguard_self_add(sa);
 }

@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include <jansson.h>
 
@@ -111,5 +112,12 @@ struct engine_tool_request {
  * approve callback has the id of), another -errno (500). */
 int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
 		     json_t **ret, int *ret_http, char *msg, size_t n);
+
+/* A door that listens tells the engine its address once bound (the port
+ * read back; on false, before it closes): the http tool and the egress
+ * proxy of --net allowlist never connect to it, whatever the policy's
+ * lists say (a wildcard address: to any address of this host on that
+ * port).  0, or -ENOSPC / -EAFNOSUPPORT (util/netguard.h). */
+int engine_listening(const struct sockaddr *sa, bool on);
 
 #endif

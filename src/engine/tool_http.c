@@ -16,7 +16,12 @@
  *
  * Everything the server sends is untrusted: the body is capped at the
  * policy's http.max_response (the rest dropped, "truncated": true), the
- * headers at HTTP_RESP_HEADERS_MAX, the redirects at HTTP_REDIRECTS_MAX. */
+ * headers at HTTP_RESP_HEADERS_MAX, the redirects at HTTP_REDIRECTS_MAX.
+ * The cap is applied after redaction, not before: the body is read up to
+ * the longest secret's length past it, a secret across the cut is
+ * redacted whole, and a secret's beginning left at the cut (the server
+ * sent no more) goes too; a message cut at a URL's 200th byte loses any
+ * beginning of a secret of HTTP_SECRET_PREFIX_MIN bytes or more. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -53,6 +58,7 @@
 #define HTTP_CONNECT_TIMEOUT_MAX_MS 10000L
 #define HTTP_ADDRS_MAX 16	       /* addresses of one name */
 #define HTTP_SECRETS_MAX 256
+#define HTTP_SECRET_PREFIX_MIN 8 /* a secret's beginning redacted in a cut message */
 #define REDACTED "[REDACTED]"
 
 static const struct curl_fns *cc;
@@ -134,6 +140,107 @@ static int redact(const struct secrets *s, struct buf *b)
 	return 0;
 }
 
+/* The longest secret's length. */
+static size_t secrets_longest(const struct secrets *s)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		m = s->len[i] > m ? s->len[i] : m;
+	return m;
+}
+
+/* Replace b[at, at + k) by the mark.  0 or -ENOMEM/-E2BIG. */
+static int redact_span(struct buf *b, size_t at, size_t k)
+{
+	struct buf out;
+	int r;
+
+	buf_init(&out, b->len + sizeof(REDACTED) + (b->max > b->len ? b->max - b->len : 0));
+	r = buf_append(&out, b->data, at);
+	if (r == 0)
+		r = buf_puts(&out, REDACTED);
+	if (r == 0)
+		r = buf_append(&out, b->data + at + k, b->len - at - k);
+	if (r < 0) {
+		buf_release(&out);
+		return r;
+	}
+	buf_release(b);
+	*b = out;
+	return 0;
+}
+
+/* Every beginning of a secret in b that is min bytes or more (the whole
+ * secret when it is shorter) and ends where the secret does not go on:
+ * what a cut (of a message at '%.200s', of a body at its cap) left of
+ * a secret.  Run after redact(), which took the whole ones. */
+static int redact_prefixes(const struct secrets *s, struct buf *b, size_t min)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		size_t need = s->len[i] < min ? s->len[i] : min, at = 0;
+
+		while (need && at + need <= b->len) {
+			const char *hit = memmem(b->data + at, b->len - at, s->v[i], need);
+			size_t k, pos;
+			int r;
+
+			if (!hit)
+				break;
+			pos = (size_t)(hit - b->data);
+			for (k = need; k < s->len[i] && pos + k < b->len && b->data[pos + k] == s->v[i][k];)
+				k++;
+			if ((r = redact_span(b, pos, k)) < 0)
+				return r;
+			at = pos + sizeof(REDACTED) - 1;
+		}
+	}
+	return 0;
+}
+
+/* The body as the result gets it: redacted, then cut at cap (it holds up
+ * to the longest secret's length more), a secret across the cut kept
+ * whole so that it is redacted whole, and any beginning of a secret
+ * left at the cut redacted as well. */
+static int redact_body(const struct secrets *s, struct buf *b, size_t cap, bool *truncated)
+{
+	size_t cut = cap;
+	int r;
+
+	if (b->len > cap) {
+		*truncated = true;
+		for (bool grew = true; grew;) {
+			grew = false;
+			for (size_t i = 0; i < s->n; i++) {
+				size_t from = cut >= s->len[i] ? cut - s->len[i] + 1 : 0;
+				const char *hit;
+
+				if (from >= b->len || !(hit = memmem(b->data + from, b->len - from,
+								     s->v[i], s->len[i])))
+					continue;
+				if ((size_t)(hit - b->data) < cut && (size_t)(hit - b->data) + s->len[i] > cut) {
+					cut = (size_t)(hit - b->data) + s->len[i];
+					grew = true;
+				}
+			}
+		}
+		b->len = cut;
+	}
+	if ((r = redact(s, b)) < 0)
+		return r;
+	if (!*truncated)
+		return 0;
+	/* the tail only: what the cut left of a secret, however short */
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t k = s->len[i] - 1 < b->len ? s->len[i] - 1 : b->len; k > 0; k--)
+			if (!memcmp(b->data + b->len - k, s->v[i], k)) {
+				if ((r = redact_span(b, b->len - k, k)) < 0)
+					return r;
+				break;
+			}
+	return 0;
+}
+
 /* A message, redacted, into msg. */
 static int say(const struct secrets *s, char *msg, size_t n, int r, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
@@ -147,7 +254,8 @@ static int say(const struct secrets *s, char *msg, size_t n, int r, const char *
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
 	buf_init(&b, sizeof(tmp) * 4);
-	if (buf_puts(&b, tmp) < 0 || redact(s, &b) < 0)
+	if (buf_puts(&b, tmp) < 0 || redact(s, &b) < 0 ||
+	    redact_prefixes(s, &b, HTTP_SECRET_PREFIX_MIN) < 0)
 		snprintf(msg, n, "the message could not be redacted");
 	else
 		snprintf(msg, n, "%s", buf_str(&b));
@@ -864,6 +972,28 @@ static int redact_json(const struct secrets *s, json_t **res)
 	return 0;
 }
 
+/* An error result's value quotes a URL cut at 200 bytes: what the cut
+ * left of a secret goes (redact_json then takes the whole ones). */
+static int redact_error_value(const struct secrets *s, json_t *res)
+{
+	json_t *v = json_object_get(json_object_get(res, "error"), "value");
+	struct buf b;
+	int r;
+
+	if (!json_is_string(v))
+		return 0;
+	buf_init(&b, SIZE_MAX >> 1);
+	r = buf_append(&b, json_string_value(v), json_string_length(v));
+	if (r == 0)
+		r = redact(s, &b);
+	if (r == 0)
+		r = redact_prefixes(s, &b, HTTP_SECRET_PREFIX_MIN);
+	if (r == 0 && json_string_setn(v, b.data ? b.data : "", b.len) < 0)
+		r = -EIO; /* a cut inside a UTF-8 character: refuse to answer */
+	buf_release(&b);
+	return r;
+}
+
 /* ---- the call ---- */
 
 static bool retryable(CURLcode c, long status)
@@ -996,7 +1126,9 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 		goto out;
 	}
 	req.deadline_ns = now_ns() + (uint64_t)(req.timeout_s * 1e9);
-	buf_init(&resp.body, pol->http_max_response);
+	/* past the cap by the longest secret: one across the cut is seen
+	 * whole (redact_body) */
+	buf_init(&resp.body, pol->http_max_response + secrets_longest(&s));
 	buf_init(&resp.headers, HTTP_RESP_HEADERS_MAX);
 	for (;;) {
 		CURLcode c;
@@ -1028,7 +1160,8 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 			break;
 		}
 		if (!redirect(&req, &resp)) {
-			if ((r = redact(&s, &resp.body)) < 0)
+			if ((r = redact_body(&s, &resp.body, pol->http_max_response,
+					     &resp.truncated)) < 0)
 				break;
 			res = response_json(&req, &resp, hops, tries);
 			break;
@@ -1045,6 +1178,8 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 	}
 	if (r == 0 && !res)
 		r = -ENOMEM;
+	if (r == 0)
+		r = redact_error_value(&s, res);
 	if (r == 0)
 		r = redact_json(&s, &res);
 	if (r < 0) {

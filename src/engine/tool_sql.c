@@ -282,9 +282,17 @@ static int sq_authorize(void *arg, int action, const char *a1, const char *a2, c
 
 	(void)a3, (void)a4;
 	switch (action) {
+	case SQLITE_FUNCTION:
+		/* fts3_tokenizer(NAME) returns the tokenizer's address (a
+		 * host pointer: ASLR undone), and with a bound NAME even when
+		 * SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER is off */
+		if (a2 && !strcasecmp(a2, "fts3_tokenizer")) {
+			run->denied = "fts3_tokenizer() is not allowed";
+			return SQLITE_DENY;
+		}
+		return SQLITE_OK;
 	case SQLITE_SELECT:
 	case SQLITE_READ:
-	case SQLITE_FUNCTION:
 	case SQLITE_RECURSIVE:
 		return SQLITE_OK;
 	case SQLITE_PRAGMA:
@@ -498,6 +506,7 @@ static int sq_open(const struct sql_query *q, struct sq_run *run, sqlite3 **ret,
 	sq.limit(db, SQLITE_LIMIT_LENGTH, (int)(q->db->max_bytes + 1024));
 	sq.db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sq.db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+	sq.db_config(db, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0, NULL);
 	/* a file the sandboxed code made is untrusted input: SQLite's advice
 	 * for such files (cell_size_check, no mmap), then query_only */
 	if ((q->sqlite_fd_path &&

@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -700,8 +702,119 @@ static bool name_matches(const struct netguard_entry *e, const char *name, size_
 	return len > sl && !strcmp(name + len - sl, e->host);
 }
 
-int netguard_check(const struct netguard_list *l, const char *host, unsigned port,
-		   const struct sockaddr *sa, char *why, size_t n)
+/* ---- this process's own listening addresses ---- */
+
+static struct {
+	struct addr a;
+	unsigned port;
+	bool any; /* a wildcard: every address of this host */
+	unsigned refs;
+} self[NETGUARD_SELF_MAX];
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned sa_port(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET ? ntohs(((const struct sockaddr_in *)sa)->sin_port)
+	       : sa->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)sa)->sin6_port)
+					   : 0;
+}
+
+static bool addr_eq(const struct addr *a, const struct addr *b)
+{
+	return a->family == b->family && !memcmp(a->b, b->b, 16);
+}
+
+int netguard_self_add(const struct sockaddr *sa)
+{
+	struct addr a;
+	unsigned port = sa ? sa_port(sa) : 0;
+	int r = -ENOSPC;
+
+	if (addr_from(sa, &a) < 0)
+		return -EAFNOSUPPORT;
+	pthread_mutex_lock(&self_lock);
+	for (size_t i = 0; i < NETGUARD_SELF_MAX; i++)
+		if (self[i].refs && self[i].port == port && addr_eq(&self[i].a, &a)) {
+			self[i].refs++;
+			r = 0;
+			goto out;
+		}
+	for (size_t i = 0; i < NETGUARD_SELF_MAX; i++)
+		if (!self[i].refs) {
+			self[i].a = a;
+			self[i].port = port;
+			self[i].any = addr_class(&a) == NG_UNSPECIFIED;
+			self[i].refs = 1;
+			r = 0;
+			break;
+		}
+out:
+	pthread_mutex_unlock(&self_lock);
+	return r;
+}
+
+void netguard_self_remove(const struct sockaddr *sa)
+{
+	struct addr a;
+	unsigned port = sa ? sa_port(sa) : 0;
+
+	if (addr_from(sa, &a) < 0)
+		return;
+	pthread_mutex_lock(&self_lock);
+	for (size_t i = 0; i < NETGUARD_SELF_MAX; i++)
+		if (self[i].refs && self[i].port == port && addr_eq(&self[i].a, &a)) {
+			self[i].refs--;
+			break;
+		}
+	pthread_mutex_unlock(&self_lock);
+}
+
+/* Is a an address of this host?  Loopback always is; the others are
+ * the interfaces' (read each time: addresses come and go).  When they
+ * cannot be read, every address counts as local: refused rather than
+ * reaching the server. */
+static bool addr_local(const struct addr *a)
+{
+	struct ifaddrs *ifs, *i;
+	bool local = false;
+
+	if (addr_class(a) == NG_LOOPBACK || addr_class(a) == NG_UNSPECIFIED)
+		return true;
+	if (getifaddrs(&ifs) < 0)
+		return true;
+	for (i = ifs; i && !local; i = i->ifa_next) {
+		struct addr x;
+
+		if (i->ifa_addr && addr_from(i->ifa_addr, &x) == 0)
+			local = addr_eq(&x, a);
+	}
+	freeifaddrs(ifs);
+	return local;
+}
+
+static bool self_has(const struct addr *a, unsigned port)
+{
+	bool exact = false, any = false;
+
+	pthread_mutex_lock(&self_lock);
+	for (size_t i = 0; i < NETGUARD_SELF_MAX; i++)
+		if (self[i].refs && self[i].port == port) {
+			any |= self[i].any;
+			exact |= addr_eq(&self[i].a, a);
+		}
+	pthread_mutex_unlock(&self_lock);
+	return exact || (any && addr_local(a));
+}
+
+bool netguard_is_self(const struct sockaddr *addr, unsigned port)
+{
+	struct addr a;
+
+	return addr_from(addr, &a) == 0 && self_has(&a, port);
+}
+
+static int check_allowed(const struct netguard_list *l, const char *host, unsigned port,
+			 const struct sockaddr *sa, char *why, size_t n)
 {
 	char name[NETGUARD_HOST_MAX + 2], text[NETGUARD_ADDR_STRLEN];
 	bool found = false, private_ok = false;
@@ -745,6 +858,22 @@ int netguard_check(const struct netguard_list *l, const char *host, unsigned por
 	return refuse(why, n, "'%.80s' resolves to %s, a %s address, which the allowed hosts do not name",
 		      name, inet_ntop(a.family, a.b, text, sizeof(text)) ? text : "?",
 		      netguard_class_name(c));
+}
+
+int netguard_check(const struct netguard_list *l, const char *host, unsigned port,
+		   const struct sockaddr *sa, char *why, size_t n)
+{
+	int r = check_allowed(l, host, port, sa, why, n);
+	struct addr a;
+
+	if (r < 0)
+		return r;
+	/* the address connected to, or the URL's literal before that */
+	if ((sa && addr_from(sa, &a) == 0) || (!sa && parse_ip(host, &a) == 0))
+		if (self_has(&a, port))
+			return refuse(why, n, "'%.80s' port %u is codecell's own listening address: no "
+					      "tool connects to it, whatever the policy says", host, port);
+	return 0;
 }
 
 bool netguard_allowed(const struct netguard_list *l, const char *host, unsigned port,

@@ -1,6 +1,8 @@
 /* util/netguard: which addresses a tool may connect to (the http tool, the
- * egress proxy for sandboxed code).  Pure functions, no I/O: the callers
- * resolve names themselves and pass every address they would connect to.
+ * egress proxy for sandboxed code).  Pure functions but for the list of
+ * this process's own listening addresses (netguard_self_add): the
+ * callers resolve names themselves and pass every address they would
+ * connect to.
  *
  * The rule both callers apply (README "http" / "egress"): a connection
  * passes when the policy's list allows the host (and port), and the
@@ -110,6 +112,20 @@ int netguard_list_copy(const struct netguard_list *src, struct netguard_list *re
  * connect).  0 when allowed; -EPERM with the reason in why (n bytes). */
 int netguard_check(const struct netguard_list *l, const char *host, unsigned port,
 		   const struct sockaddr *addr, char *why, size_t n);
+
+/* This process's own listening addresses (the server's): a connection
+ * to one of them is refused by netguard_check whatever the list says,
+ * since the model would reach codecell's own API (its approval routes
+ * on a keyless server) through a tool.  A wildcard address (0.0.0.0,
+ * ::) stands for every address of this host on its port: checking one
+ * then reads the host's addresses (getifaddrs), the one I/O here.
+ * Process-wide state, thread-safe; added and removed in pairs (each
+ * counted).  0, or -ENOSPC past NETGUARD_SELF_MAX, -EAFNOSUPPORT. */
+#define NETGUARD_SELF_MAX 32
+int netguard_self_add(const struct sockaddr *sa);
+void netguard_self_remove(const struct sockaddr *sa);
+/* Is addr on port one of them? */
+bool netguard_is_self(const struct sockaddr *addr, unsigned port);
 bool netguard_allowed(const struct netguard_list *l, const char *host, unsigned port,
 		      const struct sockaddr *addr);
 

@@ -524,4 +524,39 @@ def the_servers_cells_and_runs_record_their_connections():
         eq(conns[0]["session"], call[0]["session"], conns)
 
 
+
+@test
+def the_proxy_never_reaches_its_own_server():
+    """A keyless server whose egress list names its own address and port:
+    sandboxed code cannot reach the API through the proxy (to approve a
+    call, say), in a session or a one-shot run; another port still
+    passes."""
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    code = ("import urllib.request, urllib.error, os\n"
+            "os.environ['NO_PROXY'] = os.environ['no_proxy'] = ''\n"
+            "for url in ('http://127.0.0.1:%(s)d/v1/approvals?pending', "
+            "'http://localhost:%(s)d/healthz', 'http://127.0.0.1:%(o)d/hello'):\n"
+            "    try:\n"
+            "        print(urllib.request.urlopen(url, timeout=30).read().decode()[:40])\n"
+            "    except urllib.error.HTTPError as e:\n"
+            "        print(e.code, e.read().decode().strip())\n" % {"s": port, "o": PORT})
+    with scratch() as d:
+        p = policy(d, "127.0.0.1:%d, localhost:%d private, 127.0.0.1:%d" % (port, port, PORT))
+        s = Serve("--pool", "0", "--policy", p, listen="127.0.0.1:%d" % port)
+        try:
+            eq(s.port, port)
+            st, j = s.request("POST", "/v1/execute", {"network": "allowlist", "code": code})
+            eq((st, j["status"]), (200, "ok"), j)
+            lines = j["logs"]["stdout"].splitlines()
+            for line in lines[:2]:
+                check(line.startswith("403 codecell egress:") and "own listening address" in line,
+                      lines)
+            eq(lines[2], "hello from the origin", lines)
+        finally:
+            s.stop()
+
+
 main()

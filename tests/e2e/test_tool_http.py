@@ -75,6 +75,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(200, b"late")
         elif u.path == "/huge":
             self.reply(200, b"x" * (4 << 20))
+        elif u.path == "/cut":
+            # the caller's Authorization (the policy's secret) with its
+            # first `at` bytes the last ones under the 64K cap
+            at = int(urllib.parse.parse_qs(u.query)["at"][0])
+            self.reply(200, b"x" * (65536 - at) + self.headers.get("Authorization", "").encode()
+                       + b"y" * 1000)
         else:
             self.reply(404, b"no")
 
@@ -206,6 +212,78 @@ def secrets_never_appear_in_results_messages_or_the_audit_log():
         check('"http"' in log, "audited: %r" % log[:500])
         no_secret("the audit log", log)
         no_secret("the server's log", s.log())
+
+
+@test
+def a_secret_cut_by_max_response_is_redacted():
+    """The 64K cap falls inside the Authorization value the tool added:
+    neither the secret nor any beginning of it comes back."""
+    value = "Bearer " + SECRET
+    with Server() as h, scratch() as d:
+        s = Serve("--policy", policy(d, h.port))
+        try:
+            for at in range(1, len(value)):
+                st, j = s.post("/v1/tools/http", {"arguments": {
+                    "url": "http://127.0.0.1:%d/cut?at=%d" % (h.port, at)}})
+                eq((st, j.get("truncated")), (200, True), repr(j)[:300])
+                no_secret("a cut body (at=%d)" % at, j["text"])
+                # what is left is the padding, and the mark where the cut was
+                eq(j["text"], "x" * (65536 - at) + "[REDACTED]", "at=%d" % at)
+        finally:
+            s.stop()
+
+
+def free_port():
+    """A port free on 127.0.0.1 now (the server below must know its own
+    port before it starts: its policy names it)."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+@test
+def the_tool_never_reaches_its_own_server_nor_approves_its_own_call():
+    """A keyless server on loopback whose http.hosts names its own address
+    and port: the model cannot call the API through the tool, in any
+    spelling of the address, and so cannot approve a call it made."""
+    import sqlite3
+    port = free_port()
+    with scratch() as d:
+        db = os.path.join(d, "a.db")
+        c = sqlite3.connect(db)
+        c.execute("CREATE TABLE t (v TEXT)")
+        c.commit()
+        c.close()
+        pol = os.path.join(d, "p.ini")
+        write(pol, "[default]\ntools = http, sql\napproval = sql\nsql.databases = a\n"
+                   "http.hosts = 127.0.0.1:%d, localhost:%d private, [::ffff:127.0.0.1]:%d\n"
+                   "[database a]\ndriver = sqlite\nconnection = %s\n" % (port, port, port, db))
+        s = Serve("--policy", pol, listen="127.0.0.1:%d" % port)
+        out = {}
+        try:
+            eq(s.port, port)
+            held = threading.Thread(target=lambda: out.update(r=s.post("/v1/tools/sql", {
+                "arguments": {"database": "a", "query": "SELECT 1"}})))
+            held.start()
+            pending = s.await_pending()
+            aid = pending[0]["id"]
+            for host in ("127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "2130706433", "127.1"):
+                for method, path, body in (("GET", "/v1/approvals?pending", None),
+                                           ("POST", "/v1/approvals/" + aid, {"decision": "approve"})):
+                    args = {"method": method, "url": "http://%s:%d%s" % (host, port, path)}
+                    if body:
+                        args["body"] = body
+                    st, j = s.post("/v1/tools/http", {"arguments": args})
+                    eq(st, 403, "%s %s: %r" % (method, args["url"], j))
+                    check("own listening address" in j["error"]["message"], j)
+            # still pending: a person decides
+            st, j = s.request("GET", "/v1/approvals?pending")
+            eq([a["id"] for a in j["approvals"] if a["state"] == "pending"], [aid], j)
+            eq(s.post("/v1/approvals/" + aid, {"decision": "deny"})[0], 200)
+            held.join(60)
+            eq(out["r"][0], 403, out)
+        finally:
+            s.stop()
 
 
 @test

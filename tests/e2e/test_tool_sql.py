@@ -114,6 +114,12 @@ class Postgres:
                   " (2, 'bob', NULL, NULL, false, NULL, NULL);")
         self.psql("CREATE DATABASE latin ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
                   "TEMPLATE template0")
+        # the tool connects as an ordinary role; postgres (a superuser) and
+        # runner (may run programs on this host) are refused by default
+        self.psql("CREATE ROLE agent LOGIN PASSWORD '%s';"
+                  "GRANT SELECT, INSERT, DELETE ON people TO agent;"
+                  "CREATE ROLE runner LOGIN PASSWORD '%s';"
+                  "GRANT pg_execute_server_program TO runner" % (PASSWORD, PASSWORD))
 
     def ready(self, sock):
         if not os.path.exists(sock):
@@ -130,9 +136,14 @@ class Postgres:
         check(r.returncode == 0, "psql %r: %r" % (sql, r.stderr))
         return r.stdout
 
-    def conninfo(self, password=PASSWORD):
-        return "host=%s port=%d dbname=postgres user=postgres password=%s" % (
-            self.dir, self.port, password)
+    def conninfo(self, password=PASSWORD, user="agent"):
+        return "host=%s port=%d dbname=postgres user=%s password=%s" % (
+            self.dir, self.port, user, password)
+
+    def backends(self, where):
+        """How many backends but psql's own match the condition."""
+        return int(self.psql("SELECT count(*) FROM pg_stat_activity WHERE (%s) AND "
+                             "pid <> pg_backend_pid()" % where).strip())
 
     def stop(self):
         if self.pid:
@@ -194,7 +205,7 @@ max_rows = 5
 max_bytes = 4K
 [database pgw]
 driver = postgresql
-connection = postgresql://postgres:%s@/postgres?host=%s&port=%d
+connection = postgresql://agent:%s@/postgres?host=%s&port=%d
 writes = on
 [database slow]
 driver = postgresql
@@ -420,6 +431,92 @@ def postgres_caps_time_rows_and_bytes():
 
 @test
 @skip_without_postgres
+def postgres_a_statement_that_catches_its_cancel_is_gone_at_the_cap():
+    """A DO block that catches query_canceled goes on after the statement
+    timeout and the client's cancel: its backend is terminated, and gone
+    when the call returns, every time."""
+    pol = policy_file("[default]\ntools = sql\nsql.databases = capped\n"
+                      "[database capped]\ndriver = postgresql\nconnection = %s\ntimeout = 1s\n"
+                      % pg().conninfo())
+    srv = Serve("--policy", pol)
+    try:
+        for i in range(3):
+            j = sql(srv, "capped", "DO $$ BEGIN LOOP BEGIN PERFORM pg_sleep(3600); "
+                                   "EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END $$ "
+                                   "-- cc-outlives-%d" % i)
+            sql_error(j, "57014")
+            eq(j["truncated"], {"time": True})
+            eq(pg().backends("query LIKE '%cc-outlives-%'"), 0, "after call %d" % (i + 1))
+        # the role's connection slots are all there
+        eq(sql(srv, "capped", "SELECT 1")["rows"], [[1]])
+    finally:
+        srv.stop()
+
+
+@test
+@skip_without_postgres
+def postgres_holds_at_most_max_connections_backends():
+    pol = policy_file("[default]\ntools = sql\nsql.databases = few\n"
+                      "[database few]\ndriver = postgresql\nconnection = %s application_name=cc-few\n"
+                      "timeout = 1h\nmax_connections = 2\n" % pg().conninfo())
+    srv = Serve("--policy", pol)
+    conns = []
+    try:
+        body = json.dumps({"arguments": {"database": "few", "query": "SELECT pg_sleep(3600)"}})
+        for _ in range(2):
+            c = socket.create_connection(("127.0.0.1", srv.port))
+            c.sendall(("POST /v1/tools/sql HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                       "application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+            conns.append(c)
+        few = "application_name = 'cc-few'"
+        deadline = time.monotonic() + 60
+        while pg().backends(few + " AND query LIKE 'SELECT pg_sleep%'") != 2:
+            check(time.monotonic() < deadline, "the two queries never started")
+            time.sleep(0.1)
+        # a third is refused, and opens no backend
+        j = sql(srv, "few", "SELECT 1")
+        check("max_connections" in sql_error(j, "53300"), j)
+        eq(pg().backends(few), 2)
+        for c in conns:
+            c.close()
+        while pg().backends(few) != 0:
+            check(time.monotonic() < deadline, "the queries went on after their clients hung up")
+            time.sleep(0.1)
+        eq(sql(srv, "few", "SELECT 1")["rows"], [[1]])
+    finally:
+        for c in conns:
+            c.close()
+        srv.stop()
+
+
+@test
+@skip_without_postgres
+def postgres_refuses_a_role_that_can_run_programs_on_the_database_host():
+    copied = os.path.join(pg().dir, "copied")
+    pol = policy_file("[default]\ntools = sql\nsql.databases = su, runner, suok\n"
+                      "[database su]\ndriver = postgresql\nconnection = %s\n"
+                      "[database runner]\ndriver = postgresql\nconnection = %s\n"
+                      "[database suok]\ndriver = postgresql\nconnection = %s\nsuperuser = on\n"
+                      % (pg().conninfo(user="postgres"), pg().conninfo(user="runner"),
+                         pg().conninfo(user="postgres")))
+    srv = Serve("--policy", pol)
+    try:
+        for db in ("su", "runner"):
+            for q in ("COPY (SELECT 'x') TO '%s'" % copied,
+                      "COPY (SELECT 'x') TO PROGRAM 'touch %s'" % copied, "SELECT 1"):
+                j = sql(srv, db, q)
+                msg = sql_error(j, "42501")
+                check("superuser = on" in msg and "rows" not in j, (db, q, j))
+            check(not os.path.exists(copied), "COPY ran as %s" % db)
+        check("pg_execute_server_program" in msg, msg)
+        # where the policy says so, the role is used as it is
+        eq(sql(srv, "suok", "SELECT current_user::text")["rows"], [["postgres"]])
+    finally:
+        srv.stop()
+
+
+@test
+@skip_without_postgres
 def the_password_appears_in_no_output_and_no_audit_line():
     audit = audit_path()
     srv = Serve("--policy", pg_policy(), "--audit", audit)
@@ -444,6 +541,8 @@ def the_password_appears_in_no_output_and_no_audit_line():
     text = "\n".join(seen)
     check(PASSWORD not in text, "the password leaked")
     check(WRONG not in text, "the wrong password leaked")
+    # nor the socket's path on this host (libpq names it in its errors)
+    check(pg().dir not in text and ".s.PGSQL" not in text, "a host path leaked")
     check("hello" in text)  # the audit log does record arguments
 
 
@@ -615,6 +714,27 @@ def sqlite_writes_where_the_policy_allows_them_and_caps_rows_and_bytes():
 
 
 @test
+def sqlite_fts3_tokenizer_is_off():
+    """fts3_tokenizer('simple') returns the address of SQLite's tokenizer
+    (a pointer into the server's memory): refused, the name bound or not."""
+    pol = policy_file("[default]\ntools = sql\n")
+    srv = Serve("--policy", pol)
+    try:
+        sid = srv.session()
+        make_db(srv, sid)
+        for q, params in (("SELECT hex(fts3_tokenizer('simple'))", None),
+                          ("SELECT hex(fts3_tokenizer(?))", ["simple"]),
+                          ("SELECT hex(FTS3_TOKENIZER(:n))", {"n": "porter"})):
+            j = sql(srv, "data.db", q, params, session=sid)
+            check("fts3_tokenizer" in sql_error(j).lower() and "rows" not in j, (q, j))
+        # other queries still run
+        j = sql(srv, "data.db", "SELECT count(*) FROM t WHERE name = ?", ["alice"], session=sid)
+        eq(j["rows"], [[1]])
+    finally:
+        srv.stop()
+
+
+@test
 def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
     import threading
     audit = audit_path()
@@ -633,14 +753,7 @@ def a_call_the_policy_holds_waits_for_a_person_and_is_audited():
             t = threading.Thread(target=lambda: out.update(r=srv.post("/v1/tools/sql", {
                 "arguments": {"database": "a", "query": "SELECT v FROM t"}})))
             t.start()
-            deadline = time.monotonic() + 60
-            while True:
-                st, j = srv.request("GET", "/v1/approvals?pending")
-                pending = [a for a in j["approvals"] if a["state"] == "pending"]
-                if pending:
-                    break
-                check(time.monotonic() < deadline, "the call was never held: %r" % j)
-                time.sleep(0.1)
+            pending = srv.await_pending()
             eq(pending[0]["action"], "sql", pending)
             eq(pending[0]["arguments"]["query"], "SELECT v FROM t", pending)
             st, j = srv.post("/v1/approvals/" + pending[0]["id"], {"decision": decision})

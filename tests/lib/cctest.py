@@ -400,6 +400,18 @@ class Serve:
         check(st == 200 and j["status"] == "ok", "execute %r: %r %r" % (code, st, j))
         return j["results"][0]["text/plain"] if j["results"] else None
 
+    def await_pending(self, timeout=60):
+        """The approvals pending once there is one (a call the policy holds
+        for a person, started by another thread)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st, j = self.request("GET", "/v1/approvals?pending")
+            pending = [a for a in j["approvals"] if a["state"] == "pending"]
+            if pending:
+                return pending
+            check(time.monotonic() < deadline, "the call was never held: %r" % j)
+            time.sleep(0.1)
+
     def stop(self, sig=15, timeout=30):
         """Signal it (SIGTERM), wait; its exit status.  self.stderr: its log."""
         if self.p.poll() is None:

@@ -261,6 +261,49 @@ static void rule_for_literals(void **state)
 	assert_false(allowed("*", "8.8.8.8", 80, "127.0.0.1"));
 }
 
+/* The server's own listening address is refused whatever the list
+ * says; a wildcard one stands for every address of this host. */
+static void own_listening_address_is_refused(void **state)
+{
+	struct sockaddr_in one = { .sin_family = AF_INET, .sin_port = htons(8080) },
+			   any = { .sin_family = AF_INET, .sin_port = htons(9090) };
+	struct sockaddr_in6 six = { .sin6_family = AF_INET6, .sin6_port = htons(7070) };
+	const char *list = "127.0.0.0/8, localhost private, [::1], 8.8.8.8";
+
+	(void)state;
+	inet_pton(AF_INET, "127.0.0.1", &one.sin_addr);
+	six.sin6_addr = in6addr_loopback;
+	assert_true(allowed(list, "127.0.0.1", 8080, NULL));
+	assert_int_equal(netguard_self_add((struct sockaddr *)&one), 0);
+	assert_int_equal(netguard_self_add((struct sockaddr *)&any), 0);
+	assert_int_equal(netguard_self_add((struct sockaddr *)&six), 0);
+	/* the literal before connecting, the address connected to after */
+	assert_false(allowed(list, "127.0.0.1", 8080, NULL));
+	assert_false(allowed(list, "2130706433", 8080, "127.0.0.1"));
+	assert_false(allowed(list, "localhost", 8080, "127.0.0.1"));
+	assert_false(allowed(list, "localhost", 8080, "::ffff:127.0.0.1"));
+	assert_false(allowed("127.0.0.1", "[::ffff:127.0.0.1]", 8080, NULL));
+	assert_false(allowed(list, "[::1]", 7070, NULL));
+	/* another loopback address or port is not the server */
+	assert_true(allowed(list, "127.0.0.2", 8080, NULL));
+	assert_true(allowed(list, "127.0.0.1", 8081, NULL));
+	/* 0.0.0.0:9090: any loopback address, and this host's own */
+	assert_false(allowed(list, "127.0.0.2", 9090, NULL));
+	assert_false(allowed(list, "localhost", 9090, "127.9.9.9"));
+	assert_true(allowed(list, "8.8.8.8", 9090, NULL));
+	assert_true(netguard_is_self((struct sockaddr *)&one, 8080));
+	/* added twice, removed twice */
+	assert_int_equal(netguard_self_add((struct sockaddr *)&one), 0);
+	netguard_self_remove((struct sockaddr *)&one);
+	assert_false(allowed(list, "127.0.0.1", 8080, NULL));
+	netguard_self_remove((struct sockaddr *)&one);
+	netguard_self_remove((struct sockaddr *)&any);
+	netguard_self_remove((struct sockaddr *)&six);
+	assert_true(allowed(list, "127.0.0.1", 8080, NULL));
+	assert_true(allowed(list, "127.0.0.2", 9090, NULL));
+	assert_true(allowed(list, "[::1]", 7070, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +312,7 @@ int main(void)
 		cmocka_unit_test(list_parse_normalizes),
 		cmocka_unit_test(rule_for_names),
 		cmocka_unit_test(rule_for_literals),
+		cmocka_unit_test(own_listening_address_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

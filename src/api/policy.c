@@ -122,7 +122,7 @@ static enum MHD_Result respond_pending(struct api_call *c, const char *id,
 	return answer_pending(c, id);
 }
 
-int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
+int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state)
 {
 	struct api_call *c = cls;
@@ -138,6 +138,8 @@ int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
 	if (!ap)
 		return -EPERM;
 	args = held_args(c);
+	if (facts)
+		json_object_update(args, facts);
 	if (given) {
 		st = engine_approval_use(ap, given, c->client->name, a, args);
 		snprintf(ret_id, AUDIT_ID_LEN + 1, "%.16s", given);
@@ -166,6 +168,7 @@ int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
 	{
 		const char *why = st == -EBUSY		  ? "too many calls are held for approval; try again later"
 				  : st == APPROVAL_PENDING ? "approval '%.16s' is not decided yet: send the call again once it is"
+				  : st == -ESTALE	  ? "approval '%.16s' was given for other arguments than this call's (an apply: other changes than the ones approved); send the call without X-Approval-Id to ask again"
 				  : st < 0		  ? "no approval '%.16s' for this client, action and arguments"
 				  : st == APPROVAL_EXPIRED ? "approval '%.16s' was not decided in time: denied"
 				  : st == APPROVAL_USED	  ? "approval '%.16s' was used already"
@@ -189,7 +192,7 @@ static int approval_step(struct api_call *c, enum engine_action a, struct engine
 {
 	char id[AUDIT_ID_LEN + 1];
 	const char *state = NULL;
-	int k = api_approve(c, a, v, id, &state);
+	int k = api_approve(c, a, NULL, v, id, &state);
 
 	rec->approval_id = id[0] ? id : NULL;
 	rec->approval_state = state;

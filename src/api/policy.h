@@ -27,7 +27,7 @@ enum MHD_Result api_refuse(struct api_call *c, const struct engine_verdict *v);
 /* engine_caller.approve for the API: the X-Approval-Id header's approval,
  * or the call held until a person decides (E2B's calls wait; /v1's with
  * "Prefer: respond-async" do not).  cls: the api_call. */
-int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
+int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
 /* The engine's caller for this call: its client, door, audit log,
  * request id and approval. */

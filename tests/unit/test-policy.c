@@ -376,11 +376,16 @@ static void approvals_decide_use_and_expire(void **state)
 	(void)state;
 	assert_int_equal(engine_approval_hold(a, "c", ACTION_DELETE_FILE, "delete x", args, 60, id), 0);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_PENDING);
-	/* another client, action or arguments: not this approval */
+	/* another client or action: not this approval; other arguments:
+	 * this client's, but not for them */
 	assert_int_equal(engine_approval_use(a, id, "d", ACTION_DELETE_FILE, args), -ENOENT);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_WRITE_FILE, args), -ENOENT);
-	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, other), -ENOENT);
+	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, other), -ESTALE);
 	assert_int_equal(engine_approval_decide(a, id, true, "op"), 0);
+	/* approved, then asked for with other arguments: refused, and still
+	 * good for the ones it names */
+	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, other), -ESTALE);
+	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, NULL), -ESTALE);
 	assert_int_equal(engine_approval_decide(a, id, false, "op"), -EALREADY);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_APPROVED);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_USED);
@@ -501,12 +506,13 @@ static void tool_keys_and_databases(void **state)
 
 /* ---- engine/sessions: the lifecycle's pipeline (no kernel needed) ---- */
 
-static int held_cb(void *cls, enum engine_action a, struct engine_verdict *v,
+static int held_cb(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		   char ret_id[AUDIT_ID_LEN + 1], const char **ret_state)
 {
 	int *mode = cls;
 
 	(void)a;
+	(void)facts;
 	(void)v;
 	snprintf(ret_id, AUDIT_ID_LEN + 1, "%s", "00112233445566ff");
 	*ret_state = *mode == 0 ? "approved" : "pending";

@@ -193,6 +193,7 @@ void engine_session_unref(struct engine_session *e)
 	pthread_mutex_destroy(&e->info);
 	free(e->preload);
 	free(e->project);
+	free(e->audit_client);
 	free(e->preloaded);
 	free(e->preload_failed);
 	free(e);
@@ -238,8 +239,31 @@ void engine_session_touch(struct engine_session *e)
 
 void engine_session_end(struct engine_session *e)
 {
+	struct egress_log eg = { 0 };
+
+	if (e->s && e->audit && e->net == SANDBOX_NET_ALLOWLIST &&
+	    session_egress_final(e->s, &eg) == 0 && (eg.n || eg.dropped)) {
+		struct engine_audit_record base = { .client = e->audit_client, .session = e->id,
+						    .door = e->door };
+		char id[AUDIT_ID_LEN + 1];
+
+		engine_audit_id(id);
+		base.request_id = id;
+		(void)engine_audit_egress(e->audit, &base, eg.ev, eg.n, eg.dropped);
+	}
+	free(eg.ev);
 	session_free(e->s);
 	e->s = NULL;
+}
+
+/* Where e's end is recorded: cl's log, as cl's client. */
+static void note_audit(struct engine_session *e, const struct engine_caller *cl)
+{
+	const char *name = cl->name ? cl->name : cl->client ? cl->client->name : NULL;
+
+	e->audit = cl->audit;
+	e->door = cl->door;
+	e->audit_client = name ? strdup(name) : NULL;
 }
 
 static const char *lang_name(enum session_lang l)
@@ -473,6 +497,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 		return r;
 	}
 	e->client = cl->client; /* its slot goes back with the entry */
+	note_audit(e, cl);
 	started(reg, e, t0);
 	*ret = e;
 	return 0;
@@ -801,8 +826,8 @@ int engine_session_restart(struct engine_caller *cl, struct engine_session *e,
 }
 
 /* Under src->lock: the copy, registered.  *ret_msg: what was not copied. */
-static int fork_entry(struct engine_sessions *reg, struct engine_session *src,
-		      struct engine_session **ret, char **ret_msg)
+static int fork_entry(struct engine_sessions *reg, const struct engine_caller *cl,
+		      struct engine_session *src, struct engine_session **ret, char **ret_msg)
 {
 	struct engine_session *e = engine_session_entry_new(reg->id_len);
 	uint64_t t0 = now_ns();
@@ -822,6 +847,7 @@ static int fork_entry(struct engine_sessions *reg, struct engine_session *src,
 		engine_session_unref(e);
 		return r;
 	}
+	note_audit(e, cl);
 	started(reg, e, t0);
 	*ret = e;
 	return 0;
@@ -848,7 +874,7 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 	}
 	/* the source's kernel hands over its state: nothing may run there */
 	pthread_mutex_lock(&src->lock);
-	r = src->s ? fork_entry(reg, src, ret, &msg) : -ESRCH;
+	r = src->s ? fork_entry(reg, cl, src, ret, &msg) : -ESRCH;
 	pthread_mutex_unlock(&src->lock);
 	if (r < 0) {
 		give_back(cl);

@@ -57,6 +57,12 @@ struct engine_session {
 	struct engine_client *client;
 	int restarting; /* a restart waits for the lock */
 	char *project; /* the host directory behind its overlay, or NULL */
+	/* where its end is recorded (the allowlist proxy's connections no
+	 * cell took: a program left running after the last cell), whoever
+	 * ends it (a delete, expiry, shutdown); set when it is made */
+	struct engine_audit *audit;
+	char *audit_client;
+	enum engine_door door;
 };
 
 /* The registry: a fixed table of max slots. */
@@ -93,7 +99,9 @@ void engine_session_unref(struct engine_session *e);
 void engine_session_signal(struct engine_session *e, int sig);
 /* Under e->lock: drop records meant for an earlier execution. */
 void engine_session_drain(struct engine_session *e);
-/* Under e->lock: end the session now (delete, expiry, shutdown). */
+/* Under e->lock: end the session now (delete, expiry, shutdown); the
+ * connections its proxy decided since the last cell are recorded (one
+ * request id for them all). */
 void engine_session_end(struct engine_session *e);
 /* Under e->lock: note what the kernel imported (after start, restart). */
 void engine_session_note_preload(struct engine_session *e);

@@ -321,15 +321,41 @@ int api_check_file(struct api_call *c, struct engine_session *e, enum engine_act
 	return api_check_file_to(c, e, a, bytes, NULL, ret);
 }
 
+/* A file call's record arguments: the route's path, a move's
+ * destination, a failure's reason. */
+static json_t *file_args(struct api_call *c, const char *to, int result)
+{
+	json_t *args = json_pack("{s:s%}", "path", c->route.path, c->route.path_len);
+
+	if (args && to)
+		json_object_set_new(args, "to", json_string(to));
+	if (args && result < 0)
+		json_object_set_new(args, "error", json_string(strerror(-result)));
+	return args;
+}
+
+void api_audit_file(struct api_call *c, struct engine_session *e, enum engine_action a,
+		    uint64_t bytes, const char *to, int result)
+{
+	struct engine_audit_record rec = {
+		.action = a, .session = e->id, .bytes = result < 0 ? 0 : bytes,
+		.status = result < 0 ? "error" : "ok",
+		.approval_id = c->approval_id[0] ? c->approval_id : NULL,
+		.approval_state = c->approval_id[0] ? "approved" : NULL,
+	};
+
+	rec.args = file_args(c, to, result);
+	api_audit(c, &rec);
+	json_decref(rec.args);
+}
+
 int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_action a,
 		      uint64_t bytes, const char *to, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = a, .session = e->id, .bytes = bytes };
 	struct engine_verdict v = { 0 };
-	json_t *args = json_pack("{s:s%}", "path", c->route.path, c->route.path_len);
+	json_t *args = file_args(c, to, 0);
 
-	if (args && to)
-		json_object_set_new(args, "to", json_string(to));
 	rec.args = args;
 	while (engine_check_file(c->client, DOOR_API, a, bytes, &v) < 0) {
 		if (!v.needs_approval || !c->srv->approvals)
@@ -341,9 +367,7 @@ int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_
 		json_decref(args);
 		return -EPERM;
 	}
-	rec.verdict = &v;
-	rec.status = "ok";
-	api_audit(c, &rec);
+	/* allowed: recorded once it ran (api_audit_file), with its outcome */
 	json_decref(args);
 	return 0;
 }

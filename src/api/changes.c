@@ -11,6 +11,7 @@
 #include "api/handlers.h"
 #include "api/http.h"
 #include "api/policy.h"
+#include "engine/changes.h"
 #include "engine/sessions.h"
 #include "engine/policy.h"
 #include "session/changes.h"
@@ -18,8 +19,6 @@
 #include "util/parse.h"
 #include "util/sha256.h"
 #include "util/banned.h"
-
-#define DIGEST_TEXT_MAX (64u << 20) /* of the diff the digest is taken over */
 
 /* The session, locked, with a project: 0; else answered in *ret. */
 static int locked_project(struct api_call *c, struct engine_session **ret_e,
@@ -63,32 +62,14 @@ static enum MHD_Result list_failed(struct api_call *c, int r)
 				  strerror(-r));
 }
 
-/* A digest of the changes as they are: the diff's text, uncut up to
- * DIGEST_TEXT_MAX.  An approval names it, so what is applied is what
- * was approved. */
-static int changes_digest(int up, const struct changes_base *b, const struct change_list *l,
-			  char out[2 * SHA256_LEN + 1])
-{
-	struct buf d;
-	int r;
-
-	buf_init(&d, DIGEST_TEXT_MAX);
-	r = changes_diff(up, b, l, &d);
-	if (r == 0 || r == -E2BIG)
-		sha256_hex(d.data ? d.data : "", d.len, out);
-	buf_release(&d);
-	return r == -E2BIG ? 0 : r;
-}
-
 enum MHD_Result api_handle_changes(struct api_call *c)
 {
 	const char *q = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "max_bytes");
 	uint64_t max = CHANGES_DIFF_MAX;
 	struct engine_session *e;
 	struct changes_base *b;
-	struct change_list l;
+	struct engine_changes ch;
 	struct buf diff;
-	char digest[2 * SHA256_LEN + 1] = "";
 	enum MHD_Result ret;
 	bool cut = false;
 	json_t *j;
@@ -99,29 +80,37 @@ enum MHD_Result api_handle_changes(struct api_call *c)
 					  "'max_bytes' must be a size from 1K to 16M, not '%.32s'", q);
 	if (locked_project(c, &e, &b, &up, &ret) < 0)
 		return ret;
-	r = changes_list(up, b, &l);
+	/* the digest an apply's approval names: of the bytes, not only of
+	 * the diff's text (which says "Binary files ... differ") */
+	r = engine_changes_read(up, b, &ch);
+	if (r == -ECANCELED) {
+		unlock_project(e);
+		return api_respond_errorf(c, 409, "changes_moved",
+					  "the changes moved while they were read (code in the session "
+					  "still writes): look at them again once it stops");
+	}
 	if (r < 0) {
 		unlock_project(e);
 		return list_failed(c, r);
 	}
 	buf_init(&diff, (size_t)max);
-	r = changes_diff(up, b, &l, &diff);
+	r = changes_diff(up, b, &ch.l, &diff);
 	if (r == -E2BIG)
 		cut = true, r = 0;
-	if (r == 0)
-		r = changes_digest(up, b, &l, digest);
 	if (r < 0) {
 		ret = api_respond_errorf(c, 500, "changes_failed", "cannot diff the changes: %s",
 					 strerror(-r));
 	} else {
-		j = changes_json(b, &l, &diff, cut);
-		if (j)
-			json_object_set_new(j, "changes_sha256", json_string(digest));
+		j = changes_json(b, &ch.l, &diff, cut);
+		if (j) {
+			json_object_set_new(j, "changes_sha256", json_string(ch.sha256));
+			json_object_set_new(j, "bytes", json_integer((json_int_t)ch.bytes));
+		}
 		ret = j ? api_respond_json(c, 200, j)
 			: api_respond_errorf(c, 500, "internal", "out of memory");
 	}
 	buf_release(&diff);
-	change_list_release(&l);
+	engine_changes_release(&ch);
 	unlock_project(e);
 	return ret;
 }
@@ -147,57 +136,15 @@ static int expected_digest(struct api_call *c, char out[2 * SHA256_LEN + 1])
 	return r;
 }
 
-static enum MHD_Result apply_locked(struct api_call *c, int up, struct changes_base *b,
-				    const char *want)
-{
-	struct ws_owner o = { .uid = b->uid, .gid = b->gid, .chown = geteuid() == 0 };
-	char digest[2 * SHA256_LEN + 1] = "", msg[1024];
-	_cleanup_close_ int dst = -1;
-	struct change_list l;
-	enum MHD_Result ret;
-	int r = changes_list(up, b, &l);
-
-	if (r < 0)
-		return list_failed(c, r);
-	if (l.truncated) {
-		change_list_release(&l);
-		return api_respond_errorf(c, 413, "too_many_changes",
-					  "more than %u changes: too many to apply at once",
-					  CHANGES_MAX_ENTRIES);
-	}
-	if (*want && (changes_digest(up, b, &l, digest) < 0 || strcmp(digest, want) != 0)) {
-		change_list_release(&l);
-		return api_respond_errorf(c, 409, "changes_moved",
-					  "the changes are not the ones named by 'changes_sha256' any more: "
-					  "look at them again (GET .../changes)");
-	}
-	r = changes_check(b, &l, msg, sizeof(msg));
-	if (r < 0) {
-		change_list_release(&l);
-		return api_respond_errorf(c, 409, "project_changed", "%s", msg);
-	}
-	dst = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = dst < 0 ? -errno : changes_copy(up, dst, &l, &o, msg, sizeof(msg));
-	if (r < 0) {
-		ret = api_respond_errorf(c, 500, "apply_failed", "applying to '%s': %s", b->project,
-					 dst < 0 ? strerror(-r) : msg);
-	} else {
-		/* what the project holds now is the start of what comes next */
-		b->since_ns = changes_start_ns();
-		ret = api_respond_json(c, 200, json_pack("{s:s, s:i}", "project", b->project, "applied",
-							 (json_int_t)l.n));
-	}
-	change_list_release(&l);
-	return ret;
-}
-
 enum MHD_Result api_handle_changes_apply(struct api_call *c)
 {
+	struct engine_session_error err;
 	struct engine_session *e;
-	struct changes_base *b;
+	struct engine_caller cl;
 	char want[2 * SHA256_LEN + 1];
 	enum MHD_Result ret;
-	int up;
+	size_t n = 0;
+	int r;
 
 	if (expected_digest(c, want) < 0)
 		return api_respond_errorf(c, 400, "invalid_value",
@@ -206,25 +153,17 @@ enum MHD_Result api_handle_changes_apply(struct api_call *c)
 	e = api_call_session(c, &ret);
 	if (!e)
 		return ret;
-	/* the policy: "apply" may need a person's approval, which names the
-	 * session and changes_sha256 (the body) */
-	{
-		struct engine_session_error err;
-		struct engine_caller cl;
-		int k;
-
-		api_caller(c, &cl);
-		k = engine_session_check(&cl, e, ACTION_APPLY, &err);
-		if (k < 0) {
-			engine_session_unref(e);
-			return api_session_refused(c, &cl, k, &err);
-		}
-	}
+	/* the engine reads the changes, has the policy (and a person) pass
+	 * them, and applies exactly those */
+	api_caller(c, &cl);
+	r = engine_session_apply(&cl, e, *want ? want : NULL, &n, &err);
+	if (r == 0)
+		ret = api_respond_json(c, 200, json_pack("{s:s, s:i}", "project",
+							 e->project ? e->project : "", "applied",
+							 (json_int_t)n));
+	else
+		ret = api_session_refused(c, &cl, r, &err);
 	engine_session_unref(e);
-	if (locked_project(c, &e, &b, &up, &ret) < 0)
-		return ret;
-	ret = apply_locked(c, up, b, want);
-	unlock_project(e);
 	return ret;
 }
 

@@ -259,8 +259,12 @@ static void mp_next_part(struct api_call *c)
 			r = -EPERM;
 		x->answer_later = false;
 	}
-	if (r == 0)
+	if (r == 0) {
+		uint64_t size = c->upload.u.size;
+
 		r = api_upload_finish(c, e, &replaced);
+		api_audit_file(c, e, ACTION_WRITE_FILE, size, NULL, r);
+	}
 	engine_session_unref(e);
 	if (r == -EPERM) {
 		x->upload_err = r;
@@ -360,7 +364,12 @@ static enum MHD_Result files_post(struct api_call *c)
 		api_upload_release(c);
 		return ret;
 	}
-	r = api_upload_finish(c, e, &replaced);
+	{
+		uint64_t size = c->upload.u.size;
+
+		r = api_upload_finish(c, e, &replaced);
+		api_audit_file(c, e, ACTION_WRITE_FILE, size, NULL, r);
+	}
 	engine_session_unref(e);
 	if (r < 0)
 		return fs_error(c, r, "write", c->route.path);
@@ -588,7 +597,7 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 	struct engine_ws w;
 	enum MHD_Result ret;
 	json_t *body;
-	int k;
+	int k = 0;
 
 	if (!unary_json(c, &err) || !(body = e2b_body(c, &err)))
 		return api_respond_error(c, &err);
@@ -624,6 +633,10 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 		ret = k < 0 ? fs_error(c, k, "remove", r.path) : api_respond_json(c, 200, json_object());
 		break;
 	}
+	/* fs_check's record, once the change ran (c->route is r) */
+	if (route != E2B_R_FS_STAT)
+		api_audit_file(c, e, route == E2B_R_FS_MAKEDIR ? ACTION_WRITE_FILE : ACTION_DELETE_FILE, 0,
+			       route == E2B_R_FS_MOVE ? to.path : NULL, k);
 	ws_unlock(e);
 	return ret;
 }

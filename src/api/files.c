@@ -146,15 +146,17 @@ int api_upload_finish(struct api_call *c, struct engine_session *e, bool *ret_re
 	return r;
 }
 
-static enum MHD_Result files_put(struct api_call *c, const struct engine_ws *w)
+static enum MHD_Result files_put(struct api_call *c, const struct engine_ws *w, int *ret_r)
 {
 	struct api_upload *u = &c->upload;
 	bool replaced = false;
 	int r;
 
-	if (!c->route.path_len)
+	if (!c->route.path_len) {
+		*ret_r = -EISDIR;
 		return api_respond_errorf(c, 400, "invalid_path", "PUT needs a file name: /v1/sessions/{id}/files/{path}");
-	r = upload_finish(c, w, &replaced);
+	}
+	r = *ret_r = upload_finish(c, w, &replaced);
 	if (r == -E2BIG)
 		return api_respond_errorf(c, 413, "body_too_large",
 					  "the body is over the limit of %u bytes here", API_FILE_MAX);
@@ -241,13 +243,15 @@ static enum MHD_Result files_get(struct api_call *c, const struct engine_ws *w)
 
 /* ---- DELETE ---- */
 
-static enum MHD_Result files_delete(struct api_call *c, const struct engine_ws *w)
+static enum MHD_Result files_delete(struct api_call *c, const struct engine_ws *w, int *ret_r)
 {
 	int r;
 
-	if (!c->route.path_len)
+	if (!c->route.path_len) {
+		*ret_r = -EBUSY;
 		return api_respond_errorf(c, 400, "invalid_path", "the workspace root cannot be deleted");
-	r = engine_files_remove(w, c->route.path);
+	}
+	r = *ret_r = engine_files_remove(w, c->route.path);
 	if (r < 0)
 		return fs_error(c, r, "delete");
 	return api_respond_json(c, 200, json_pack("{s:s, s:b}", "path", c->route.path, "deleted", 1));
@@ -255,6 +259,9 @@ static enum MHD_Result files_delete(struct api_call *c, const struct engine_ws *
 
 enum MHD_Result api_handle_files(struct api_call *c)
 {
+	bool put = !strcmp(c->method, "PUT"), del = !strcmp(c->method, "DELETE");
+	enum engine_action a = put ? ACTION_WRITE_FILE : ACTION_DELETE_FILE;
+	uint64_t bytes = put ? c->upload.u.size : 0;
 	struct engine_session *e;
 	struct engine_ws w;
 	enum MHD_Result ret;
@@ -264,9 +271,7 @@ enum MHD_Result api_handle_files(struct api_call *c)
 	if (!e)
 		return ret;
 	/* the engine's policy: file size cap, approvals */
-	if ((!strcmp(c->method, "PUT") &&
-	     api_check_file(c, e, ACTION_WRITE_FILE, c->upload.u.size, &ret) < 0) ||
-	    (!strcmp(c->method, "DELETE") && api_check_file(c, e, ACTION_DELETE_FILE, 0, &ret) < 0)) {
+	if ((put || del) && api_check_file(c, e, a, bytes, &ret) < 0) {
 		engine_session_unref(e);
 		return ret;
 	}
@@ -277,13 +282,15 @@ enum MHD_Result api_handle_files(struct api_call *c)
 	else if (r < 0)
 		ret = api_respond_errorf(c, 409, "no_workspace",
 					 "the session has no workspace yet: run code or restart it first");
-	else if (!strcmp(c->method, "PUT"))
-		ret = files_put(c, &w);
-	else if (!strcmp(c->method, "DELETE"))
-		ret = files_delete(c, &w);
+	else if (put)
+		ret = files_put(c, &w, &r);
+	else if (del)
+		ret = files_delete(c, &w, &r);
 	else
 		ret = files_get(c, &w);
 	pthread_mutex_unlock(&e->lock);
+	if (put || del)
+		api_audit_file(c, e, a, bytes, NULL, r);
 	engine_session_unref(e);
 	return ret;
 }

@@ -122,7 +122,7 @@ static enum MHD_Result respond_pending(struct api_call *c, const char *id,
 	return answer_pending(c, id);
 }
 
-int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
+int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state)
 {
 	struct api_call *c = cls;
@@ -138,6 +138,8 @@ int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
 	if (!ap)
 		return -EPERM;
 	args = held_args(c);
+	if (facts)
+		json_object_update(args, facts);
 	if (given) {
 		st = engine_approval_use(ap, given, c->client->name, a, args);
 		snprintf(ret_id, AUDIT_ID_LEN + 1, "%.16s", given);
@@ -166,6 +168,7 @@ int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
 	{
 		const char *why = st == -EBUSY		  ? "too many calls are held for approval; try again later"
 				  : st == APPROVAL_PENDING ? "approval '%.16s' is not decided yet: send the call again once it is"
+				  : st == -ESTALE	  ? "approval '%.16s' was given for other arguments than this call's (an apply: other changes than the ones approved); send the call without X-Approval-Id to ask again"
 				  : st < 0		  ? "no approval '%.16s' for this client, action and arguments"
 				  : st == APPROVAL_EXPIRED ? "approval '%.16s' was not decided in time: denied"
 				  : st == APPROVAL_USED	  ? "approval '%.16s' was used already"
@@ -189,7 +192,7 @@ static int approval_step(struct api_call *c, enum engine_action a, struct engine
 {
 	char id[AUDIT_ID_LEN + 1];
 	const char *state = NULL;
-	int k = api_approve(c, a, v, id, &state);
+	int k = api_approve(c, a, NULL, v, id, &state);
 
 	rec->approval_id = id[0] ? id : NULL;
 	rec->approval_state = state;
@@ -318,15 +321,41 @@ int api_check_file(struct api_call *c, struct engine_session *e, enum engine_act
 	return api_check_file_to(c, e, a, bytes, NULL, ret);
 }
 
+/* A file call's record arguments: the route's path, a move's
+ * destination, a failure's reason. */
+static json_t *file_args(struct api_call *c, const char *to, int result)
+{
+	json_t *args = json_pack("{s:s%}", "path", c->route.path, c->route.path_len);
+
+	if (args && to)
+		json_object_set_new(args, "to", json_string(to));
+	if (args && result < 0)
+		json_object_set_new(args, "error", json_string(strerror(-result)));
+	return args;
+}
+
+void api_audit_file(struct api_call *c, struct engine_session *e, enum engine_action a,
+		    uint64_t bytes, const char *to, int result)
+{
+	struct engine_audit_record rec = {
+		.action = a, .session = e->id, .bytes = result < 0 ? 0 : bytes,
+		.status = result < 0 ? "error" : "ok",
+		.approval_id = c->approval_id[0] ? c->approval_id : NULL,
+		.approval_state = c->approval_id[0] ? "approved" : NULL,
+	};
+
+	rec.args = file_args(c, to, result);
+	api_audit(c, &rec);
+	json_decref(rec.args);
+}
+
 int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_action a,
 		      uint64_t bytes, const char *to, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = a, .session = e->id, .bytes = bytes };
 	struct engine_verdict v = { 0 };
-	json_t *args = json_pack("{s:s%}", "path", c->route.path, c->route.path_len);
+	json_t *args = file_args(c, to, 0);
 
-	if (args && to)
-		json_object_set_new(args, "to", json_string(to));
 	rec.args = args;
 	while (engine_check_file(c->client, DOOR_API, a, bytes, &v) < 0) {
 		if (!v.needs_approval || !c->srv->approvals)
@@ -338,9 +367,7 @@ int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_
 		json_decref(args);
 		return -EPERM;
 	}
-	rec.verdict = &v;
-	rec.status = "ok";
-	api_audit(c, &rec);
+	/* allowed: recorded once it ran (api_audit_file), with its outcome */
 	json_decref(args);
 	return 0;
 }

@@ -27,7 +27,7 @@ enum MHD_Result api_refuse(struct api_call *c, const struct engine_verdict *v);
 /* engine_caller.approve for the API: the X-Approval-Id header's approval,
  * or the call held until a person decides (E2B's calls wait; /v1's with
  * "Prefer: respond-async" do not).  cls: the api_call. */
-int api_approve(void *cls, enum engine_action a, struct engine_verdict *v,
+int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
 /* The engine's caller for this call: its client, door, audit log,
  * request id and approval. */
@@ -43,6 +43,8 @@ void api_audit_session_create(struct api_call *c, const char *id, const struct s
 			      const char *status, uint64_t t0);
 int api_check_session(struct api_call *c, struct session_opts *so, const struct api_request *req,
 		      struct engine_verdict *v, enum MHD_Result *ret);
+/* The policy's check of a file call (size, rate, approvals): 0, or
+ * -EPERM answered in *ret and recorded. */
 int api_check_file(struct api_call *c, struct engine_session *e, enum engine_action a,
 		   uint64_t bytes, enum MHD_Result *ret);
 /* engine_tool_request.approve for the API: the X-Approval-Id header's
@@ -53,6 +55,11 @@ int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
 /* The same, its record's arguments naming a destination too (a move). */
 int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_action a,
 		      uint64_t bytes, const char *to, enum MHD_Result *ret);
+/* A refused or held file call is recorded by the check; an allowed one
+ * here, once it ran: status "ok", or "error" with arguments.error the
+ * reason (result, -errno), so a write that failed is never "ok". */
+void api_audit_file(struct api_call *c, struct engine_session *e, enum engine_action a,
+		    uint64_t bytes, const char *to, int result);
 /* A command (E2B's process Start): bash code in e's sandbox, with the
  * client's execution slot (engine_release() it when the command ends)
  * and rate; its record comes at its end (api_audit_command). */

@@ -3,6 +3,7 @@
  * `codecell shell` use for them. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "cli/changes.h"
 #include "cli/cli.h"
+#include "engine/changes.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/macro.h"
@@ -80,28 +82,44 @@ int cli_changes_default_dir(const char *project, char *out, size_t n)
 	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
 }
 
+/* The changes now, read whole (their digest); said on failure. */
+static int read_changes(int upper_fd, const struct changes_base *b, struct engine_changes *ret)
+{
+	int r = engine_changes_read(upper_fd, b, ret);
+
+	if (r < 0)
+		log_error("cannot read the changes to '%s': %s", b->project,
+			  r == -ECANCELED ? "they moved while they were read (code in the session still "
+					    "writes); try again once it stops"
+					  : strerror(-r));
+	return r;
+}
+
 int cli_changes_show(int upper_fd, const struct changes_base *b, size_t max_bytes, bool json,
 		     FILE *f)
 {
-	struct change_list l;
+	struct engine_changes c;
 	struct buf diff;
 	bool cut = false;
-	int r = changes_list(upper_fd, b, &l);
+	int r = read_changes(upper_fd, b, &c);
 
-	if (r < 0) {
-		log_error("cannot read the changes to '%s': %s", b->project, strerror(-r));
+	if (r < 0)
 		return r;
-	}
 	buf_init(&diff, max_bytes);
-	r = changes_diff(upper_fd, b, &l, &diff);
+	r = changes_diff(upper_fd, b, &c.l, &diff);
 	if (r == -E2BIG)
 		cut = true, r = 0;
 	if (r < 0)
 		log_error("cannot diff the changes to '%s': %s", b->project, strerror(-r));
 	else if (json) {
-		json_t *j = changes_json(b, &l, &diff, cut);
-		char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+		json_t *j = changes_json(b, &c.l, &diff, cut);
+		char *s;
 
+		if (j) {
+			json_object_set_new(j, "changes_sha256", json_string(c.sha256));
+			json_object_set_new(j, "bytes", json_integer((json_int_t)c.bytes));
+		}
+		s = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 		if (s)
 			fprintf(f, "%s\n", s);
 		free(s);
@@ -110,15 +128,15 @@ int cli_changes_show(int upper_fd, const struct changes_base *b, size_t max_byte
 		fputs(buf_str(&diff), f);
 		if (cut)
 			fprintf(f, "... the diff is cut at %zu bytes (--max-bytes)\n", max_bytes);
-		if (l.truncated)
+		if (c.l.truncated)
 			fprintf(f, "... more than %u changes: the rest are not listed\n",
 				CHANGES_MAX_ENTRIES);
-		if (!l.n)
+		if (!c.l.n)
 			fprintf(f, "no changes to '%s'\n", b->project);
 	}
 	fflush(f);
 	buf_release(&diff);
-	change_list_release(&l);
+	engine_changes_release(&c);
 	return r;
 }
 
@@ -134,54 +152,56 @@ static bool ask(const char *question)
 	return line[0] == 'y' || line[0] == 'Y';
 }
 
-int cli_changes_apply(int upper_fd, struct changes_base *b, bool yes, int dst_fd)
+int cli_changes_apply(int upper_fd, struct changes_base *b, bool yes)
 {
-	struct ws_owner o = { .uid = b->uid, .gid = b->gid, .chown = geteuid() == 0 };
-	char msg[1024], q[4200];
-	struct change_list l;
-	int r = changes_list(upper_fd, b, &l);
+	struct engine_changes c;
+	char msg[1024], q[4400];
+	size_t done = 0;
+	int r = read_changes(upper_fd, b, &c);
 
-	if (r < 0) {
-		log_error("cannot read the changes to '%s': %s", b->project, strerror(-r));
+	if (r < 0)
 		return r;
-	}
-	if (!l.n) {
+	if (!c.l.n) {
 		note("no changes to apply to '%s'", b->project);
-		change_list_release(&l);
+		engine_changes_release(&c);
 		return 0;
 	}
-	if (l.truncated) {
+	if (c.l.truncated) {
 		log_error("more than %u changes: too many to apply at once; copy them by hand",
 			  CHANGES_MAX_ENTRIES);
-		change_list_release(&l);
+		engine_changes_release(&c);
 		return -E2BIG;
 	}
-	r = changes_check(b, &l, msg, sizeof(msg));
+	r = changes_check(b, &c.l, msg, sizeof(msg));
 	if (r < 0) {
 		log_error("%s", msg);
-		change_list_release(&l);
+		engine_changes_release(&c);
 		return -ESTALE;
 	}
 	if (!yes) {
-		snprintf(q, sizeof(q), "apply %zu change%s to '%s'?", l.n, l.n == 1 ? "" : "s",
-			 b->project);
+		/* the question names what the yes is for: what is applied
+		 * after it is that, byte for byte, or nothing */
+		snprintf(q, sizeof(q), "apply %zu change%s (%" PRIu64 " bytes, sha256 %.16s) to '%s'?",
+			 c.l.n, c.l.n == 1 ? "" : "s", c.bytes, c.sha256, b->project);
 		if (!isatty(STDIN_FILENO)) {
 			log_error("not applied: no terminal to ask on; give --yes to apply without asking");
-			change_list_release(&l);
+			engine_changes_release(&c);
 			return -ECANCELED;
 		}
 		if (!ask(q)) {
 			log_error("not applied");
-			change_list_release(&l);
+			engine_changes_release(&c);
 			return -ECANCELED;
 		}
 	}
-	r = changes_copy(upper_fd, dst_fd, &l, &o, msg, sizeof(msg));
-	if (r < 0)
+	r = engine_changes_apply(upper_fd, b, c.sha256, &done, msg, sizeof(msg));
+	if (r == -ECANCELED || r == -ESTALE || r == -E2BIG)
+		log_error("%s", msg);
+	else if (r < 0)
 		log_error("applying to '%s': %s", b->project, msg);
 	else
-		note("applied %zu change%s to '%s'", l.n, l.n == 1 ? "" : "s", b->project);
-	change_list_release(&l);
+		note("applied %zu change%s to '%s'", done, done == 1 ? "" : "s", b->project);
+	engine_changes_release(&c);
 	return r;
 }
 
@@ -199,7 +219,7 @@ static int do_apply(const char *dir, struct changes_base *b, int up, bool yes)
 		log_error("cannot open the project '%s': %s", b->project, strerror(errno));
 		return EXIT_CODECELL_ERROR;
 	}
-	r = cli_changes_apply(up, b, yes, dst);
+	r = cli_changes_apply(up, b, yes);
 	if (r == 0 && changes_remove(dir) < 0)
 		log_warn("cannot remove '%s' after applying it", dir);
 	return status_of(r);

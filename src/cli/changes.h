@@ -16,9 +16,11 @@ int cli_changes_default_dir(const char *project, char *out, size_t n);
  * -errno (said). */
 int cli_changes_show(int upper_fd, const struct changes_base *b, size_t max_bytes, bool json,
 		     FILE *f);
-/* Check, ask (unless yes; refused without a terminal), copy into dst_fd
- * (the project) as its owner.  0, -ESTALE (the project changed),
- * -ECANCELED (declined), -errno; every outcome is said on stderr. */
-int cli_changes_apply(int upper_fd, struct changes_base *b, bool yes, int dst_fd);
+/* Read, check, ask (unless yes; refused without a terminal) naming the
+ * changes' count, bytes and digest, then apply exactly those into the
+ * project as its owner (engine_changes_apply).  0, -ESTALE (the project
+ * changed), -ECANCELED (declined, or the changes changed after the
+ * question), -errno; every outcome is said on stderr. */
+int cli_changes_apply(int upper_fd, struct changes_base *b, bool yes);
 
 #endif

@@ -333,23 +333,17 @@ static bool project_command(struct shell *sh, const char *line)
 		(void)discard_live(sh, b, up);
 	} else {
 		const struct engine_policy *p = sh->policies->clients[0].policy;
-		_cleanup_close_ int dst = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
 		/* typing ':apply' is the decision; a policy that wants a
-		 * person's approval for it gets the question on a terminal */
+		 * person's approval for it gets the question on a terminal
+		 * (after an apply, what the project holds is the new start) */
 		if ((p->approval & (1u << ACTION_APPLY)) && !sh->tty) {
 			log_error("rejected by policy '%s', rule 'approval': 'apply' needs a person's "
 				  "approval, and there is no terminal to ask on",
 				  p->name);
 			return true;
 		}
-		if (dst < 0) {
-			log_error("cannot open the project '%s': %s", b->project, strerror(errno));
-			return true;
-		}
-		if (cli_changes_apply(up, b, !sh->tty, dst) == 0) {
-			/* what is in the project now is the new start */
-			b->since_ns = changes_start_ns();
-		}
+		(void)cli_changes_apply(up, b, !sh->tty);
 	}
 	return true;
 }

@@ -179,10 +179,15 @@ int engine_approval_use(struct engine_approvals *a, const char *id, const char *
 	pthread_mutex_lock(&a->lock);
 	tidy(a);
 	h = find(a, id);
-	if (!h || strcmp(h->client, client ? client : "") || h->action != action ||
-	    !json_equal(h->args, args ? args : json_object())) {
+	if (!h || strcmp(h->client, client ? client : "") || h->action != action) {
 		pthread_mutex_unlock(&a->lock);
 		return -ENOENT;
+	}
+	/* the caller's own approval, for something else (an apply whose
+	 * changes moved since): it stays as it is, for the call it names */
+	if (args ? !json_equal(h->args, args) : json_object_size(h->args) != 0) {
+		pthread_mutex_unlock(&a->lock);
+		return -ESTALE;
 	}
 	r = (int)h->state;
 	if (h->state == APPROVAL_APPROVED)

@@ -45,7 +45,8 @@ int engine_approval_wait(struct engine_approvals *a, const char *id);
 /* The call came again with its approval id: APPROVAL_APPROVED if id was
  * approved for this client, action and args (used up now),
  * APPROVAL_PENDING if not decided yet, else the state that refuses it;
- * -ENOENT (unknown, or another client's, action's or arguments'). */
+ * -ENOENT (unknown, or another client's or action's), -ESTALE (this
+ * client's for this action, but for other arguments: left as it is). */
 int engine_approval_use(struct engine_approvals *a, const char *id, const char *client,
 			enum engine_action action, json_t *args);
 /* A person's decision.  0, -ENOENT, or -EALREADY (decided, expired). */

@@ -242,6 +242,50 @@ static void rotate(struct engine_audit *a)
 	}
 }
 
+static char *dump(json_t *o)
+{
+	return json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+}
+
+/* o's line is over AUDIT_LINE_MAX (len bytes): its arguments become
+ * {"truncated": true, "length": N, "head": "..."}, the head of their
+ * JSON text (N bytes in all) cut at a character, as long as the line
+ * allows once escaped.  Escaping only grows the text, so cutting as
+ * many bytes more as the line is over converges in a step or two. */
+static char *cut_arguments(json_t *o, size_t len)
+{
+	char *text = json_dumps(json_object_get(o, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
+	size_t n = text ? strlen(text) : 0, keep, over;
+	char *line = NULL;
+
+	if (!text)
+		return NULL;
+	keep = len - n < AUDIT_LINE_MAX - 256 ? AUDIT_LINE_MAX - 256 - (len - n) : 0;
+	for (int tries = 0; tries < 8; tries++) {
+		keep = keep < n ? keep : n;
+		while (keep && ((unsigned char)text[keep] & 0xc0) == 0x80)
+			keep--; /* not into a character */
+		json_object_set_new(o, "arguments",
+				    json_pack("{s:b, s:I, s:s%}", "truncated", 1, "length", (json_int_t)n,
+					      "head", text, keep));
+		free(line);
+		line = dump(o);
+		if (!line || strlen(line) < AUDIT_LINE_MAX || !keep)
+			break;
+		over = strlen(line) - AUDIT_LINE_MAX + 1;
+		keep = keep > over ? keep - over : 0;
+	}
+	if (line && strlen(line) >= AUDIT_LINE_MAX) {
+		/* the rest of the record is over already: the marker alone */
+		free(line);
+		json_object_set_new(o, "arguments",
+				    json_pack("{s:b, s:I}", "truncated", 1, "length", (json_int_t)n));
+		line = dump(o);
+	}
+	free(text);
+	return line;
+}
+
 int engine_audit_write(struct engine_audit *a, const struct engine_audit_record *r)
 {
 	json_t *o;
@@ -256,11 +300,10 @@ int engine_audit_write(struct engine_audit *a, const struct engine_audit_record 
 	o = engine_audit_json(r);
 	if (!o)
 		return -ENOMEM;
-	line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
-	if (line && strlen(line) >= AUDIT_LINE_MAX) {
+	line = dump(o);
+	if (line && (len = strlen(line)) >= AUDIT_LINE_MAX) {
 		free(line);
-		json_object_set_new(o, "arguments", json_pack("{s:b}", "truncated", 1));
-		line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+		line = cut_arguments(o, len);
 	}
 	json_decref(o);
 	if (!line)

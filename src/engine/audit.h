@@ -15,7 +15,9 @@
 #include "engine/policy.h"
 #include "session/result.h"
 
-#define AUDIT_LINE_MAX (64u << 10)	     /* a longer record loses its arguments */
+/* A longer record keeps the head of its arguments' JSON text:
+ * {"truncated": true, "length": N, "head": "..."} */
+#define AUDIT_LINE_MAX (64u << 10)
 #define AUDIT_ROTATE_DEFAULT (64ull << 20) /* bytes before FILE becomes FILE.1 */
 #define AUDIT_KEEP 5			     /* FILE.1 to FILE.5 */
 #define AUDIT_ID_LEN 16			     /* hex digits of a request id */

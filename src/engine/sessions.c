@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine/sessions.h"
+#include "engine/changes.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
@@ -192,6 +193,7 @@ void engine_session_unref(struct engine_session *e)
 	pthread_mutex_destroy(&e->info);
 	free(e->preload);
 	free(e->project);
+	free(e->audit_client);
 	free(e->preloaded);
 	free(e->preload_failed);
 	free(e);
@@ -237,8 +239,31 @@ void engine_session_touch(struct engine_session *e)
 
 void engine_session_end(struct engine_session *e)
 {
+	struct egress_log eg = { 0 };
+
+	if (e->s && e->audit && e->net == SANDBOX_NET_ALLOWLIST &&
+	    session_egress_final(e->s, &eg) == 0 && (eg.n || eg.dropped)) {
+		struct engine_audit_record base = { .client = e->audit_client, .session = e->id,
+						    .door = e->door };
+		char id[AUDIT_ID_LEN + 1];
+
+		engine_audit_id(id);
+		base.request_id = id;
+		(void)engine_audit_egress(e->audit, &base, eg.ev, eg.n, eg.dropped);
+	}
+	free(eg.ev);
 	session_free(e->s);
 	e->s = NULL;
+}
+
+/* Where e's end is recorded: cl's log, as cl's client. */
+static void note_audit(struct engine_session *e, const struct engine_caller *cl)
+{
+	const char *name = cl->name ? cl->name : cl->client ? cl->client->name : NULL;
+
+	e->audit = cl->audit;
+	e->door = cl->door;
+	e->audit_client = name ? strdup(name) : NULL;
 }
 
 static const char *lang_name(enum session_lang l)
@@ -331,7 +356,8 @@ struct approval_note {
 
 static int pipeline_check(struct engine_caller *cl, struct engine_audit_record *rec,
 			  int (*check)(struct engine_caller *, void *, struct engine_verdict *),
-			  void *arg, struct approval_note *an, struct engine_session_error *err)
+			  void *arg, json_t *facts, struct approval_note *an,
+			  struct engine_session_error *err)
 {
 	struct engine_verdict *v = &err->verdict;
 	int r;
@@ -347,7 +373,7 @@ static int pipeline_check(struct engine_caller *cl, struct engine_audit_record *
 		if (!v->needs_approval || !cl->approve)
 			r = -EPERM;
 		else
-			r = cl->approve(cl->approve_cls, rec->action, v, an->id, &an->state);
+			r = cl->approve(cl->approve_cls, rec->action, facts, v, an->id, &an->state);
 		rec->approval_id = an->id[0] ? an->id : NULL;
 		rec->approval_state = an->state;
 		if (r == 0) {
@@ -471,6 +497,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 		return r;
 	}
 	e->client = cl->client; /* its slot goes back with the entry */
+	note_audit(e, cl);
 	started(reg, e, t0);
 	*ret = e;
 	return 0;
@@ -494,7 +521,7 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 		return -EBUSY;
 	}
 	/* the engine's policy check (it may lower defaults in spec->so) */
-	r = pipeline_check(cl, &rec, check_session, spec, &an, err);
+	r = pipeline_check(cl, &rec, check_session, spec, NULL, &an, err);
 	if (r == 0) {
 		r = start_session(reg, cl, spec, ret, err);
 		if (r < 0)
@@ -522,13 +549,128 @@ int engine_session_check(struct engine_caller *cl, struct engine_session *e,
 	int r;
 
 	memset(err, 0, sizeof(*err));
-	r = pipeline_check(cl, &rec, check_action, &x, &an, err);
+	r = pipeline_check(cl, &rec, check_action, &x, NULL, &an, err);
 	if (r < 0)
 		return r;
 	rec.verdict = &err->verdict;
 	rec.status = "ok";
 	record(cl, &rec);
 	return 0;
+}
+
+/* Under e->lock: e's project and upper layer, or 0 > the error in err. */
+static int project_of(struct engine_session *e, struct changes_base **ret_b, int *ret_up,
+		      struct engine_session_error *err)
+{
+	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
+		err_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		return -ESRCH;
+	}
+	if (!session_project(e->s)) {
+		err_set(err, 400, "no_project", "the session has no project: create it with \"project\"");
+		return -ENOTDIR;
+	}
+	if (session_upper_fd(e->s) < 0) {
+		err_set(err, 409, "no_workspace", "the session has no sandbox now: restart it first");
+		return -ENOENT;
+	}
+	*ret_b = session_project(e->s);
+	*ret_up = session_upper_fd(e->s);
+	return 0;
+}
+
+/* Under e->lock: the changes now, as the facts an approval names. */
+static int apply_facts(struct engine_session *e, const char *want, json_t **ret,
+		       struct engine_session_error *err)
+{
+	struct engine_changes c;
+	struct changes_base *b;
+	int up, r = project_of(e, &b, &up, err);
+
+	if (r < 0)
+		return r;
+	r = engine_changes_read(up, b, &c);
+	if (r == -ECANCELED) {
+		err_set(err, 409, "changes_moved",
+			"the changes moved while they were read (code in the session still writes): "
+			"look at them again once it stops");
+		return r;
+	}
+	if (r < 0) {
+		err_set(err, 500, "changes_failed", "cannot read the changes: %s", strerror(-r));
+		return r;
+	}
+	if (c.l.truncated) {
+		err_set(err, 413, "too_many_changes", "more than %u changes: too many to apply at once",
+			CHANGES_MAX_ENTRIES);
+		r = -E2BIG;
+	} else if (want && strcmp(want, c.sha256)) {
+		err_set(err, 409, "changes_moved",
+			"the changes are not the ones named by 'changes_sha256' any more: look at "
+			"them again (GET .../changes)");
+		r = -ECANCELED;
+	} else {
+		*ret = json_pack("{s:s, s:s, s:I, s:I}", "session", e->id, "changes_sha256", c.sha256,
+				 "changes", (json_int_t)c.l.n, "bytes", (json_int_t)c.bytes);
+		r = *ret ? 0 : -ENOMEM;
+		if (r < 0)
+			err_set(err, 500, "internal", "out of memory");
+	}
+	engine_changes_release(&c);
+	return r;
+}
+
+int engine_session_apply(struct engine_caller *cl, struct engine_session *e, const char *want,
+			 size_t *ret_n, struct engine_session_error *err)
+{
+	struct engine_audit_record rec = { .action = ACTION_APPLY, .session = e->id,
+					   .has_lang = true, .lang = engine_lang_of_session(e->lang) };
+	struct action_arg x = { ACTION_APPLY, e->lang };
+	struct approval_note an;
+	struct changes_base *b;
+	json_t *facts = NULL;
+	uint64_t t0 = now_ns();
+	char msg[1024];
+	int up, r;
+
+	memset(err, 0, sizeof(*err));
+	*ret_n = 0;
+	pthread_mutex_lock(&e->lock);
+	r = apply_facts(e, want, &facts, err);
+	pthread_mutex_unlock(&e->lock);
+	if (r < 0)
+		return r;
+	/* the person decides on these facts; an approval given for others
+	 * does not fit (engine_approval_use compares them) */
+	rec.args = facts;
+	r = pipeline_check(cl, &rec, check_action, &x, facts, &an, err);
+	if (r < 0) {
+		json_decref(facts);
+		return r;
+	}
+	pthread_mutex_lock(&e->lock);
+	r = project_of(e, &b, &up, err);
+	if (r == 0) {
+		r = engine_changes_apply(up, b, json_string_value(json_object_get(facts, "changes_sha256")),
+					 ret_n, msg, sizeof(msg));
+		if (r == -ECANCELED)
+			err_set(err, 409, "changes_moved", "%s", msg);
+		else if (r == -ESTALE)
+			err_set(err, 409, "project_changed", "%s", msg);
+		else if (r == -E2BIG)
+			err_set(err, 413, "too_many_changes", "%s", msg);
+		else if (r < 0)
+			err_set(err, 500, "apply_failed", "applying to '%s': %s", b->project, msg);
+	}
+	pthread_mutex_unlock(&e->lock);
+	/* recorded once done: a refused or failed copy is no "ok" */
+	rec.verdict = &err->verdict;
+	rec.status = r == 0 ? "ok" : "error";
+	rec.bytes = r == 0 ? (uint64_t)json_integer_value(json_object_get(facts, "bytes")) : 0;
+	rec.duration_ms = (double)(now_ns() - t0) / 1e6;
+	record(cl, &rec);
+	json_decref(facts);
+	return r;
 }
 
 struct exec_arg {
@@ -603,7 +745,7 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 	rec.request_id = id;
 	if (cl->audit && e->net == SANDBOX_NET_ALLOWLIST)
 		o.egress_log = &eg;
-	r = pipeline_check(cl, &rec, check_exec, &x, &an, err);
+	r = pipeline_check(cl, &rec, check_exec, &x, NULL, &an, err);
 	if (r == -EPERM) {
 		/* a refusal is a result too, naming the rule */
 		engine_verdict_result(&err->verdict, ret);
@@ -684,8 +826,8 @@ int engine_session_restart(struct engine_caller *cl, struct engine_session *e,
 }
 
 /* Under src->lock: the copy, registered.  *ret_msg: what was not copied. */
-static int fork_entry(struct engine_sessions *reg, struct engine_session *src,
-		      struct engine_session **ret, char **ret_msg)
+static int fork_entry(struct engine_sessions *reg, const struct engine_caller *cl,
+		      struct engine_session *src, struct engine_session **ret, char **ret_msg)
 {
 	struct engine_session *e = engine_session_entry_new(reg->id_len);
 	uint64_t t0 = now_ns();
@@ -705,6 +847,7 @@ static int fork_entry(struct engine_sessions *reg, struct engine_session *src,
 		engine_session_unref(e);
 		return r;
 	}
+	note_audit(e, cl);
 	started(reg, e, t0);
 	*ret = e;
 	return 0;
@@ -731,7 +874,7 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 	}
 	/* the source's kernel hands over its state: nothing may run there */
 	pthread_mutex_lock(&src->lock);
-	r = src->s ? fork_entry(reg, src, ret, &msg) : -ESRCH;
+	r = src->s ? fork_entry(reg, cl, src, ret, &msg) : -ESRCH;
 	pthread_mutex_unlock(&src->lock);
 	if (r < 0) {
 		give_back(cl);

@@ -57,6 +57,12 @@ struct engine_session {
 	struct engine_client *client;
 	int restarting; /* a restart waits for the lock */
 	char *project; /* the host directory behind its overlay, or NULL */
+	/* where its end is recorded (the allowlist proxy's connections no
+	 * cell took: a program left running after the last cell), whoever
+	 * ends it (a delete, expiry, shutdown); set when it is made */
+	struct engine_audit *audit;
+	char *audit_client;
+	enum engine_door door;
 };
 
 /* The registry: a fixed table of max slots. */
@@ -93,7 +99,9 @@ void engine_session_unref(struct engine_session *e);
 void engine_session_signal(struct engine_session *e, int sig);
 /* Under e->lock: drop records meant for an earlier execution. */
 void engine_session_drain(struct engine_session *e);
-/* Under e->lock: end the session now (delete, expiry, shutdown). */
+/* Under e->lock: end the session now (delete, expiry, shutdown); the
+ * connections its proxy decided since the last cell are recorded (one
+ * request id for them all). */
 void engine_session_end(struct engine_session *e);
 /* Under e->lock: note what the kernel imported (after start, restart). */
 void engine_session_note_preload(struct engine_session *e);
@@ -116,8 +124,12 @@ struct engine_caller {
 	 * (NULL: such a call is refused), as engine_tool_request.approve:
 	 * 0 approved (its id into ret_id), -EINPROGRESS held and not decided
 	 * (its id into ret_id), -EPERM not (v->message says why).
-	 * *ret_state: the approval's state for the record (static) or NULL. */
-	int (*approve)(void *cls, enum engine_action a, struct engine_verdict *v,
+	 * *ret_state: the approval's state for the record (static) or NULL.
+	 * facts (borrowed, or NULL): what the engine knows of the call that
+	 * an approval must name besides the door's arguments, and match
+	 * exactly when it is used (an apply: the session and the changes'
+	 * changes_sha256, count and bytes); they win over the door's. */
+	int (*approve)(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		       char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
 	void *approve_cls;
 	int audit_err; /* out: the last record that could not be written, -errno */
@@ -158,6 +170,18 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
  * signals, a project's apply): 0, -EPERM or -EINPROGRESS. */
 int engine_session_check(struct engine_caller *cl, struct engine_session *e,
 			 enum engine_action a, struct engine_session_error *err);
+/* Apply e's project changes (engine/changes.h) through the pipeline:
+ * they are read (their digest, count and bytes are the arguments a
+ * person approves: the approval names them), want (the caller's
+ * changes_sha256, or NULL) must be theirs, the policy's check of
+ * ACTION_APPLY (an approval through cl), then under e's lock the
+ * changes applied if they are still the ones checked, and the record.
+ * 0 with *ret_n the entries applied; -EPERM, -EINPROGRESS as above;
+ * -ECANCELED (409 changes_moved), -ESTALE (409 project_changed),
+ * -E2BIG (413), -ESRCH, -ENOTDIR (400 no_project), -ENOENT (409
+ * no_workspace), another -errno (500): err says so. */
+int engine_session_apply(struct engine_caller *cl, struct engine_session *e, const char *want,
+			 size_t *ret_n, struct engine_session_error *err);
 /* Run code in e through the pipeline: the policy (engine_check_exec:
  * the language, the cell's timeout eo->timeout_s, the client's
  * executions and rate; a person's approval through cl), the cell under

@@ -575,6 +575,114 @@ json_t *changes_json(const struct changes_base *b, const struct change_list *l,
 	return o;
 }
 
+/* ---- the digest ---- */
+
+/* Read fd to its end into h; *n: the bytes read. */
+static int hash_fd(int fd, struct sha256 *h, uint64_t *n)
+{
+	char chunk[65536];
+	ssize_t k;
+
+	while ((k = read(fd, chunk, sizeof(chunk))) > 0) {
+		sha256_update(h, chunk, (size_t)k);
+		*n += (uint64_t)k;
+	}
+	return k < 0 ? -errno : 0;
+}
+
+/* A name that no longer resolves as listed (gone, or a directory on the
+ * way replaced by a symlink or a file) is a change since the listing. */
+static int moved(int r)
+{
+	return r == -ENOENT || r == -ELOOP || r == -ENOTDIR || r == -EXDEV || r == -EINVAL ? -ECANCELED
+												  : r;
+}
+
+/* c's new side from up into c->sha256, its size into *ret_size. */
+static int hash_entry(int up, struct change *c, uint64_t *ret_size)
+{
+	const char *name;
+	_cleanup_close_ int p = -1;
+	_cleanup_close_ int fd = -1;
+	struct sha256 h;
+	struct stat st;
+	uint64_t n = 0;
+	int r = 0;
+
+	sha256_init(&h);
+	if (c->kind != CHANGE_DELETED && c->type != CHANGE_DIR) {
+		p = open_parent(up, c->path, &name);
+		if (p < 0)
+			return moved(p);
+		if (c->type == CHANGE_SYMLINK) {
+			char target[PATH_MAX];
+			ssize_t k = readlinkat(p, name, target, sizeof(target));
+
+			if (k < 0)
+				return moved(-errno);
+			sha256_update(&h, target, (size_t)k);
+			n = (uint64_t)k;
+		} else {
+			fd = openat(p, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd < 0)
+				return moved(-errno);
+			if (fstat(fd, &st) < 0)
+				return -errno;
+			if (!S_ISREG(st.st_mode))
+				return -ECANCELED;
+			r = hash_fd(fd, &h, &n);
+			c->size = n;
+		}
+	}
+	sha256_final(&h, c->sha256);
+	*ret_size = n;
+	return r;
+}
+
+static void hex(const unsigned char *d, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = "0123456789abcdef"[d[i] >> 4];
+		out[2 * i + 1] = "0123456789abcdef"[d[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+int changes_digest(int upper_fd, struct change_list *l, char out[2 * SHA256_LEN + 1],
+		   uint64_t *ret_bytes)
+{
+	unsigned char d[SHA256_LEN];
+	uint64_t total = 0;
+	struct sha256 all;
+
+	sha256_init(&all);
+	for (size_t i = 0; i < l->n; i++) {
+		struct change *c = &l->v[i];
+		char head[128], content[2 * SHA256_LEN + 1];
+		uint64_t size;
+		int r = hash_entry(upper_fd, c, &size), k;
+
+		if (r < 0)
+			return r;
+		total += size;
+		hex(c->sha256, SHA256_LEN, content);
+		/* the path with its length first: no name can pass for two */
+		k = snprintf(head, sizeof(head), "%zu:", strlen(c->path));
+		sha256_update(&all, head, (size_t)k);
+		sha256_update(&all, c->path, strlen(c->path));
+		k = snprintf(head, sizeof(head), " %s %s %04o %" PRIu64 " ", change_kind_name(c->kind),
+			     change_type_name(c->type), (unsigned)(c->mode & 0777), size);
+		sha256_update(&all, head, (size_t)k);
+		sha256_update(&all, content, 2 * SHA256_LEN);
+		sha256_update(&all, "\n", 1);
+	}
+	sha256_final(&all, d);
+	hex(d, SHA256_LEN, out);
+	l->planned = true;
+	*ret_bytes = total;
+	return 0;
+}
+
 /* ---- the check ---- */
 
 static int64_t ctime_ns(const struct stat *st)
@@ -651,24 +759,49 @@ static int tmp_name(char *out, size_t n)
 	return 0;
 }
 
-static int copy_fd_all(int in, int out)
+static bool same_digest(const void *data, size_t n, const struct change *want)
+{
+	unsigned char d[SHA256_LEN];
+	struct sha256 h;
+
+	sha256_init(&h);
+	sha256_update(&h, data, n);
+	sha256_final(&h, d);
+	return !memcmp(d, want->sha256, SHA256_LEN);
+}
+
+/* in to its end into out; with want, the bytes copied must be want's
+ * (its digest and size), or -ECANCELED: the file is then not renamed
+ * into place, so what lands is what was read for the digest, byte for
+ * byte, whatever the sandbox writes meanwhile. */
+static int copy_fd_all(int in, int out, const struct change *want)
 {
 	char chunk[65536];
+	unsigned char d[SHA256_LEN];
+	struct sha256 h;
+	uint64_t n = 0;
 	ssize_t k;
 
+	sha256_init(&h);
 	while ((k = read(in, chunk, sizeof(chunk))) > 0) {
 		int r = write_all(out, chunk, (size_t)k);
 
 		if (r < 0)
 			return r;
+		sha256_update(&h, chunk, (size_t)k);
+		n += (uint64_t)k;
 	}
-	return k < 0 ? -errno : 0;
+	if (k < 0)
+		return -errno;
+	sha256_final(&h, d);
+	return want && (n != want->size || memcmp(d, want->sha256, SHA256_LEN)) ? -ECANCELED : 0;
 }
 
 /* A new file or symlink under a temporary name, renamed over name: a
  * hard link at name keeps its contents. */
 static int put_file(int src_parent, const char *src_name, const struct stat *sst, int dst_parent,
-		    const char *name, const struct ws_owner *o, const struct changes_base *gate)
+		    const char *name, const struct ws_owner *o, const struct changes_base *gate,
+		    const struct change *want)
 {
 	char tmp[64], target[PATH_MAX];
 	_cleanup_close_ int in = -1;
@@ -682,8 +815,10 @@ static int put_file(int src_parent, const char *src_name, const struct stat *sst
 		ssize_t k = readlinkat(src_parent, src_name, target, sizeof(target) - 1);
 
 		if (k < 0)
-			return -errno;
+			return want ? moved(-errno) : -errno;
 		target[k] = '\0';
+		if (want && !same_digest(target, (size_t)k, want))
+			return -ECANCELED;
 	} else {
 		/* read as ourselves, before the fsuid change */
 		struct stat ist;
@@ -693,7 +828,7 @@ static int put_file(int src_parent, const char *src_name, const struct stat *sst
 			return -errno;
 		/* swapped for a FIFO or the like since it was listed */
 		if (fstat(in, &ist) < 0 || !S_ISREG(ist.st_mode))
-			return -EINVAL;
+			return want ? -ECANCELED : -EINVAL;
 		/* into a sandbox: only what it could read through its lower
 		 * layer (the owner's files by the owner's bit, others' by the
 		 * others' bit); the rest stays as the program left it */
@@ -711,7 +846,7 @@ static int put_file(int src_parent, const char *src_name, const struct stat *sst
 		if (out < 0)
 			r = -errno;
 		if (r == 0)
-			r = copy_fd_all(in, out);
+			r = copy_fd_all(in, out, want);
 		if (r == 0 && fchmod(out, sst->st_mode & 0777) < 0)
 			r = -errno;
 	}
@@ -743,6 +878,34 @@ static int put_dir(int dst_parent, const char *name, mode_t mode, const struct w
 	return r;
 }
 
+/* c as planned (changes_digest): a deletion removes, a directory is
+ * made with the planned mode, a file or symlink is the planned bytes or
+ * nothing (-ECANCELED). */
+static int copy_planned(int src, int dst, const struct change *c, const struct ws_owner *o)
+{
+	const char *sname, *dname;
+	_cleanup_close_ int sp = -1;
+	_cleanup_close_ int dp = open_parent(dst, c->path, &dname);
+	struct stat st = { .st_mode = (c->type == CHANGE_SYMLINK ? S_IFLNK : S_IFREG) | (c->mode & 0777) };
+
+	/* the parent went with an earlier entry (a directory removed) */
+	if (dp < 0)
+		return dp == -ENOENT && c->kind == CHANGE_DELETED ? 0 : dp;
+	if (c->kind == CHANGE_DELETED) {
+		struct ws_fsid prev = ws_become_owner(o);
+		int r = remove_entry(dp, dname);
+
+		ws_restore_ids(prev);
+		return r;
+	}
+	if (c->type == CHANGE_DIR)
+		return put_dir(dp, dname, c->mode, o);
+	sp = open_parent(src, c->path, &sname);
+	if (sp < 0)
+		return moved(sp);
+	return put_file(sp, sname, &st, dp, dname, o, NULL, c);
+}
+
 static int copy_one(int src, int dst, const struct change *c, const struct ws_owner *o,
 		    const struct changes_base *gate)
 {
@@ -766,7 +929,7 @@ static int copy_one(int src, int dst, const struct change *c, const struct ws_ow
 	if (S_ISDIR(st.st_mode))
 		return put_dir(dp, dname, st.st_mode, o);
 	if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
-		return put_file(sp, sname, &st, dp, dname, o, gate);
+		return put_file(sp, sname, &st, dp, dname, o, gate, NULL);
 	return 0; /* FIFOs and the like are never carried */
 }
 
@@ -776,9 +939,17 @@ static int copy_all(int src_fd, int dst_fd, const struct change_list *l, const s
 	int kept = 0;
 
 	for (size_t i = 0; i < l->n; i++) {
-		int r = copy_one(src_fd, dst_fd, &l->v[i], o, gate);
+		int r = l->planned ? copy_planned(src_fd, dst_fd, &l->v[i], o)
+				   : copy_one(src_fd, dst_fd, &l->v[i], o, gate);
 
 		kept += r == 1;
+		if (r == -ECANCELED) {
+			snprintf(msg, n,
+				 "'%s' changed in the sandbox since the changes were read: it was not "
+				 "written (%zu of %zu changes done); look at the changes again",
+				 l->v[i].path, i, l->n);
+			return r;
+		}
 		if (r < 0) {
 			snprintf(msg, n, "cannot write '%s': %s (%zu of %zu changes done)", l->v[i].path,
 				 strerror(-r), i, l->n);
@@ -856,7 +1027,7 @@ static int save_tree(int src, int dst, int depth, size_t *budget)
 			if (d2 >= 0)
 				close(d2);
 		} else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
-			r = put_file(src, name, &st, dst, name, &(struct ws_owner){ 0 }, NULL);
+			r = put_file(src, name, &st, dst, name, &(struct ws_owner){ 0 }, NULL, NULL);
 		}
 	}
 	free_names(names, n);

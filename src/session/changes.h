@@ -29,6 +29,7 @@
 
 #include "session/workspace.h"
 #include "util/buf.h"
+#include "util/sha256.h"
 
 #define CHANGES_MAX_ENTRIES 20000    /* listed; the rest: truncated */
 #define CHANGES_MAX_DEPTH 64	     /* directories deep */
@@ -68,6 +69,9 @@ struct change {
 	mode_t mode;	/* permission bits, the new side's */
 	mode_t old_mode; /* modified: the project's */
 	bool mode_only; /* modified file: same bytes, other mode */
+	/* changes_digest(): the new side's bytes (a file's content, a
+	 * symlink's target) as they were read */
+	unsigned char sha256[SHA256_LEN];
 };
 
 struct change_list {
@@ -75,6 +79,9 @@ struct change_list {
 	size_t n, cap;
 	bool truncated; /* CHANGES_MAX_ENTRIES reached */
 	unsigned skipped; /* FIFOs, sockets, devices: never carried */
+	/* changes_digest() read every entry: changes_copy() writes those
+	 * bytes, modes and types and no others */
+	bool planned;
 };
 void change_list_release(struct change_list *l);
 
@@ -90,6 +97,15 @@ int changes_diff(int upper_fd, const struct changes_base *b, const struct change
  * "truncated", "diff", "diff_truncated"}: a new reference, NULL on ENOMEM. */
 json_t *changes_json(const struct changes_base *b, const struct change_list *l,
 		     const struct buf *diff, bool diff_truncated);
+/* The digest of what l would write (an apply's changes_sha256): each
+ * entry's path, change, type, mode and size and the new side's bytes (a
+ * file's content, a symlink's target), read from upper_fd now, in l's
+ * order.  A diff's text leaves out the bytes of binary and large files;
+ * this does not.  Each entry keeps its own digest and size, and l is
+ * marked planned.  *ret_bytes: the new sides' bytes in all.  0, or
+ * -errno (-ECANCELED: an entry is no longer of its listed type). */
+int changes_digest(int upper_fd, struct change_list *l, char out[2 * SHA256_LEN + 1],
+		   uint64_t *ret_bytes);
 /* Did the project change underneath since b->since_ns, where l would
  * write?  A path l touches that now has a ctime at or after it, or that
  * is missing now while its nearest existing ancestor does (an entry was
@@ -101,8 +117,12 @@ int changes_check(const struct changes_base *b, const struct change_list *l, cha
  * missing entry: removed), as owner o (o->chown: as o->uid/o->gid).
  * With l from changes_list() and src the same upper layer this applies
  * the changes (or replays them into a new sandbox's overlay).  0 or -errno with the path
- * in msg (what was done before stays done).  For an undo, use
- * changes_revert(). */
+ * in msg (what was done before stays done).  A planned l (changes_digest)
+ * is written as planned: each file's bytes are checked against its
+ * digest as they are copied, before the file takes its name, and one
+ * that differs (the sandbox wrote it since) stops the copy there with
+ * -ECANCELED; types and modes are the plan's, deletions are made as
+ * planned.  For an undo, use changes_revert(). */
 int changes_copy(int src_fd, int dst_fd, const struct change_list *l, const struct ws_owner *o,
 		 char *msg, size_t n);
 

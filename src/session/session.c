@@ -66,6 +66,9 @@ struct session {
 	 * upper layer, whose changes the new one gets */
 	struct changes_base *project;
 	int carry_upper;
+	/* connections decided in sandboxes gone since (a restart), until a
+	 * cell or the session's end takes them for the audit log */
+	struct egress_log egress_kept;
 	char *preload;	/* owned copy of opts.preload */
 	char *preloaded; /* what the kernel said it imported */
 	char *preload_failed; /* and what it could not */
@@ -515,6 +518,59 @@ static void tpl_unref(struct pool_tpl *t);
 static const struct sandbox *tpl_sandbox(const struct pool_tpl *t);
 static int tpl_fd(const struct pool_tpl *t);
 
+/* Append n events (and dropped more) to l, at most EGRESS_EVENTS_MAX
+ * kept: the rest are counted in l->dropped. */
+static int egress_log_append(struct egress_log *l, const struct egress_event *ev, size_t n,
+			     uint64_t dropped)
+{
+	size_t room = l->n < EGRESS_EVENTS_MAX ? EGRESS_EVENTS_MAX - l->n : 0;
+	size_t take = n < room ? n : room;
+
+	if (take) {
+		struct egress_event *v = realloc(l->ev, (l->n + take) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		memcpy(v + l->n, ev, take * sizeof(*v));
+		l->ev = v;
+		l->n += take;
+	}
+	l->dropped += dropped + (n - take);
+	return 0;
+}
+
+/* A sandbox leaves the session: what its proxy decided stays for the
+ * audit log (its proxy goes with it). */
+static void keep_egress(struct session *s, struct sandbox *old)
+{
+	struct egress_log now = { 0 };
+
+	if (old && sandbox_egress_events(old, &now) == 0 &&
+	    egress_log_append(&s->egress_kept, now.ev, now.n, now.dropped) < 0)
+		s->egress_kept.dropped += now.n + now.dropped;
+	free(now.ev);
+}
+
+int session_egress_events(struct session *s, struct egress_log *out)
+{
+	struct egress_log now = { 0 };
+	int r = 0;
+
+	*out = s->egress_kept;
+	memset(&s->egress_kept, 0, sizeof(s->egress_kept));
+	if (s->sb && (r = sandbox_egress_events(s->sb, &now)) == 0)
+		r = egress_log_append(out, now.ev, now.n, now.dropped);
+	free(now.ev);
+	return r;
+}
+
+int session_egress_final(struct session *s, struct egress_log *out)
+{
+	if (s->sb)
+		sandbox_kill(s->sb);
+	return session_egress_events(s, out);
+}
+
 /* Put sb in s->sb; the old one is returned, no other thread can reach
  * it any more. */
 static struct sandbox *swap_sb(struct session *s, struct sandbox *sb)
@@ -526,6 +582,7 @@ static struct sandbox *swap_sb(struct session *s, struct sandbox *sb)
 	s->sb = sb;
 	s->shared_mem = s->shared_read_ns = s->rss_peak = 0;
 	pthread_mutex_unlock(&s->sb_lock);
+	keep_egress(s, old);
 	return old;
 }
 
@@ -1037,6 +1094,7 @@ void session_free(struct session *s)
 		return;
 	close_channels(s);
 	sandbox_free(swap_sb(s, NULL));
+	free(s->egress_kept.ev);
 	tpl_unref(s->tpl);
 	pthread_mutex_destroy(&s->sb_lock);
 	event_reader_release(&s->events);
@@ -1297,8 +1355,8 @@ int session_exec(struct session *s, const char *code, size_t len,
 	}
 	exchange_release(&x);
 	/* before a restart takes the sandbox, and its proxy, away */
-	if (eo && eo->egress_log && s->sb)
-		(void)sandbox_egress_events(s->sb, eo->egress_log);
+	if (eo && eo->egress_log)
+		(void)session_egress_events(s, eo->egress_log);
 	if (k == 0 && r->restarted)
 		k = start_kernel(s, NULL);
 	if (k == 0 && r->stopped) {

@@ -250,6 +250,13 @@ int session_workspace_fd(const struct session *s);
 struct changes_base;
 struct changes_base *session_project(struct session *s);
 int session_upper_fd(const struct session *s);
+/* The allowlist network: the connections s's proxies decided and no
+ * cell took yet (those of a sandbox a restart replaced included), into
+ * *out (the caller frees out->ev).  0 or -ENOMEM. */
+int session_egress_events(struct session *s, struct egress_log *out);
+/* The same at the session's end: its processes are killed first, so a
+ * program left running decides nothing after the events are taken. */
+int session_egress_final(struct session *s, struct egress_log *out);
 /* The host uid/gid files in the workspace must have for the sandboxed
  * program to own them. */
 void session_workspace_owner(const struct session *s, uid_t *ret_uid, gid_t *ret_gid);

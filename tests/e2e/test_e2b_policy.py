@@ -135,6 +135,9 @@ def e2b_commands_and_file_calls_pass_the_policy_and_are_audited():
             # held while the SDK's call waits: the operator denies them
             st, j = rpc(s, sb, "MakeDir", {"path": "/home/user/dir"})
             eq(st, 200, j)
+            # one that fails is recorded as failed, not "ok"
+            st, j = rpc(s, sb, "MakeDir", {"path": "/home/user/dir"})
+            check(st != 200, j)
             st, j = decided(s, "deny", lambda: rpc(s, sb, "Remove", {"path": "/home/user/small.txt"}))
             eq((st, j["code"]), (403, "permission_denied"), j)
             check("rule 'approval'" in j["message"] and "denied" in j["message"], j)
@@ -164,8 +167,11 @@ def e2b_commands_and_file_calls_pass_the_policy_and_are_audited():
         cmd = [x for x in mine if x["tool"] == "session_exec" and x["language"] == "bash"]
         eq((cmd[0]["code_sha256"], cmd[0]["door"], cmd[0]["rule"]),
            (sha("echo hi > ran.txt"), "api", "languages"), cmd)
-        ok = sorted(x["tool"] for x in mine if x["decision"] == "allowed" and
+        ok = sorted(x["tool"] for x in mine if x["decision"] == "allowed" and x["status"] == "ok" and
                     x["tool"] in ("write_file", "delete_file", "session_interrupt"))
+        failed = [(x["tool"], x["arguments"]["path"], x["arguments"]["error"]) for x in mine
+                  if x["status"] == "error"]
+        eq(failed, [("write_file", "dir", "File exists")], mine)
         # small.txt, p1.txt, MakeDir; the approved Remove; the kill
         eq(ok, ["delete_file", "session_interrupt", "write_file", "write_file", "write_file"])
         held = [x for x in mine if x["approval"]]

@@ -559,4 +559,50 @@ def the_proxy_never_reaches_its_own_server():
             s.stop()
 
 
+# A program left running after its cell: it waits for 'go' (a file the
+# test uploads, which runs no cell), fetches, then says 'done'.
+LEFT_RUNNING = ("import subprocess, sys\n"
+                "subprocess.Popen([sys.executable, '-c', %r], start_new_session=True)\n" % (
+                    "import os, time\n"
+                    "while not os.path.exists('go'):\n"
+                    "    time.sleep(0.05)\n" + FETCH +
+                    "open('done', 'w').close()\n"
+                    "time.sleep(600)\n"))
+
+
+@test
+def connections_after_the_last_cell_are_recorded_when_the_session_ends():
+    """A background process's connection made after the session's last
+    cell is recorded when the session ends (deleted, or at shutdown),
+    under the session and its client, not lost with the sandbox."""
+    with scratch() as d:
+        p, log = policy(d, "127.0.0.1:%d" % PORT), os.path.join(d, "audit.log")
+        s = Serve("--pool", "1", "--policy", p, "--audit", log)
+        sids = []
+        try:
+            for end in ("delete", "shutdown"):
+                st, j = s.request("POST", "/v1/sessions", {"network": "allowlist"})
+                eq(st, 201, j)
+                sid = j["id"]
+                sids.append(sid)
+                s.execute(sid, LEFT_RUNNING)
+                check(s.request("PUT", "/v1/sessions/%s/files/go" % sid, b"")[0] in (200, 201))
+                deadline = time.monotonic() + 60
+                while s.request("GET", "/v1/sessions/%s/files/done" % sid)[0] != 200:
+                    check(time.monotonic() < deadline, "the background fetch never ended")
+                    time.sleep(0.05)
+                if end == "delete":
+                    eq(s.request("DELETE", "/v1/sessions/" + sid)[0], 200)
+        finally:
+            eq(s.stop(), 0)
+        with open(log) as f:
+            recs = [json.loads(line) for line in f]
+    for sid in sids:
+        conns = [x for x in recs if x["tool"] == "egress" and x["session"] == sid]
+        eq([(x["arguments"]["host"], x["arguments"]["port"], x["decision"], x["client"])
+            for x in conns], [("127.0.0.1", PORT, "allowed", "default")], recs)
+        cells = [x for x in recs if x["tool"] == "session_exec" and x["session"] == sid]
+        check(conns[0]["request_id"] != cells[0]["request_id"], "recorded with the cell")
+
+
 main()

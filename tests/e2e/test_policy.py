@@ -364,6 +364,35 @@ def mcp_run_code_passes_the_policy():
 
 
 @test
+def file_operations_are_recorded_after_they_ran():
+    """A write or delete through /v1 is recorded once it ran, with its
+    outcome: one that fails (a path through a file, a missing file) is
+    "error" with the reason, never "ok"."""
+    with tempfile.TemporaryDirectory() as d:
+        audit = os.path.join(d, "audit.log")
+        s = srv("--audit", audit, "--pool", "0")
+        try:
+            st, j = s.request("POST", "/v1/sessions", {})
+            eq(st, 201, j)
+            sid = j["id"]
+            f = "/v1/sessions/%s/files/" % sid
+            check(s.request("PUT", f + "a.txt", b"hello")[0] in (200, 201))
+            eq(s.request("PUT", f + "a.txt/b.txt", b"x")[0], 400)
+            eq(s.request("DELETE", f + "missing.txt")[0], 404)
+            eq(s.request("DELETE", f + "a.txt")[0], 200)
+        finally:
+            eq(s.stop(), 0)
+        got = [(x["tool"], x["arguments"]["path"], x["status"], x["output_bytes"],
+                x["arguments"].get("error"))
+               for x in (json.loads(line) for line in open(audit))
+               if x["tool"] in ("write_file", "delete_file")]
+        eq(got, [("write_file", "a.txt", "ok", 5, None),
+                 ("write_file", "a.txt/b.txt", "error", 0, "Not a directory"),
+                 ("delete_file", "missing.txt", "error", 0, "No such file or directory"),
+                 ("delete_file", "a.txt", "ok", 0, None)])
+
+
+@test
 def a_policy_file_error_names_the_line():
     with tempfile.TemporaryDirectory() as d:
         pol = os.path.join(d, "p.ini")

@@ -13,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import Serve, call, check, codecell, eq, main, test, write  # noqa: E402
+from cctest import CODECELL, Serve, call, check, codecell, eq, main, test, write  # noqa: E402
 
 OWNER = 4242  # the project's owner: not the sandbox's host id, not root
 
@@ -501,7 +501,8 @@ def api_project_under_policy_with_approval():
                     headers={"Authorization": "Bearer " + op})[0], 200)
             st, j = call(s, "POST", ap, {"changes_sha256": "0" * 64}, key=agent,
                          headers={"X-Approval-Id": aid})
-            eq(st, 403, "an approval is for the changes it named: %r" % j)
+            eq((st, j["error"]["code"]), (409, "changes_moved"),
+               "a body naming other changes than there are: %r" % j)
             st, j = call(s, "POST", ap, body, key=agent, headers={"Prefer": "respond-async"})
             aid = j["approval_id"]
             eq(call(s, "POST", "/v1/approvals/" + aid, {"decision": "approve"},
@@ -554,6 +555,139 @@ def api_project_under_policy_with_approval():
             eq(st, 400, j)
         finally:
             eq(s.stop(), 0)
+
+
+def approval_server(base):
+    """A server whose client 'agent' needs a person for each apply, with
+    a project under its 'projects': (server, project, agent key,
+    operator headers)."""
+    root = os.path.join(base, "repos")
+    os.mkdir(root)
+    d = make_project(root)
+    pol, tokf = os.path.join(base, "p.ini"), os.path.join(base, "token")
+    op, agent = "operator-0123456789", "agent-0123456789"
+    write(tokf, op + "\n", 0o600)
+    write(pol, "[default]\n[policy careful]\nprojects = %s\napproval = apply\n"
+          "approval_timeout = 10m\n[client agent]\npolicy = careful\nkey_sha256 = %s\n"
+          % (root, sha(agent)))
+    s = Serve("--policy", pol, "--token-file", tokf, "--pool", "1")
+    return s, d, agent, {"Authorization": "Bearer " + op}
+
+
+@test
+def api_apply_writes_only_what_was_approved():
+    """An approval of an apply names the exact changes (their digest,
+    count and size, the session), whatever the body says: code that
+    rewrites a file after the approval (a text file, or a binary one
+    whose diff line stays the same) gets the apply refused, with nothing
+    written; a rewrite while the call waits for the person too."""
+    with tempfile.TemporaryDirectory() as base:
+        s, d, agent, op = approval_server(base)
+        try:
+            st, j = call(s, "POST", "/v1/sessions", {"project": d}, key=agent)
+            eq(st, 201, j)
+            sid, before = j["id"], tree(d)
+            ap = "/v1/sessions/%s/changes/apply" % sid
+
+            def run(code):
+                st, j = call(s, "POST", "/v1/sessions/%s/execute" % sid, {"code": code}, key=agent)
+                eq((st, j["status"]), (200, "ok"), j)
+
+            def changes():
+                st, j = call(s, "GET", "/v1/sessions/%s/changes" % sid, key=agent)
+                eq(st, 200, j)
+                return j
+
+            def held():
+                st, j = call(s, "POST", ap, {}, key=agent, headers={"Prefer": "respond-async"})
+                eq((st, j["status"]), (202, "pending"), j)
+                got = call(s, "GET", "/v1/approvals/" + j["approval_id"], headers=op)[1]
+                eq(call(s, "POST", "/v1/approvals/" + j["approval_id"], {"decision": "approve"},
+                        headers=op)[0], 200)
+                return j["approval_id"], got
+
+            run("open('a.txt', 'w').write('benign\\n'); open('b.bin', 'wb').write(b'\\0one')")
+            shown = changes()
+            aid, got = held()
+            # what the person was asked names the changes
+            eq({k: got["arguments"].get(k) for k in ("session", "changes_sha256", "changes")},
+               {"session": sid, "changes_sha256": shown["changes_sha256"], "changes": 2}, got)
+            eq(got["arguments"]["bytes"], len("benign\n") + 4, got)
+            # a text file rewritten after the approval
+            run("open('a.txt', 'w').write('evil\\n')")
+            st, j = call(s, "POST", ap, {}, key=agent, headers={"X-Approval-Id": aid})
+            eq((st, j.get("rule")), (403, "approval"), j)
+            check("other" in j["error"]["value"], j)
+            eq(tree(d), before, "an apply wrote what nobody approved")
+            # a binary file rewritten (same size, same diff text)
+            run("open('a.txt', 'w').write('benign\\n')")
+            eq(changes()["changes_sha256"], shown["changes_sha256"])
+            aid, _ = held()
+            run("open('b.bin', 'wb').write(b'\\0two')")
+            check(changes()["changes_sha256"] != shown["changes_sha256"],
+                  "the digest does not cover a binary file's bytes")
+            st, j = call(s, "POST", ap, {}, key=agent, headers={"X-Approval-Id": aid})
+            eq((st, j.get("rule")), (403, "approval"), j)
+            eq(tree(d), before, "an apply wrote a binary file nobody approved")
+            # rewritten while the call waits for the person
+            waiter = {}
+            t = threading.Thread(target=lambda: waiter.update(r=call(s, "POST", ap, {}, key=agent)))
+            t.start()
+            deadline, pending = time.monotonic() + 60, []
+            while not pending and time.monotonic() < deadline:
+                pending = [x["id"] for x in call(s, "GET", "/v1/approvals", headers=op)[1]["approvals"]
+                           if x["state"] == "pending"]
+                time.sleep(0.05)
+            run("open('a.txt', 'w').write('evil again\\n')")
+            eq(call(s, "POST", "/v1/approvals/" + pending[0], {"decision": "approve"},
+                    headers=op)[0], 200)
+            t.join(60)
+            st, j = waiter["r"]
+            eq((st, j["error"]["code"] if "error" in j else j), (409, "changes_moved"), j)
+            eq(tree(d), before, "an apply wrote what changed during the wait")
+            # what was approved, unchanged, applies
+            aid, _ = held()
+            st, j = call(s, "POST", ap, {}, key=agent, headers={"X-Approval-Id": aid})
+            eq((st, j), (200, {"project": d, "applied": 2}))
+            with open(os.path.join(d, "a.txt")) as f:
+                eq(f.read(), "evil again\n")
+            with open(os.path.join(d, "b.bin"), "rb") as f:
+                eq(f.read(), b"\0two")
+        finally:
+            eq(s.stop(), 0)
+
+
+@test
+def cli_apply_writes_only_what_was_asked_about():
+    """`codecell apply CHANGES` on a terminal: the question names the
+    changes (count, size, digest); CHANGES rewritten before the answer
+    gets the apply refused, with nothing written."""
+    import pty
+    import subprocess
+    with tempfile.TemporaryDirectory() as base:
+        d = make_project(base)
+        r, ch = bash(d, "echo benign > a.txt")
+        eq(r.status, 0, r)
+        before = tree(d)
+        master, slave = pty.openpty()
+        p = subprocess.Popen([CODECELL, "apply", ch], stdin=slave, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        os.close(slave)
+        asked = b""
+        while not asked.endswith(b"[y/N] "):
+            b = p.stderr.read(1)
+            if not b:
+                break
+            asked += b
+        check(b"1 change" in asked and b"7 bytes" in asked and b"sha256 " in asked, asked)
+        write(os.path.join(ch, "upper", "a.txt"), "evil\n")
+        os.write(master, b"y\n")
+        out, err = p.communicate(timeout=60)
+        os.close(master)
+        eq(p.returncode, 1, err)
+        check(b"changed since" in err, err)
+        eq(tree(d), before, "apply wrote what the question did not name")
+        check(os.path.isdir(ch), "the changes are kept")
 
 
 if __name__ == "__main__":

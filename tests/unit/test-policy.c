@@ -307,6 +307,56 @@ static void audit_appends_whole_lines_and_rotates(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* Arguments that make a record over AUDIT_LINE_MAX: the line keeps the
+ * head of their JSON text (cut at a character), a marker and the full
+ * length, where it used to drop them. */
+static void audit_keeps_the_head_of_long_arguments(void **state)
+{
+	char dir[] = "/tmp/cc-audit-XXXXXX", path[64], err[256];
+	static char big[100000], line[AUDIT_LINE_MAX + 64];
+	struct engine_audit *a = NULL;
+	struct engine_audit_record rec = { .client = "c", .action = ACTION_HTTP };
+	json_t *args, *j, *x;
+	char *full;
+	const char *head;
+	FILE *f;
+
+	(void)state;
+	/* quotes are escaped twice over in the head (it must still fit),
+	 * and an e-acute cut in half would not be UTF-8 */
+	for (size_t i = 0; i < sizeof(big) - 1; i++)
+		big[i] = i % 3 == 0 ? '"' : i % 3 == 1 ? (char)0xc3 : (char)0xa9;
+	big[sizeof(big) - 1] = '\0';
+	args = json_pack("{s:s, s:s}", "url", "http://example.com/", "body", big);
+	assert_non_null(args);
+	full = json_dumps(args, JSON_COMPACT);
+	rec.args = args;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.log", dir);
+	assert_int_equal(engine_audit_open(path, 0, &a, err, sizeof(err)), 0);
+	assert_int_equal(engine_audit_write(a, &rec), 0);
+	engine_audit_close(a);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_true(strlen(line) <= AUDIT_LINE_MAX);
+	j = json_loads(line, 0, NULL);
+	assert_non_null(j);
+	x = json_object_get(j, "arguments");
+	assert_true(json_is_true(json_object_get(x, "truncated")));
+	assert_int_equal(json_integer_value(json_object_get(x, "length")), strlen(full));
+	head = json_string_value(json_object_get(x, "head"));
+	assert_non_null(head);
+	assert_true(strlen(head) > 16384);
+	assert_memory_equal(head, full, strlen(head));
+	json_decref(j);
+	json_decref(args);
+	free(full);
+	(void)unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* Each connection of the egress proxy is a record of its own under the
  * call that made the sandbox; the ones not kept are counted. */
 static void audit_egress_connections(void **state)
@@ -376,11 +426,16 @@ static void approvals_decide_use_and_expire(void **state)
 	(void)state;
 	assert_int_equal(engine_approval_hold(a, "c", ACTION_DELETE_FILE, "delete x", args, 60, id), 0);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_PENDING);
-	/* another client, action or arguments: not this approval */
+	/* another client or action: not this approval; other arguments:
+	 * this client's, but not for them */
 	assert_int_equal(engine_approval_use(a, id, "d", ACTION_DELETE_FILE, args), -ENOENT);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_WRITE_FILE, args), -ENOENT);
-	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, other), -ENOENT);
+	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, other), -ESTALE);
 	assert_int_equal(engine_approval_decide(a, id, true, "op"), 0);
+	/* approved, then asked for with other arguments: refused, and still
+	 * good for the ones it names */
+	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, other), -ESTALE);
+	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, NULL), -ESTALE);
 	assert_int_equal(engine_approval_decide(a, id, false, "op"), -EALREADY);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_APPROVED);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_USED);
@@ -501,12 +556,13 @@ static void tool_keys_and_databases(void **state)
 
 /* ---- engine/sessions: the lifecycle's pipeline (no kernel needed) ---- */
 
-static int held_cb(void *cls, enum engine_action a, struct engine_verdict *v,
+static int held_cb(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		   char ret_id[AUDIT_ID_LEN + 1], const char **ret_state)
 {
 	int *mode = cls;
 
 	(void)a;
+	(void)facts;
 	(void)v;
 	snprintf(ret_id, AUDIT_ID_LEN + 1, "%s", "00112233445566ff");
 	*ret_state = *mode == 0 ? "approved" : "pending";
@@ -609,6 +665,7 @@ int main(void)
 		cmocka_unit_test(rules_counts_and_rate),
 		cmocka_unit_test(audit_record_fields),
 		cmocka_unit_test(audit_appends_whole_lines_and_rotates),
+		cmocka_unit_test(audit_keeps_the_head_of_long_arguments),
 		cmocka_unit_test(audit_egress_connections),
 		cmocka_unit_test(approvals_decide_use_and_expire),
 		cmocka_unit_test(tool_keys_and_databases),

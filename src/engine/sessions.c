@@ -281,6 +281,7 @@ json_t *engine_session_json(struct engine_session *e)
 			    json_real((double)__atomic_load_n(&e->startup_ns, __ATOMIC_RELAXED) / 1e6));
 	json_object_set_new(j, "preload", json_string(e->preload ? e->preload : ""));
 	json_object_set_new(j, "project", e->project ? json_string(e->project) : json_null());
+	json_object_set_new(j, "door", json_string(e->door ? e->door : "api"));
 	pthread_mutex_lock(&e->info);
 	json_object_set_new(j, "preloaded", json_string(e->preloaded ? e->preloaded : ""));
 	json_object_set_new(j, "preload_failed",
@@ -471,6 +472,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 		return r;
 	}
 	e->client = cl->client; /* its slot goes back with the entry */
+	e->door = spec->door ? spec->door : engine_door_name(cl->door);
 	started(reg, e, t0);
 	*ret = e;
 	return 0;
@@ -684,7 +686,7 @@ int engine_session_restart(struct engine_caller *cl, struct engine_session *e,
 }
 
 /* Under src->lock: the copy, registered.  *ret_msg: what was not copied. */
-static int fork_entry(struct engine_sessions *reg, struct engine_session *src,
+static int fork_entry(struct engine_sessions *reg, struct engine_session *src, const char *door,
 		      struct engine_session **ret, char **ret_msg)
 {
 	struct engine_session *e = engine_session_entry_new(reg->id_len);
@@ -700,6 +702,7 @@ static int fork_entry(struct engine_sessions *reg, struct engine_session *src,
 	e->result_limit = src->result_limit;
 	e->net = src->net;
 	e->idle_timeout_s = src->idle_timeout_s;
+	e->door = door;
 	r = session_fork(src->s, &e->s, ret_msg);
 	if (r < 0) {
 		engine_session_unref(e);
@@ -731,7 +734,7 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 	}
 	/* the source's kernel hands over its state: nothing may run there */
 	pthread_mutex_lock(&src->lock);
-	r = src->s ? fork_entry(reg, src, ret, &msg) : -ESRCH;
+	r = src->s ? fork_entry(reg, src, engine_door_name(cl->door), ret, &msg) : -ESRCH;
 	pthread_mutex_unlock(&src->lock);
 	if (r < 0) {
 		give_back(cl);

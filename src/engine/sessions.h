@@ -57,6 +57,9 @@ struct engine_session {
 	struct engine_client *client;
 	int restarting; /* a restart waits for the lock */
 	char *project; /* the host directory behind its overlay, or NULL */
+	/* the door that made it, for listings and for the doors that keep
+	 * to their own ("api", "e2b", "mcp"; static) */
+	const char *door;
 };
 
 /* The registry: a fixed table of max slots. */
@@ -140,6 +143,7 @@ struct engine_session_spec {
 	unsigned asked;	 /* bits of enum engine_limit_id given by the caller */
 	bool net_asked;
 	const char *project; /* a host directory asked for, or NULL */
+	const char *door; /* the entry's door (static), NULL: the caller's door's name */
 	bool has_seed;
 	uint64_t seed;
 };

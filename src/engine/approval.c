@@ -30,7 +30,7 @@ struct engine_approvals {
 	pthread_cond_t changed;
 	struct held list[APPROVAL_MAX];
 	size_t n;
-	unsigned per_client; /* pending calls of one client at once */
+	unsigned per_client; /* pending calls of one client at once (atomic) */
 	bool closing;
 };
 
@@ -57,21 +57,17 @@ struct engine_approvals *engine_approvals_new(void)
 	return a;
 }
 
+/* per_client is atomic: read by hold under the lock, and by the doors'
+ * refusals without it */
 void engine_approvals_set_per_client(struct engine_approvals *a, unsigned max)
 {
-	pthread_mutex_lock(&a->lock);
-	a->per_client = max < 1 ? 1 : max > APPROVAL_MAX ? APPROVAL_MAX : max;
-	pthread_mutex_unlock(&a->lock);
+	__atomic_store_n(&a->per_client, max < 1 ? 1 : max > APPROVAL_MAX ? APPROVAL_MAX : max,
+			 __ATOMIC_RELAXED);
 }
 
 unsigned engine_approvals_per_client(struct engine_approvals *a)
 {
-	unsigned n;
-
-	pthread_mutex_lock(&a->lock);
-	n = a->per_client;
-	pthread_mutex_unlock(&a->lock);
-	return n;
+	return __atomic_load_n(&a->per_client, __ATOMIC_RELAXED);
 }
 
 /* Under lock, after tidy: the calls of client held now. */
@@ -149,7 +145,7 @@ int engine_approval_hold(struct engine_approvals *a, const char *client, enum en
 		pthread_mutex_unlock(&a->lock);
 		return -EBUSY;
 	}
-	if (pending_of(a, client ? client : "") >= a->per_client) {
+	if (pending_of(a, client ? client : "") >= engine_approvals_per_client(a)) {
 		pthread_mutex_unlock(&a->lock);
 		return -EDQUOT;
 	}

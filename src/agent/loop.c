@@ -397,6 +397,20 @@ static void run_call(struct loop *L, struct call *c, const char *reply, double l
 	buf_release(&fb);
 }
 
+/* A call past the budget: the model is told it did not run (a tool call
+ * must have its tool message), and the client sees a notice. */
+static void skip_call(struct loop *L, const struct call *c)
+{
+	char text[256];
+
+	snprintf(text, sizeof(text),
+		 "Not run: the step budget is spent (--max-steps %u). Give your final answer now, "
+		 "in plain text, without code.", L->cfg->max_steps);
+	add_feedback_message(L, c, text);
+	emit(L, json_pack("{s:s, s:s}", "type", "notice", "text",
+			  "a call past the step budget was not run"));
+}
+
 /* ---- a turn ---- */
 
 enum turn { TURN_AGAIN, TURN_DONE };
@@ -532,9 +546,16 @@ static enum turn turn(struct loop *L, int *ret)
 					  "still sent code", L->cfg->max_steps);
 		return finish(L, AGENT_BUDGET_EXHAUSTED, NULL, ret);
 	}
-	L->executed++;
-	for (size_t i = 0; i < n && !stopped(L); i++)
+	/* the budget counts calls run, not replies: one reply may carry
+	 * many tool calls; each past the budget is answered, not run */
+	for (size_t i = 0; i < n && !stopped(L); i++) {
+		if (L->executed >= L->cfg->max_steps) {
+			skip_call(L, &calls[i]);
+			continue;
+		}
+		L->executed++;
 		run_call(L, &calls[i], i == 0 ? text : NULL, i == 0 ? llm_ms : 0, i == 0 ? t1 : 0);
+	}
 	for (size_t i = 0; i < n; i++) {
 		free(calls[i].code);
 		json_decref(calls[i].args);

@@ -44,6 +44,9 @@ struct api_config {
 	const char *token; /* NULL: no auth (loopback only); borrowed */
 	size_t token_len;
 	unsigned max_sessions;
+	/* Calls one client may have held for approval at once (0: the
+	 * engine's default, APPROVAL_PER_CLIENT_DEFAULT). */
+	unsigned max_pending_approvals;
 	unsigned pool_size; /* 0: no warm pool */
 	const char *preload; /* default preload of Python sessions, or NULL */
 	/* Connections at once (0: API_MAX_CONNECTIONS); at start it must fit

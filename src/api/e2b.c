@@ -825,6 +825,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 		 * (runCode's timeoutMs) ends it sooner by going away */
 		spec.so.limits.timeout_s = engine_limits[LIMIT_TIMEOUT].ceiling;
 		spec.so.idle_timeout_s = 0; /* the sandbox's timeout ends it (api_e2b_sweep) */
+		spec.door = "e2b";
 		/* the same pipeline as POST /v1/sessions: the SDK asks for no
 		 * limit, so ceilings lower the defaults; the client's session
 		 * slot goes back with the entry */

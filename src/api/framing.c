@@ -20,7 +20,7 @@
 #include "util/banned.h"
 
 struct framing {
-	unsigned content_length, transfer_encoding;
+	unsigned content_length, transfer_encoding, host;
 	const char *coding;
 	const char *bad_name; /* the first header name that is not a token */
 };
@@ -59,6 +59,8 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
 		f->bad_name = key;
 	if (!strcasecmp(key, "Content-Length")) {
 		f->content_length++;
+	} else if (!strcasecmp(key, "Host")) {
+		f->host++;
 	} else if (!strcasecmp(key, "Transfer-Encoding")) {
 		f->transfer_encoding++;
 		f->coding = value;
@@ -86,6 +88,10 @@ int api_check_framing(struct MHD_Connection *conn, struct api_error *e)
 	if (f.transfer_encoding > 1)
 		return api_error_set(e, 400, "bad_request",
 				     "more than one Transfer-Encoding header: send one");
+	/* the loopback and origin checks read the first Host, a proxy may
+	 * route by the last (RFC 9112 3.2: answer 400) */
+	if (f.host > 1)
+		return api_error_set(e, 400, "bad_request", "more than one Host header: send one");
 	if (f.transfer_encoding && f.content_length)
 		return api_error_set(e, 400, "bad_request",
 				     "both Transfer-Encoding and Content-Length: send one of them");

@@ -9,7 +9,7 @@
 
 /* Before any body is read: refuse (400, then close) what two parsers
  * could frame differently: two Content-Length or Transfer-Encoding
- * headers, both at once, a transfer coding other than "chunked", white
+ * headers, two Host headers, both at once, a transfer coding other than "chunked", white
  * space or other non-token bytes in a header name (which is how
  * libmicrohttpd 0.9.75 keeps "Content-Length : 5" and an obs-folded
  * header).  0, or -EINVAL with e set. */

@@ -88,13 +88,14 @@ enum MHD_Result api_handle_metrics(struct api_call *c)
 {
 	struct api_server *srv = c->srv;
 	struct engine_session **list = NULL;
-	unsigned n = 0, busy = 0;
+	unsigned n = 0, busy = 0, by_door[API_DOOR_COUNT] = { 0 };
 	size_t len = 0;
 	char *text;
 
 	if (engine_sessions_list(&srv->reg, &list, &n) == 0)
 		for (unsigned i = 0; i < n; i++) {
 			busy += __atomic_load_n(&list[i]->busy, __ATOMIC_RELAXED) != 0;
+			by_door[api_door_of(list[i]->door)]++;
 			engine_session_unref(list[i]);
 		}
 	free(list);
@@ -103,7 +104,7 @@ enum MHD_Result api_handle_metrics(struct api_call *c)
 
 		if (srv->pool)
 			session_pool_health(srv->pool, &h);
-		text = api_metrics_text(&srv->metrics, n, srv->cfg.max_sessions, busy,
+		text = api_metrics_text(&srv->metrics, n, srv->cfg.max_sessions, busy, by_door,
 					srv->pool ? &h : NULL, &len);
 	}
 	if (!text)

@@ -20,8 +20,11 @@
  * One mcp_server per client of the server (the policy file's client
  * whose key the request carries, or the default client), made at that
  * client's first request: its calls run under that client's policy, and
- * its sessions and Mcp-Session-Ids are its own (another client's id is a
- * 404).  An mcp_server is not thread-safe, so one client's requests are
+ * its Mcp-Session-Ids are its own (another client's id is a 404).  Its
+ * sessions are in the server's table (srv->reg, door "mcp"), so they
+ * count against --max-sessions and the client's max_sessions and show in
+ * GET /v1/sessions and /metrics; the MCP tools see only the sessions
+ * their client made through MCP.  An mcp_server is not thread-safe, so one client's requests are
  * served one at a time (a long run_code holds up that client's others,
  * not other clients'). */
 #include <errno.h>
@@ -97,9 +100,10 @@ static struct api_mcp *get_mcp(struct api_server *srv, struct engine_client *cli
 	cfg.limits = defaults.limits;
 	cfg.output_limit = defaults.output_limit;
 	cfg.net = defaults.net;
-	cfg.max_sessions = srv->cfg.max_sessions ? srv->cfg.max_sessions : MCP_DEFAULT_MAX_SESSIONS;
-	if (cfg.max_sessions > MCP_MAX_SESSIONS_MAX)
-		cfg.max_sessions = MCP_MAX_SESSIONS_MAX;
+	/* the server's table: --max-sessions, the listings, /metrics and
+	 * the reaper cover MCP's sessions as every other door's */
+	cfg.sessions = &srv->reg;
+	cfg.max_sessions = srv->cfg.max_sessions;
 	cfg.idle_timeout_s = 3600;
 	cfg.preload = srv->preload;
 	cfg.stop_fd = m->stop[0];

@@ -156,13 +156,29 @@ static void pool_metrics(struct buf *b, const struct session_pool_health *h)
 		st->cell_failures);
 }
 
+static const char *const door_names[API_DOOR_COUNT] = { "api", "e2b", "mcp" };
+
+enum api_door api_door_of(const char *door)
+{
+	for (int d = 0; d < API_DOOR_COUNT; d++)
+		if (door && !strcmp(door, door_names[d]))
+			return (enum api_door)d;
+	return API_DOOR_V1;
+}
+
 char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_sessions,
-		       unsigned busy, const struct session_pool_health *pool, size_t *ret_len)
+		       unsigned busy, const unsigned by_door[API_DOOR_COUNT],
+		       const struct session_pool_health *pool, size_t *ret_len)
 {
 	struct buf b;
 
 	buf_init(&b, 1u << 20);
 	gauge(&b, "codecell_sessions", "Sessions alive.", sessions);
+	(void)buf_puts(&b, "# HELP codecell_sessions_by_door Sessions alive, by the door that made them (all count against --max-sessions).\n"
+			   "# TYPE codecell_sessions_by_door gauge\n");
+	for (int d = 0; d < API_DOOR_COUNT; d++)
+		(void)buf_printf(&b, "codecell_sessions_by_door{door=\"%s\"} %u\n", door_names[d],
+				 by_door[d]);
 	gauge(&b, "codecell_sessions_max", "The --max-sessions limit.", max_sessions);
 	gauge(&b, "codecell_sessions_busy", "Sessions running code now.", busy);
 	gauge(&b, "codecell_pool_ready", "Warm kernels ready in the pool (-1: no pool).",

@@ -40,9 +40,16 @@ void api_metrics_add(struct api_metrics *m, uint64_t *counter);
  * session (HTTP's and E2B's doors; MCP and the agent run theirs in
  * process, uncounted). */
 void api_metrics_session_op(struct api_metrics *m, enum api_session_op op, uint64_t start_ns);
+/* The doors whose sessions the server's table holds (an entry's door:
+ * "api", "e2b", "mcp"), for codecell_sessions_by_door. */
+enum api_door { API_DOOR_V1, API_DOOR_E2B, API_DOOR_MCP, API_DOOR_COUNT };
+enum api_door api_door_of(const char *door);
+
 /* The Prometheus text exposition format.  Owned by the caller. */
-/* pool: the warm pool's health, or NULL when there is none. */
+/* pool: the warm pool's health, or NULL when there is none; by_door:
+ * the sessions alive by enum api_door. */
 char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_sessions,
-		       unsigned busy, const struct session_pool_health *pool, size_t *ret_len);
+		       unsigned busy, const unsigned by_door[API_DOOR_COUNT],
+		       const struct session_pool_health *pool, size_t *ret_len);
 
 #endif

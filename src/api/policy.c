@@ -122,6 +122,19 @@ static enum MHD_Result respond_pending(struct api_call *c, const char *id,
 	return answer_pending(c, id);
 }
 
+int api_approval_quota(struct api_call *c, struct engine_verdict *v)
+{
+	unsigned most = engine_approvals_per_client(c->srv->approvals);
+
+	v->http = 429;
+	snprintf(v->message, sizeof(v->message),
+		 "rejected by policy '%.32s', rule 'approval': client '%.32s' has %u calls held "
+		 "already, the most one client may (--max-pending-approvals %u): retry once some are "
+		 "decided",
+		 c->client->policy->name, c->client->name, most, most);
+	return -EPERM;
+}
+
 int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state)
 {
@@ -165,6 +178,8 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 	}
 	if (st == APPROVAL_PENDING && c->style == API_STYLE_V1)
 		return -EINPROGRESS;
+	if (st == -EDQUOT)
+		return api_approval_quota(c, v);
 	{
 		const char *why = st == -EBUSY		  ? "too many calls are held for approval; try again later"
 				  : st == APPROVAL_PENDING ? "approval '%.16s' is not decided yet: send the call again once it is"

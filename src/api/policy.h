@@ -29,6 +29,9 @@ enum MHD_Result api_refuse(struct api_call *c, const struct engine_verdict *v);
  * "Prefer: respond-async" do not).  cls: the api_call. */
 int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
+/* The client has its most calls held already (engine_approval_hold's
+ * -EDQUOT): v says so, naming the cap, with HTTP 429.  -EPERM. */
+int api_approval_quota(struct api_call *c, struct engine_verdict *v);
 /* The engine's caller for this call: its client, door, audit log,
  * request id and approval. */
 void api_caller(struct api_call *c, struct engine_caller *cl);

@@ -870,6 +870,8 @@ int api_server_new(const struct api_config *c, struct api_server **ret, char **r
 	if (!srv->policies)
 		srv->policies = srv->own_policies = engine_policies_new();
 	srv->approvals = engine_approvals_new();
+	if (srv->approvals && c->max_pending_approvals)
+		engine_approvals_set_per_client(srv->approvals, c->max_pending_approvals);
 	if (!srv->policies || !srv->approvals) {
 		engine_policies_free(srv->own_policies);
 		engine_approvals_free(srv->approvals);

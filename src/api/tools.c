@@ -56,6 +56,10 @@ int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
 		return 0;
 	if (st == APPROVAL_PENDING)
 		return -EINPROGRESS;
+	if (st == -EDQUOT) {
+		ret_id[0] = '\0';
+		return api_approval_quota(c, v);
+	}
 	k = snprintf(v->message, sizeof(v->message), "rejected by policy '%s', rule 'approval': ",
 		     c->client->policy->name);
 	if (k > 0 && (size_t)k < sizeof(v->message))

@@ -17,6 +17,7 @@
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "engine/approval.h"
 #include "engine/audit.h"
 #include "engine/policy.h"
 #include "util/parse.h"
@@ -36,7 +37,8 @@ const char serve_usage[] =
 	"                       Beyond loopback a token is required\n"
 	"  --token-file FILE    clients must send 'Authorization: Bearer TOKEN', TOKEN being\n"
 	"                       the file's first line (at least 16 characters, no spaces)\n"
-	"  --max-sessions N     sessions open at once (default 64, at most 4096)\n"
+	"  --max-sessions N     sessions open at once, made by any door: /v1, E2B, /mcp,\n"
+	"                       POST /v1/agent (default 64, at most 4096)\n"
 	"  --pool N             keep N Python kernels ready for new sessions (default 2,\n"
 	"                       0 turns the pool off, at most 64), forked from a template\n"
 	"                       that has imported --preload: a new session is ready in\n"
@@ -62,6 +64,10 @@ const char serve_usage[] =
 	"                       codecell approvals (GET/POST /v1/approvals).  Tools\n"
 	"                       besides code (GET /v1/tools, POST /v1/tools/NAME) are\n"
 	"                       off unless the policy's 'tools' key names them\n"
+	"  --max-pending-approvals N\n"
+	"                       calls one client may have held for approval at once\n"
+	"                       (default 32, at most 256, the server's whole table); one\n"
+	"                       more is refused with 429 until the operator decides\n"
 	"  --audit FILE         append one JSON line per call to FILE (rotated at 64M,\n"
 	"                       FILE.1 to FILE.5); read it with 'codecell audit'\n"
 	"  -h, --help           this text\n"
@@ -83,6 +89,7 @@ struct serve_opts {
 	const char *listen;
 	const char *token_file;
 	unsigned max_sessions;
+	unsigned max_pending_approvals;
 	unsigned pool;
 	const char *preload;
 	unsigned max_connections, max_client_connections;
@@ -119,6 +126,14 @@ static int set_max_sessions(struct serve_opts *o, const char *v, struct buf *err
 	if (opt_count(v, 1, API_MAX_SESSIONS_MAX, &o->max_sessions) < 0)
 		return buf_printf(err, "--max-sessions '%s': expected a number from 1 to %d", v,
 				  API_MAX_SESSIONS_MAX), -EINVAL;
+	return 0;
+}
+
+static int set_max_pending_approvals(struct serve_opts *o, const char *v, struct buf *err)
+{
+	if (opt_count(v, 1, APPROVAL_MAX, &o->max_pending_approvals) < 0)
+		return buf_printf(err, "--max-pending-approvals '%s': expected a number from 1 to %d", v,
+				  APPROVAL_MAX), -EINVAL;
 	return 0;
 }
 
@@ -193,6 +208,7 @@ static const struct {
 	{ "--preload", set_preload },	      { "--max-connections", set_max_connections },
 	{ "--max-client-connections", set_max_client_connections },
 	{ "--request-timeout", set_request_timeout },
+	{ "--max-pending-approvals", set_max_pending_approvals },
 	{ "--policy", set_policy },	      { "--audit", set_audit },
 };
 
@@ -202,6 +218,7 @@ static int serve_opts_parse(int argc, char **argv, struct serve_opts *o, struct 
 	memset(o, 0, sizeof(*o));
 	o->listen = "127.0.0.1:8080";
 	o->max_sessions = API_DEFAULT_MAX_SESSIONS;
+	o->max_pending_approvals = APPROVAL_PER_CLIENT_DEFAULT;
 	o->pool = SERVE_DEFAULT_POOL;
 	o->max_client_connections = API_MAX_CLIENT_CONNECTIONS;
 	o->request_timeout_s = API_REQUEST_TIMEOUT_S;
@@ -361,6 +378,7 @@ int cli_serve(int argc, char **argv)
 	cfg.token = o.token_file ? buf_str(&tok) : NULL;
 	cfg.token_len = tok.len;
 	cfg.max_sessions = o.max_sessions;
+	cfg.max_pending_approvals = o.max_pending_approvals;
 	cfg.pool_size = o.pool;
 	cfg.preload = o.preload;
 	cfg.max_connections = o.max_connections;

@@ -30,6 +30,7 @@ struct engine_approvals {
 	pthread_cond_t changed;
 	struct held list[APPROVAL_MAX];
 	size_t n;
+	unsigned per_client; /* pending calls of one client at once (atomic) */
 	bool closing;
 };
 
@@ -52,7 +53,31 @@ struct engine_approvals *engine_approvals_new(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&a->changed, &ca);
 	pthread_condattr_destroy(&ca);
+	a->per_client = APPROVAL_PER_CLIENT_DEFAULT;
 	return a;
+}
+
+/* per_client is atomic: read by hold under the lock, and by the doors'
+ * refusals without it */
+void engine_approvals_set_per_client(struct engine_approvals *a, unsigned max)
+{
+	__atomic_store_n(&a->per_client, max < 1 ? 1 : max > APPROVAL_MAX ? APPROVAL_MAX : max,
+			 __ATOMIC_RELAXED);
+}
+
+unsigned engine_approvals_per_client(struct engine_approvals *a)
+{
+	return __atomic_load_n(&a->per_client, __ATOMIC_RELAXED);
+}
+
+/* Under lock, after tidy: the calls of client held now. */
+static unsigned pending_of(const struct engine_approvals *a, const char *client)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < a->n; i++)
+		n += a->list[i].state == APPROVAL_PENDING && !strcmp(a->list[i].client, client);
+	return n;
 }
 
 void engine_approvals_close(struct engine_approvals *a)
@@ -119,6 +144,10 @@ int engine_approval_hold(struct engine_approvals *a, const char *client, enum en
 	if (a->n >= APPROVAL_MAX || a->closing) {
 		pthread_mutex_unlock(&a->lock);
 		return -EBUSY;
+	}
+	if (pending_of(a, client ? client : "") >= engine_approvals_per_client(a)) {
+		pthread_mutex_unlock(&a->lock);
+		return -EDQUOT;
 	}
 	h = &a->list[a->n];
 	memset(h, 0, sizeof(*h));

@@ -19,6 +19,9 @@
 #define APPROVAL_ID_LEN 16 /* hex digits */
 #define APPROVAL_MAX 256   /* held or decided, kept at once */
 #define APPROVAL_KEEP_S 3600.0 /* a decided one is forgotten after this */
+/* Pending calls one client may have at once, by default: an eighth of
+ * the table, so one client cannot fill it and hold up the others. */
+#define APPROVAL_PER_CLIENT_DEFAULT (APPROVAL_MAX / 8)
 
 enum approval_state { APPROVAL_PENDING, APPROVAL_APPROVED, APPROVAL_DENIED, APPROVAL_EXPIRED,
 		      APPROVAL_USED };
@@ -33,9 +36,16 @@ void engine_approvals_close(struct engine_approvals *a);
 /* After close, once no thread waits.  NULL is fine. */
 void engine_approvals_free(struct engine_approvals *a);
 
+/* The most calls one client may have pending at once (1 to APPROVAL_MAX;
+ * APPROVAL_PER_CLIENT_DEFAULT until set). */
+void engine_approvals_set_per_client(struct engine_approvals *a, unsigned max);
+unsigned engine_approvals_per_client(struct engine_approvals *a);
+
 /* Hold a call: client, action, description (for the person), args (the
  * exact arguments, borrowed and copied; compared on use).  0 with the id
- * in ret_id, -EBUSY when APPROVAL_MAX are held, -ENOMEM. */
+ * in ret_id, -EDQUOT when the client has its most pending already
+ * (engine_approvals_set_per_client), -EBUSY when APPROVAL_MAX are held,
+ * -ENOMEM. */
 int engine_approval_hold(struct engine_approvals *a, const char *client, enum engine_action action,
 			 const char *description, json_t *args, double timeout_s,
 			 char ret_id[APPROVAL_ID_LEN + 1]);

@@ -244,7 +244,7 @@ void engine_session_end(struct engine_session *e)
 	if (e->s && e->audit && e->net == SANDBOX_NET_ALLOWLIST &&
 	    session_egress_final(e->s, &eg) == 0 && (eg.n || eg.dropped)) {
 		struct engine_audit_record base = { .client = e->audit_client, .session = e->id,
-						    .door = e->door };
+						    .door = e->audit_door };
 		char id[AUDIT_ID_LEN + 1];
 
 		engine_audit_id(id);
@@ -262,7 +262,7 @@ static void note_audit(struct engine_session *e, const struct engine_caller *cl)
 	const char *name = cl->name ? cl->name : cl->client ? cl->client->name : NULL;
 
 	e->audit = cl->audit;
-	e->door = cl->door;
+	e->audit_door = cl->door;
 	e->audit_client = name ? strdup(name) : NULL;
 }
 
@@ -306,6 +306,7 @@ json_t *engine_session_json(struct engine_session *e)
 			    json_real((double)__atomic_load_n(&e->startup_ns, __ATOMIC_RELAXED) / 1e6));
 	json_object_set_new(j, "preload", json_string(e->preload ? e->preload : ""));
 	json_object_set_new(j, "project", e->project ? json_string(e->project) : json_null());
+	json_object_set_new(j, "door", json_string(e->door ? e->door : "api"));
 	pthread_mutex_lock(&e->info);
 	json_object_set_new(j, "preloaded", json_string(e->preloaded ? e->preloaded : ""));
 	json_object_set_new(j, "preload_failed",
@@ -498,6 +499,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	}
 	e->client = cl->client; /* its slot goes back with the entry */
 	note_audit(e, cl);
+	e->door = spec->door ? spec->door : engine_door_name(cl->door);
 	started(reg, e, t0);
 	*ret = e;
 	return 0;
@@ -842,6 +844,7 @@ static int fork_entry(struct engine_sessions *reg, const struct engine_caller *c
 	e->result_limit = src->result_limit;
 	e->net = src->net;
 	e->idle_timeout_s = src->idle_timeout_s;
+	e->door = engine_door_name(cl->door);
 	r = session_fork(src->s, &e->s, ret_msg);
 	if (r < 0) {
 		engine_session_unref(e);

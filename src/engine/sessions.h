@@ -62,7 +62,10 @@ struct engine_session {
 	 * ends it (a delete, expiry, shutdown); set when it is made */
 	struct engine_audit *audit;
 	char *audit_client;
-	enum engine_door door;
+	enum engine_door audit_door;
+	/* the door that made it, for listings and for the doors that keep
+	 * to their own ("api", "e2b", "mcp"; static) */
+	const char *door;
 };
 
 /* The registry: a fixed table of max slots. */
@@ -152,6 +155,7 @@ struct engine_session_spec {
 	unsigned asked;	 /* bits of enum engine_limit_id given by the caller */
 	bool net_asked;
 	const char *project; /* a host directory asked for, or NULL */
+	const char *door; /* the entry's door (static), NULL: the caller's door's name */
 	bool has_seed;
 	uint64_t seed;
 };

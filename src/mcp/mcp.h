@@ -36,6 +36,7 @@
 #define MCP_ID_LEN 16 /* hex characters of a session id */
 
 struct engine_policies;
+struct engine_sessions;
 
 struct mcp_config {
 	struct sandbox_limits limits; /* timeout_s: the default per run_code */
@@ -66,6 +67,12 @@ struct mcp_config {
 	 * stop_flag: raised (read atomically) to give up such a call. */
 	const struct engine_policies *policies;
 	const int *stop_flag;
+	/* The server's session table (borrowed; NULL: a table of the core's
+	 * own, of max_sessions).  In the server's, the sessions this core
+	 * makes count against the server's --max-sessions and show in its
+	 * listings and metrics, and the server's reaper ends them; the core
+	 * sees and uses only those its client made through MCP. */
+	struct engine_sessions *sessions;
 };
 
 struct mcp_server;

@@ -2,10 +2,14 @@
  * file.
  *
  * Sessions are the engine's (engine/sessions.h): a registry of this
- * core's own, its ids 16 hex digits; create and close go through the
- * engine's pipeline (policy, audit record).  One thread drives a core
- * (calls come one at a time), so an entry found in the registry stays
- * there until this thread takes it out.  The warm pool is
+ * core's own (`codecell mcp`, its ids 16 hex digits), or the server's
+ * (/mcp: cfg.sessions, shared with every door, so that one cap, one
+ * listing and one reaper cover them all; this core sees only the
+ * sessions its client made through MCP).  Create and close go through
+ * the engine's pipeline (policy, audit record).  Another door or the
+ * server's reaper may end a session of the shared registry at any time,
+ * so a session found is held by a reference of ours until the call
+ * ends, and its workspace is used under its lock.  The warm pool is
  * made by a thread of its own at start, so `initialize` is answered at
  * once; the first tool that needs a session waits for it.
  *
@@ -44,7 +48,8 @@ struct mcp_tools {
 	struct mcp_config cfg;
 	struct engine_verdict verdict; /* the last call's (calls come one at a time) */
 	char *preload; /* owned copy of cfg.preload */
-	struct engine_sessions reg;
+	struct engine_sessions own; /* without cfg.sessions */
+	struct engine_sessions *reg; /* &own, or cfg.sessions */
 	bool recorded; /* the engine wrote this call's audit record */
 	/* the warm pool, made by pool_thread */
 	pthread_t pool_thread;
@@ -110,13 +115,15 @@ int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools **ret, char **r
 {
 	struct mcp_tools *t = calloc(1, sizeof(*t));
 
-	if (!t || engine_sessions_init(&t->reg, cfg->max_sessions ? cfg->max_sessions : 1) < 0) {
+	if (!t || (!cfg->sessions &&
+		   engine_sessions_init(&t->own, cfg->max_sessions ? cfg->max_sessions : 1) < 0)) {
 		free(t);
 		if (ret_error)
 			*ret_error = strdup("out of memory");
 		return -ENOMEM;
 	}
-	t->reg.id_len = MCP_ID_LEN;
+	t->own.id_len = MCP_ID_LEN;
+	t->reg = cfg->sessions ? cfg->sessions : &t->own;
 	t->cfg = *cfg;
 	t->preload = cfg->preload && *cfg->preload ? strdup(cfg->preload) : NULL;
 	if (cfg->pool_size) {
@@ -183,8 +190,11 @@ void mcp_tools_free(struct mcp_tools *t)
 {
 	if (!t)
 		return;
-	engine_sessions_close_all(&t->reg);
-	engine_sessions_release(&t->reg);
+	/* the server's table is the server's to close */
+	if (t->reg == &t->own) {
+		engine_sessions_close_all(&t->own);
+		engine_sessions_release(&t->own);
+	}
 	pool_wait(t);
 	session_pool_free(t->pool);
 	free(t->pool_msg);
@@ -192,9 +202,52 @@ void mcp_tools_free(struct mcp_tools *t)
 	free(t);
 }
 
+/* Whether e is this core's: in a table of its own, all are; in the
+ * server's, those its client made through MCP (e->client is cleared as
+ * the session leaves the table). */
+static bool mine(const struct mcp_tools *t, const struct engine_session *e)
+{
+	if (t->reg == &t->own)
+		return true;
+	return e->door && !strcmp(e->door, engine_door_name(DOOR_MCP)) &&
+	       __atomic_load_n(&e->client, __ATOMIC_ACQUIRE) == t->cfg.client;
+}
+
+/* This core's sessions, each with a reference: *ret (free()), *ret_n. */
+static int my_sessions(struct mcp_tools *t, struct engine_session ***ret, unsigned *ret_n)
+{
+	struct engine_session **all = NULL;
+	unsigned n = 0, k = 0;
+
+	if (engine_sessions_list(t->reg, &all, &n) < 0)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		if (mine(t, all[i]))
+			all[k++] = all[i];
+		else
+			engine_session_unref(all[i]);
+	}
+	*ret = all;
+	*ret_n = k;
+	return 0;
+}
+
+static void unref_all(struct engine_session **list, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		engine_session_unref(list[i]);
+	free(list);
+}
+
 unsigned mcp_tools_count(const struct mcp_tools *t)
 {
-	return engine_sessions_count((struct engine_sessions *)&t->reg);
+	struct engine_session **list;
+	unsigned n;
+
+	if (my_sessions((struct mcp_tools *)t, &list, &n) < 0)
+		return 0;
+	unref_all(list, n);
+	return n;
 }
 
 static void on_expired(void *cls, const struct engine_session *e)
@@ -207,18 +260,20 @@ static void on_expired(void *cls, const struct engine_session *e)
 
 void mcp_tools_expire(struct mcp_tools *t)
 {
-	(void)engine_sessions_reap(&t->reg, on_expired, t);
+	/* the server's reaper ends the sessions of its table */
+	if (t->reg == &t->own)
+		(void)engine_sessions_reap(&t->own, on_expired, t);
 }
 
-/* The session of that id: the registry's reference (see the top). */
+/* The session of that id with a new reference (engine_session_unref()
+ * it), if it is this core's (another client's or door's is as unknown). */
 static struct engine_session *find(struct mcp_tools *t, const char *id, struct buf *msg)
 {
-	struct engine_session *e = engine_sessions_get(&t->reg, id);
+	struct engine_session *e = engine_sessions_get(t->reg, id);
 
-	if (e) {
-		engine_session_unref(e);
+	if (e && mine(t, e))
 		return e;
-	}
+	engine_session_unref(e);
 	(void)buf_printf(msg, "no session '%s': it was closed, expired after being idle, or never "
 			 "existed; create_session makes a new one (list_sessions shows those open)", id);
 	return NULL;
@@ -316,6 +371,7 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 		return -ENOENT;
 	r = e ? run_in_session(e, t, a, &res, msg) : run_oneshot(t, a, &res, &eg, msg);
 	if (r < 0) {
+		engine_session_unref(e);
 		free(eg.ev);
 		return r;
 	}
@@ -346,6 +402,7 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 	*ret = run_result_to_json(&res);
 	if (e)
 		json_object_set_new(*ret, "session_id", json_string(e->id));
+	engine_session_unref(e);
 	run_result_release(&res);
 	return 0;
 }
@@ -363,8 +420,13 @@ static int parse_session_lang(const char *name, enum session_lang *ret, const ch
 	return 0;
 }
 
+/* Under e->lock. */
 static json_t *session_json(const struct engine_session *e)
 {
+	if (!e->s)
+		return json_pack("{s:s, s:s, s:b, s:n, s:s, s:s, s:n}", "session_id", e->id, "language",
+				 lang_name(e), "pooled", e->pooled, "preload", "preloaded", "",
+				 "preload_failed", "", "project");
 	return json_pack("{s:s, s:s, s:b, s:o, s:s, s:s, s:o}", "session_id", e->id, "language",
 			 lang_name(e), "pooled", e->pooled, "preload",
 			 e->preload ? json_string(e->preload) : json_null(), "preloaded",
@@ -391,7 +453,7 @@ int mcp_tools_create_session(struct mcp_tools *t, const char *language, const ch
 		return buf_puts(msg, why), -EINVAL;
 	if (preload && *preload && lang != SESSION_PYTHON)
 		return buf_puts(msg, "preload is for Python sessions"), -EINVAL;
-	if (!t->cfg.max_sessions)
+	if (t->reg == &t->own && !t->cfg.max_sessions)
 		return buf_puts(msg, "too many sessions: 0 are open (--max-sessions 0)"), -EBUSY;
 	base_opts(t, &spec.so);
 	spec.so.lang = lang;
@@ -405,18 +467,23 @@ int mcp_tools_create_session(struct mcp_tools *t, const char *language, const ch
 		return buf_puts(msg, "project needs a policy with 'projects' (--policy)"), -EPERM;
 	spec.project = project;
 	caller(t, &cl);
-	r = engine_session_new(&t->reg, &cl, &spec, &e, &err);
+	r = engine_session_new(t->reg, &cl, &spec, &e, &err);
 	t->recorded = r != -EBUSY;
 	if (cl.audit_err < 0)
 		log_msg(t, "warning", "cannot append to the audit log");
 	if (r == -EPERM)
 		t->verdict = err.verdict;
 	if (r == -EBUSY)
-		return buf_printf(msg, "too many sessions: %u are open (--max-sessions): close_session one "
-				  "you no longer need", engine_sessions_count(&t->reg)), -EBUSY;
+		return buf_printf(msg, "too many sessions: %u are open, the most this %s allows "
+				  "(--max-sessions %u): close_session one you no longer need",
+				  engine_sessions_count(t->reg), t->reg == &t->own ? "MCP server" : "server",
+				  t->reg->max), -EBUSY;
 	if (r < 0)
 		return buf_puts(msg, r == -EPERM ? err.verdict.message : err.message), r;
+	/* another door may end it from now on */
+	pthread_mutex_lock(&e->lock);
 	*ret = session_json(e);
+	pthread_mutex_unlock(&e->lock);
 	engine_session_unref(e);
 	return 0;
 }
@@ -430,8 +497,7 @@ int mcp_tools_close_session(struct mcp_tools *t, const char *id, json_t **ret, s
 		return -ENOENT;
 	*ret = json_pack("{s:s, s:b}", "session_id", e->id, "closed", 1);
 	caller(t, &cl);
-	engine_session_ref(e);
-	t->recorded = engine_session_close(&t->reg, &cl, e);
+	t->recorded = engine_session_close(t->reg, &cl, e);
 	engine_session_unref(e);
 	if (cl.audit_err < 0)
 		log_msg(t, "warning", "cannot append to the audit log");
@@ -449,7 +515,7 @@ int mcp_tools_list_sessions(struct mcp_tools *t, json_t **ret, struct buf *msg)
 	(void)msg;
 	clock_gettime(CLOCK_REALTIME, &now);
 	now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
-	if (engine_sessions_list(&t->reg, &all, &n) < 0) {
+	if (my_sessions(t, &all, &n) < 0) {
 		json_decref(list);
 		return buf_puts(msg, "out of memory"), -ENOMEM;
 	}
@@ -465,7 +531,7 @@ int mcp_tools_list_sessions(struct mcp_tools *t, json_t **ret, struct buf *msg)
 	}
 	free(all);
 	*ret = json_pack("{s:o, s:i, s:i}", "sessions", list, "count", (int)n, "max_sessions",
-			 (int)t->cfg.max_sessions);
+			 (int)t->reg->max);
 	return 0;
 }
 
@@ -499,7 +565,8 @@ static const char *rel_path(const char *path)
 	return *path ? path : ".";
 }
 
-/* The session's workspace. */
+/* The session's workspace: *ret_e held (a reference, its lock) until
+ * workspace_done(). */
 static int workspace(struct mcp_tools *t, const char *id, struct engine_session **ret_e, struct engine_ws *w,
 		     struct buf *msg)
 {
@@ -508,11 +575,24 @@ static int workspace(struct mcp_tools *t, const char *id, struct engine_session 
 
 	if (!e)
 		return -ENOENT;
+	pthread_mutex_lock(&e->lock);
 	r = engine_ws_of_session(e->s, w);
-	if (r < 0)
+	if (r < 0) {
+		pthread_mutex_unlock(&e->lock);
+		engine_session_unref(e);
+		if (r == -ESRCH)
+			return buf_printf(msg, "session '%s' was closed", id), -ENOENT;
 		return buf_printf(msg, "session '%s' has no workspace now (its kernel is not running): run code in it first", id), r;
+	}
 	*ret_e = e;
 	return 0;
+}
+
+static int workspace_done(struct engine_session *e, int r)
+{
+	pthread_mutex_unlock(&e->lock);
+	engine_session_unref(e);
+	return r;
 }
 
 static const char *type_name(mode_t m)
@@ -529,20 +609,15 @@ static int list_entry(void *arg, int dir, const char *name, const char *rel, con
 						    (json_int_t)st->st_size)) < 0 ? -ENOMEM : 0;
 }
 
-int mcp_tools_list_files(struct mcp_tools *t, const char *id, const char *path, json_t **ret,
-			 struct buf *msg)
+static int list_files(struct engine_session *e, struct engine_ws *w, const char *path,
+		      json_t **ret, struct buf *msg)
 {
 	struct engine_files_listing l = { .depth = 1, .uploads = true };
-	struct engine_ws w;
-	struct engine_session *e;
-	json_t *entries;
-	int r = workspace(t, id, &e, &w, msg);
+	json_t *entries = json_array();
+	int r;
 
-	if (r < 0)
-		return r;
 	path = rel_path(path);
-	entries = json_array();
-	r = engine_files_list(&w, path, &l, list_entry, entries);
+	r = engine_files_list(w, path, &l, list_entry, entries);
 	if (r < 0) {
 		json_decref(entries);
 		return fs_fail(msg, r, "list", path);
@@ -552,19 +627,27 @@ int mcp_tools_list_files(struct mcp_tools *t, const char *id, const char *path, 
 	return 0;
 }
 
-int mcp_tools_read_file(struct mcp_tools *t, const char *id, const char *path, struct buf *data,
-			json_t **ret, struct buf *msg)
+int mcp_tools_list_files(struct mcp_tools *t, const char *id, const char *path, json_t **ret,
+			 struct buf *msg)
 {
 	struct engine_ws w;
 	struct engine_session *e;
-	struct stat st;
-	_cleanup_close_ int fd = -1;
 	int r = workspace(t, id, &e, &w, msg);
 
 	if (r < 0)
 		return r;
+	return workspace_done(e, list_files(e, &w, path, ret, msg));
+}
+
+static int read_file(struct engine_session *e, struct engine_ws *w, const char *path,
+		     struct buf *data, json_t **ret, struct buf *msg)
+{
+	struct stat st;
+	_cleanup_close_ int fd = -1;
+	int r;
+
 	path = rel_path(path);
-	fd = engine_files_open(&w, path, &st);
+	fd = engine_files_open(w, path, &st);
 	if (fd < 0)
 		return fs_fail(msg, fd, "read", path);
 	if (S_ISDIR(st.st_mode))
@@ -580,16 +663,24 @@ int mcp_tools_read_file(struct mcp_tools *t, const char *id, const char *path, s
 	return 0;
 }
 
-int mcp_tools_write_file(struct mcp_tools *t, const char *id, const char *path, const char *data,
-			 size_t len, json_t **ret, struct buf *msg)
+int mcp_tools_read_file(struct mcp_tools *t, const char *id, const char *path, struct buf *data,
+			json_t **ret, struct buf *msg)
 {
 	struct engine_ws w;
 	struct engine_session *e;
-	bool replaced = false;
 	int r = workspace(t, id, &e, &w, msg);
 
 	if (r < 0)
 		return r;
+	return workspace_done(e, read_file(e, &w, path, data, ret, msg));
+}
+
+static int write_file(struct mcp_tools *t, struct engine_session *e, struct engine_ws *w,
+		      const char *path, const char *data, size_t len, json_t **ret, struct buf *msg)
+{
+	bool replaced = false;
+	int r;
+
 	if (len > MCP_FILE_MAX)
 		return fs_fail(msg, -EFBIG, "write_file", path);
 	if (t->cfg.client &&
@@ -598,12 +689,24 @@ int mcp_tools_write_file(struct mcp_tools *t, const char *id, const char *path, 
 	path = rel_path(path);
 	if (path[0] == '/')
 		return fs_fail(msg, -EXDEV, "write", path);
-	r = engine_files_write(&w, path, data, len, &replaced);
+	r = engine_files_write(w, path, data, len, &replaced);
 	if (r < 0)
 		return fs_fail(msg, r, "write", path);
 	*ret = json_pack("{s:s, s:s, s:I, s:b}", "session_id", e->id, "path", path, "size",
 			 (json_int_t)len, "replaced", replaced);
 	return 0;
+}
+
+int mcp_tools_write_file(struct mcp_tools *t, const char *id, const char *path, const char *data,
+			 size_t len, json_t **ret, struct buf *msg)
+{
+	struct engine_ws w;
+	struct engine_session *e;
+	int r = workspace(t, id, &e, &w, msg);
+
+	if (r < 0)
+		return r;
+	return workspace_done(e, write_file(t, e, &w, path, data, len, ret, msg));
 }
 
 /* ---- the tools besides code (engine/tool.h) ---- */
@@ -642,6 +745,7 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 	struct engine_tool_request rq = { .name = name, .args = args, .audit = t->cfg.audit,
 					  .session = sid };
 	char m[TOOL_MSG_MAX];
+	_cleanup_close_ int fd = -1;
 	int http, k;
 
 	engine_tool_ctx_init(&ctx, DOOR_MCP);
@@ -653,10 +757,17 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 
 		if (!e)
 			return -ENOENT;
-		ctx.workspace_fd = session_workspace_fd(e->s);
-		if (ctx.workspace_fd < 0)
+		/* a fd of our own: the session's lock is not held while the
+		 * tool runs, and another door may end the session meanwhile */
+		pthread_mutex_lock(&e->lock);
+		fd = e->s ? session_workspace_fd(e->s) : -1;
+		fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		pthread_mutex_unlock(&e->lock);
+		engine_session_unref(e);
+		if (fd < 0)
 			return buf_printf(msg, "session '%s' has no workspace now (its kernel is not "
 					  "running): run code in it first", sid), -ENOENT;
+		ctx.workspace_fd = fd;
 	}
 	k = engine_tool_call(&ctx, &rq, ret, &http, m, sizeof(m));
 	if (k < 0)

@@ -143,6 +143,27 @@ def the_budget_stops_a_model_that_never_answers():
 
 
 @test
+def the_budget_counts_tool_calls_not_replies():
+    # one reply with 16 tool calls under --max-steps 1: one runs, the
+    # others are answered "not run" (every tool_call_id gets its message)
+    calls = [tool_call("print(%d)" % i, call_id="c%d" % i) for i in range(16)]
+    with StandIn([{"content": None, "tool_calls": calls, "finish_reason": "tool_calls"},
+                  {"content": None, "tool_calls": [tool_call("print('more')",
+                                                             call_id="d0")]}]) as s:
+        r = agent(s, "--max-steps", "1", "--json", "spray")
+        eq(r.status, 2, r)
+        eq(r.json["outcome"], "budget_exhausted")
+        eq(r.json["steps_run"], 1)
+        eq(len(r.json["steps"]), 1)
+        eq(len(s.requests), 2)
+        tools = [m for m in s.requests[1]["messages"] if m["role"] == "tool"]
+        eq([m["tool_call_id"] for m in tools], ["c%d" % i for i in range(16)])
+        check("last step" in tools[0]["content"], tools[0])
+        for m in tools[1:]:
+            check("not run" in m["content"].lower() and "--max-steps 1" in m["content"], m)
+
+
+@test
 def a_model_that_never_writes_code_is_answered_at_once():
     with StandIn(["Paris."]) as s:
         r = agent(s, "--json", "capital of France?")

@@ -254,6 +254,57 @@ def a_long_call_does_not_hold_up_the_servers_shutdown():
 
 
 @test
+def regression_mcp_sessions_count_against_max_sessions_and_show_in_listings_and_metrics():
+    """/mcp ignored --max-sessions (each client's MCP core had a table of
+    its own, of --max-sessions more), and its sessions were missing from
+    GET /v1/sessions and /metrics."""
+    srv = Serve("--pool", "0", "--max-sessions", "2")
+    try:
+        h = initialize(srv)
+        st, j = srv.request("POST", "/v1/sessions", {})
+        eq(st, 201, j)
+        api_sid = j["id"]
+        r = call(srv, h, "create_session", {})["result"]
+        eq(r["isError"], False, r)
+        mcp_sid = r["structuredContent"]["session_id"]
+        # the table is full, whichever door asks
+        r = call(srv, h, "create_session", {})["result"]
+        check(r["isError"] and "--max-sessions 2" in r["content"][0]["text"], r)
+        st, j = srv.request("POST", "/v1/sessions", {})
+        eq((st, j["error"]["code"]), (429, "too_many_sessions"), j)
+        # one listing, each session with its door
+        st, j = srv.request("GET", "/v1/sessions")
+        eq(sorted((x["id"], x["door"]) for x in j["sessions"]),
+           sorted([(api_sid, "api"), (mcp_sid, "mcp")]), j)
+        eq((j["count"], j["max_sessions"]), (2, 2))
+        st, m = srv.request("GET", "/metrics")
+        text = m.decode()
+        check("\ncodecell_sessions 2\n" in "\n" + text, text[:400])
+        check('codecell_sessions_by_door{door="mcp"} 1\n' in text and
+              'codecell_sessions_by_door{door="api"} 1\n' in text, text[:800])
+        # MCP's tools see their own door's sessions only
+        r = call(srv, h, "list_sessions", {})["result"]["structuredContent"]
+        eq(([x["session_id"] for x in r["sessions"]], r["max_sessions"]), ([mcp_sid], 2), r)
+        r = call(srv, h, "run_code", {"session_id": api_sid, "code": "1"})["result"]
+        check(r["isError"] and "no session" in r["content"][0]["text"], r)
+        # /v1 uses the same client's MCP session: one engine table
+        call(srv, h, "run_code", {"session_id": mcp_sid, "code": "x = 6 * 7"})
+        st, j = srv.request("POST", "/v1/sessions/%s/execute" % mcp_sid, {"code": "x"})
+        eq((st, j["results"][0]["text/plain"]), (200, "42"), j)
+        # ended by /v1: gone for MCP too, and its place is free again
+        st, j = srv.request("DELETE", "/v1/sessions/" + mcp_sid)
+        eq(st, 200, j)
+        r = call(srv, h, "run_code", {"session_id": mcp_sid, "code": "x"})["result"]
+        check(r["isError"] and "no session" in r["content"][0]["text"], r)
+        r = call(srv, h, "write_file", {"session_id": mcp_sid, "path": "a", "content": "x"})["result"]
+        check(r["isError"], r)
+        r = call(srv, h, "create_session", {})["result"]
+        eq(r["isError"], False, r)
+    finally:
+        srv.stop()
+
+
+@test
 def each_client_key_gets_its_own_policy_and_sessions():
     """/mcp calls run under the policy of the client whose key they carry
     (they all ran under [default] before), and one client's MCP sessions
@@ -281,6 +332,13 @@ def each_client_key_gets_its_own_policy_and_sessions():
             eq(j["result"]["structuredContent"]["sessions"], [], "bob sees none of alice's")
             j = call(srv, b, "run_code", {"session_id": sid, "code": "1"})
             check(j["result"]["isError"], j)
+            # GET /v1/sessions: alice's MCP session is hers alone
+            st, j = srv.request("GET", "/v1/sessions", key=keys["alice"])
+            eq([(x["id"], x["door"]) for x in j["sessions"]], [(sid, "mcp")], j)
+            st, j = srv.request("GET", "/v1/sessions", key=keys["bob"])
+            eq(j["sessions"], [], j)
+            eq(srv.request("POST", "/v1/sessions/%s/execute" % sid, {"code": "1"},
+                           key=keys["bob"])[0], 404)
             # alice's Mcp-Session-Id with bob's key
             st, _, j = post(srv, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
                             dict(a, Authorization="Bearer " + keys["bob"]))

@@ -467,6 +467,39 @@ def codecell_audit_reads_the_log():
 
 
 @test
+def regression_one_client_cannot_fill_the_approval_table():
+    """The server holds at most 256 calls for approval, for every client
+    together: one client's pending calls could fill the table, and every
+    other client's call that needs a person was refused."""
+    keys = {"mallory": "mallory-key-0123456789", "alice": "alice-key-0123456789"}
+    with tempfile.TemporaryDirectory() as d:
+        pol = os.path.join(d, "p.ini")
+        write(pol, "[default]\napproval = run\n[client mallory]\nkey_sha256 = %s\n"
+              "[client alice]\nkey_sha256 = %s\n" % (sha(keys["mallory"]), sha(keys["alice"])))
+        for flag, most in ((["--max-pending-approvals", "3"], 3), ([], 32)):
+            s = srv("--policy", pol, "--pool", "0", *flag)
+            try:
+                later = {"Prefer": "respond-async"}
+                for i in range(most):
+                    st, j = call(s, "POST", "/v1/execute", {"code": "print(%d)" % i},
+                                 key=keys["mallory"], headers=later)
+                    eq((st, j["status"]), (202, "pending"), "call %d: %r" % (i, j))
+                st, j = call(s, "POST", "/v1/execute", {"code": "print('more')"},
+                             key=keys["mallory"], headers=later)
+                rejected(st, j, 429, "approval")
+                check("client 'mallory' has %d calls held" % most in j["error"]["value"] and
+                      "--max-pending-approvals %d" % most in j["error"]["value"], j)
+                st, j = call(s, "POST", "/v1/execute", {"code": "print(1)"}, key=keys["alice"],
+                             headers=later)
+                eq((st, j["status"]), (202, "pending"), "alice is held up: %r" % j)
+            finally:
+                s.stop()
+    r = codecell("serve", "--max-pending-approvals", "0")
+    eq(r.status, 125, r)
+    check("--max-pending-approvals '0': expected a number from 1 to 256" in r.stderr, r.stderr)
+
+
+@test
 def approvals_hold_delete_until_the_operator_decides():
     """A policy's approval actions: the call is held with an id; the
     operator (the --token-file token) approves or denies it; an agent

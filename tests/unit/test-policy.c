@@ -416,6 +416,29 @@ static void audit_egress_connections(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+static void regression_one_client_cannot_fill_the_approval_table(void **state)
+{
+	struct engine_approvals *a = engine_approvals_new();
+	json_t *args = json_object();
+	char id[APPROVAL_ID_LEN + 1], first[APPROVAL_ID_LEN + 1];
+
+	(void)state;
+	assert_int_equal(engine_approvals_per_client(a), APPROVAL_MAX / 8);
+	engine_approvals_set_per_client(a, 2);
+	assert_int_equal(engine_approval_hold(a, "m", ACTION_RUN, "run", args, 60, first), 0);
+	assert_int_equal(engine_approval_hold(a, "m", ACTION_RUN, "run", args, 60, id), 0);
+	assert_int_equal(engine_approval_hold(a, "m", ACTION_RUN, "run", args, 60, id), -EDQUOT);
+	/* another client is not held up */
+	assert_int_equal(engine_approval_hold(a, "c", ACTION_RUN, "run", args, 60, id), 0);
+	/* a decided call is no longer pending: room for one more */
+	assert_int_equal(engine_approval_decide(a, first, false, "op"), 0);
+	assert_int_equal(engine_approval_hold(a, "m", ACTION_RUN, "run", args, 60, id), 0);
+	assert_int_equal(engine_approval_hold(a, "m", ACTION_RUN, "run", args, 60, id), -EDQUOT);
+	engine_approvals_close(a);
+	engine_approvals_free(a);
+	json_decref(args);
+}
+
 static void approvals_decide_use_and_expire(void **state)
 {
 	struct engine_approvals *a = engine_approvals_new();
@@ -668,6 +691,7 @@ int main(void)
 		cmocka_unit_test(audit_keeps_the_head_of_long_arguments),
 		cmocka_unit_test(audit_egress_connections),
 		cmocka_unit_test(approvals_decide_use_and_expire),
+		cmocka_unit_test(regression_one_client_cannot_fill_the_approval_table),
 		cmocka_unit_test(tool_keys_and_databases),
 		cmocka_unit_test(sessions_pipeline_refuses_records_and_gives_back),
 	};

@@ -676,7 +676,7 @@ struct proc_stream {
 	uint64_t t0;
 	struct run_result res; /* status, exit code, signal, output bytes */
 	unsigned pid;
-	uint64_t deadline_ms; /* monotonic; 0: none */
+	uint64_t deadline_ms; /* monotonic; 0: none (a stream that ends at once) */
 	uint64_t last_ms;     /* the last frame */
 	int client_fd;
 	bool started, ended;
@@ -1018,6 +1018,17 @@ static int start_call(json_t *req, char **ret_call, struct api_error *e)
 	return r;
 }
 
+/* A reattached stream's timeout: what Connect-Timeout-Ms asks, at most
+ * the sandbox's own (its cell timeout: the policy's ceiling when it was
+ * made); none asked is that, never no limit. */
+static uint64_t reconnect_timeout_ms(uint64_t asked, const struct engine_session *e)
+{
+	uint64_t most = e->limits.timeout_s > 0 ? (uint64_t)(e->limits.timeout_s * 1000)
+						: E2B_COMMAND_TIMEOUT_MAX_MS;
+
+	return asked && asked < most ? asked : most;
+}
+
 /* The stream of a command already running (commands.connect): as
  * Start's from its start event on.  Its output goes to whichever of its
  * streams polls first. */
@@ -1081,7 +1092,7 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	p->srv = c->srv;
 	p->e = e;
 	p->last_ms = api_now_ms();
-	p->deadline_ms = c->e2b->timeout_ms ? p->last_ms + c->e2b->timeout_ms : 0;
+	p->deadline_ms = p->last_ms + reconnect_timeout_ms(c->e2b->timeout_ms, e);
 	buf_init(&p->out, PROC_PENDING_MAX);
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	p->client_fd = ci ? ci->connect_fd : -1;
@@ -1141,6 +1152,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	enum MHD_Result ret;
 	size_t len;
 	char *call = NULL;
+	double timeout_s;
 	json_t *req;
 	int r;
 
@@ -1179,8 +1191,8 @@ static enum MHD_Result proc_start(struct api_call *c)
 	/* POST /v1/sessions/{id}/execute's check, in bash: the language,
 	 * the timeout against the policy's, the client's rate and an
 	 * execution slot held while the command runs */
-	if (api_check_command(c, p->e, p->code, strlen(p->code),
-			      (double)c->e2b->timeout_ms / 1000.0, &v, &ret) < 0) {
+	timeout_s = (double)c->e2b->timeout_ms / 1000.0;
+	if (api_check_command(c, p->e, p->code, strlen(p->code), &timeout_s, &v, &ret) < 0) {
 		free(call);
 		free(p->code);
 		p->code = NULL; /* recorded already */
@@ -1214,7 +1226,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	p->pid = (unsigned)strtoul(t, NULL, 10);
 	run_result_release(&res);
 	p->last_ms = api_now_ms();
-	p->deadline_ms = c->e2b->timeout_ms ? p->last_ms + c->e2b->timeout_ms : 0;
+	p->deadline_ms = p->last_ms + (uint64_t)(timeout_s * 1000);
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	p->client_fd = ci ? ci->connect_fd : -1;
 	return stream_answer(c, p);

@@ -5,6 +5,7 @@ shapes, and a policy's client keys taken as E2B API keys (X-API-Key),
 through E2B's published JS SDK (tests/node/e2b_client.mjs) and raw
 HTTP."""
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -243,6 +244,95 @@ def e2b_commands_hold_an_execution_slot_and_are_recorded_at_their_end():
         eq(len(ran), 1, cmds)
         eq((ran[0]["status"], ran[0]["exit_code"], ran[0]["output_bytes"]), ("error", 3, 5), ran)
         eq([x["rule"] for x in cmds if x["decision"] == "rejected"], ["max_executions"])
+
+
+def start_with(s, sb, script, **headers):
+    """process.Process/Start with these headers (Connect-Timeout-Ms
+    among them, or not): its frames."""
+    st, data = s.request("POST", "/process.Process/Start",
+                         envelope({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", script]}}),
+                         headers=to(sb, **{"Content-Type": "application/connect+json"}, **headers))
+    eq(st, 200, data)
+    return frames(data)
+
+
+@test
+def e2b_command_timeout_0_is_the_policys_ceiling_not_none():
+    """commands.run with timeoutMs 0 (Connect-Timeout-Ms 0, or none):
+    the command runs under the policy's limit.timeout, is killed at it
+    (deadline_exceeded) and recorded as a timeout; it used to run on
+    with no limit at all."""
+    with tempfile.TemporaryDirectory() as d:
+        pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")
+        write(pol, "[default]\nlimit.timeout = 2s\n")
+        s = Serve("--policy", pol, "--audit", audit, "--pool", "0")
+        try:
+            sb = create(s)
+            for h in ({"Connect-Timeout-Ms": "0"}, {}):
+                ev = start_with(s, sb, "sleep 20; echo never", **h)
+                out = b"".join(__import__("base64").b64decode(f[1]["event"]["data"]["stdout"])
+                               for f in ev if "data" in f[1].get("event", {}))
+                eq((out, ev[-1][1].get("error", {}).get("code")), (b"", "deadline_exceeded"), (h, ev))
+            # runCode with timeoutMs 0 (the client never goes away): the
+            # cell's own timeout is the ceiling too
+            st, data = s.request("POST", "/execute", {"code": "import time; time.sleep(20); print('never')"},
+                                 headers=dict(to(sb), **{"E2b-Sandbox-Port": "49999"}))
+            check(st == 200 and b"never" not in data and b"KeyboardInterrupt" in data, data)
+            # asked for more than the ceiling: refused, as on /v1
+            ev = start_with(s, sb, "echo hi", **{"Connect-Timeout-Ms": "60000"})
+            eq(ev[-1][1]["error"]["code"], "permission_denied", ev)
+            check("limits.timeout" in ev[-1][1]["error"]["message"], ev)
+            eq(s.request("DELETE", "/sandboxes/" + sb["sandboxID"])[0], 204)
+        finally:
+            eq(s.stop(), 0, s.log()[-3000:])
+        ran = [x["status"] for x in audit_lines(audit)
+               if x["tool"] == "session_exec" and x["code_sha256"] == sha("sleep 20; echo never")]
+        eq(ran, ["timeout", "timeout"])
+
+
+@test
+def e2b_huge_connect_timeout_ms_does_not_kill_a_reattached_command():
+    """commands.connect with a Connect-Timeout-Ms near 2^64: taken as the
+    ceiling.  It used to wrap the deadline (now + timeout) into the past,
+    and the reattached command was killed at once."""
+    s = Serve("--pool", "0")
+    try:
+        sb = create(s)
+        got = {}
+        script = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo fine; exit 4"
+        t = threading.Thread(target=lambda: got.update(ev=start(s, sb, script)))
+        t.start()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if s.request("GET", "/files?path=started", headers=to(sb))[0] == 200:
+                break
+            time.sleep(0.05)
+        st, j = s.request("POST", "/process.Process/List", {}, headers=to(sb))
+        eq(st, 200, j)
+        pid = j["processes"][0]["pid"]
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+        conn.request("POST", "/process.Process/Connect", envelope({"process": {"pid": pid}}),
+                     headers=to(sb, **{"Content-Type": "application/connect+json",
+                                       "Connect-Timeout-Ms": "18446744073709551615"}))
+        resp = conn.getresponse()
+        eq(resp.status, 200)
+        # the reattached stream's start event, then let the command end
+        head = resp.read(5)
+        first = head + resp.read(struct.unpack(">BI", head)[1])
+        check("start" in frames(first)[0][1].get("event", {}), first)
+        eq(upload(s, sb, "go", b"")[0], 200)
+        data = first + resp.read()
+        conn.close()
+        t.join(120)
+        ev = frames(data) + got["ev"]
+        ends = [f[1]["event"]["end"]["exitCode"] for f in ev if "end" in f[1].get("event", {})]
+        errs = [f[1]["error"]["code"] for f in ev if "error" in f[1]]
+        # whichever stream polls first passes the end on (the other may
+        # find the process gone); neither is killed by a deadline
+        eq((set(ends), "deadline_exceeded" in errs), ({4}, False), ev)
+        eq(s.request("DELETE", "/sandboxes/" + sb["sandboxID"])[0], 204)
+    finally:
+        eq(s.stop(), 0, s.log()[-3000:])
 
 
 @test

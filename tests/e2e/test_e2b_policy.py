@@ -335,6 +335,72 @@ def e2b_huge_connect_timeout_ms_does_not_kill_a_reattached_command():
         eq(s.stop(), 0, s.log()[-3000:])
 
 
+FORGE_EXIT = """
+import builtins
+_A = builtins._codecell_e2b
+_A.real_poll = _A.poll
+_A.poll = lambda pid, wait: None if _A.real_poll(pid, wait) is None else 0
+"""
+FORGE_SILENCE = """
+import time
+_A.poll = lambda pid, wait: time.sleep(wait)
+_A.real_kill, _A.kill = _A.kill, lambda pid, sig: True
+"""
+RESTORE = "_A.poll, _A.kill = _A.real_poll, _A.real_kill"
+
+
+@test
+def e2b_command_exit_code_and_end_come_from_outside_the_sandbox():
+    """Code in the sandbox replaces the in-sandbox helper (as an attacker
+    would): its poll reports every command as exit 0, then reports no end
+    at all and its kill kills nothing.  The end event and the audit
+    record still carry the real exit code (3), seen by the supervisor;
+    a command whose end never comes is killed at its timeout from
+    outside and gives its execution slot back (max_executions = 1)."""
+    with tempfile.TemporaryDirectory() as d:
+        pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")
+        write(pol, "[default]\nmax_executions = 1\n")
+        s = Serve("--policy", pol, "--audit", audit, "--pool", "0")
+        try:
+            sb = create(s)
+            jup = dict(to(sb), **{"E2b-Sandbox-Port": "49999"})
+
+            def cell(code):
+                st, data = s.request("POST", "/execute", {"code": code}, headers=jup)
+                check(st == 200 and b'"type":"error"' not in data, data)
+                return data
+
+            ev = start(s, sb, "echo warm")  # the helper is in the kernel now
+            check(any("end" in f[1].get("event", {}) for f in ev), ev)
+            cell(FORGE_EXIT)
+            ev = start(s, sb, "echo forged; exit 3")
+            ends = [f[1]["event"]["end"] for f in ev if "end" in f[1].get("event", {})]
+            eq([(x["exitCode"], x["status"]) for x in ends], [(3, "exit status 3")], ev)
+            # no end ever reported, no kill done in the sandbox
+            cell(FORGE_SILENCE)
+            ev = start(s, sb, "sleep 600", timeout_ms=2000)
+            eq(ev[-1][1].get("error", {}).get("code"), "deadline_exceeded", ev)
+            pid = ev[0][1]["event"]["start"]["pid"]
+            # killed from outside: a zombie the forged helper never reaps
+            data = cell("import time\nst = lambda: open('/proc/%d/stat').read().split(')')[-1].split()[0]\n"
+                        "t = time.monotonic()\nwhile st() != 'Z' and time.monotonic() < t + 60: time.sleep(0.05)\n"
+                        "st()" % pid)
+            check(b"'Z'" in data, data)
+            # and the slot is back
+            cell(RESTORE)
+            ev = start(s, sb, "echo next")
+            check(any("end" in f[1].get("event", {}) for f in ev), ev)
+            eq(s.request("DELETE", "/sandboxes/" + sb["sandboxID"])[0], 204)
+        finally:
+            eq(s.stop(), 0, s.log()[-3000:])
+        cmds = {x["code_sha256"]: x for x in audit_lines(audit) if x["tool"] == "session_exec"
+                and x["language"] == "bash"}
+        forged = cmds[sha("echo forged; exit 3")]
+        eq((forged["status"], forged["exit_code"]), ("error", 3), forged)
+        eq(cmds[sha("sleep 600")]["status"], "timeout", cmds[sha("sleep 600")])
+        eq(cmds[sha("echo next")]["decision"], "allowed", cmds[sha("echo next")])
+
+
 @test
 def e2b_api_keys_are_a_policy_files_client_keys():
     """Raw HTTP: with client keys in the policy file, X-API-Key is the

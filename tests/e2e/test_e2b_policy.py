@@ -75,6 +75,20 @@ def start(s, sb, script, timeout_ms=60000):
     return frames(data)
 
 
+def start_waiting(s, sb, script):
+    """start() in a thread (its frames in got["ev"] once joined), back
+    when the script has made the file 'started'."""
+    got = {}
+    t = threading.Thread(target=lambda: got.update(ev=start(s, sb, script)))
+    t.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if s.request("GET", "/files?path=started", headers=to(sb))[0] == 200:
+            break
+        time.sleep(0.05)
+    return t, got
+
+
 def decided(s, decision, call):
     """call() in a thread: it is held for approval; the operator (this
     loopback server's default client) finds it pending and decides."""
@@ -213,15 +227,8 @@ def e2b_commands_hold_an_execution_slot_and_are_recorded_at_their_end():
         s = Serve("--policy", pol, "--audit", audit, "--pool", "0")
         try:
             sb = create(s)
-            got = {}
             first = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo done; exit 3"
-            t = threading.Thread(target=lambda: got.update(ev=start(s, sb, first)))
-            t.start()
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if s.request("GET", "/files?path=started", headers=to(sb))[0] == 200:
-                    break
-                time.sleep(0.05)
+            t, got = start_waiting(s, sb, first)
             ev = start(s, sb, "echo second")
             eq(ev[-1][1]["error"]["code"], "resource_exhausted", ev)
             check("rule 'max_executions'" in ev[-1][1]["error"]["message"], ev)
@@ -298,15 +305,8 @@ def e2b_huge_connect_timeout_ms_does_not_kill_a_reattached_command():
     s = Serve("--pool", "0")
     try:
         sb = create(s)
-        got = {}
         script = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo fine; exit 4"
-        t = threading.Thread(target=lambda: got.update(ev=start(s, sb, script)))
-        t.start()
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if s.request("GET", "/files?path=started", headers=to(sb))[0] == 200:
-                break
-            time.sleep(0.05)
+        t, got = start_waiting(s, sb, script)
         st, j = s.request("POST", "/process.Process/List", {}, headers=to(sb))
         eq(st, 200, j)
         pid = j["processes"][0]["pid"]

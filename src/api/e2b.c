@@ -325,8 +325,10 @@ int api_e2b_start(struct api_call *c, const char *url, struct api_error *e)
 	if (strcspn(url, "?") >= sizeof(path))
 		return api_error_set(e, 414, "url_too_long", "the path is over %zu bytes", sizeof(path) - 1);
 	snprintf(path, sizeof(path), "%.*s", (int)strcspn(url, "?"), url);
+	/* the most any door grants: a larger value would wrap the deadline
+	 * arithmetic (now + timeout) into the past */
 	if (tmo && parse_u64(tmo, &v) == 0)
-		x->timeout_ms = v;
+		x->timeout_ms = v < E2B_COMMAND_TIMEOUT_MAX_MS ? v : E2B_COMMAND_TIMEOUT_MAX_MS;
 	if (!id)
 		return route_control(x, c->method, path, e);
 	if (strlen(id) != API_ID_LEN || !api_session_id_valid(id))

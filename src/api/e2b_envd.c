@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,10 @@
 #define PROC_FRAME_DATA (48u << 10) /* bytes of output per data event */
 #define PROC_PENDING_MAX (8u << 20)
 #define PROC_ARGS_MAX 256
+#define HELPER_TIMEOUT_S 60.0
+/* after the supervisor saw the command exit, how long its output may
+ * still drain through the helper before the end is sent anyway */
+#define PROC_DRAIN_MS 2000
 
 /* ---- errors ---- */
 
@@ -664,17 +669,24 @@ static char *base64(const char *s, size_t n)
 	return out;
 }
 
-/* Run a helper call in the sandbox's kernel: 0 and *res, or -errno. */
-static int helper(struct engine_session *e, const char *call, struct run_result *res)
+/* Run a helper call in the sandbox's kernel, as a cell of at most
+ * timeout_s: 0 and *res, or -errno. */
+static int helper_for(struct engine_session *e, const char *call, double timeout_s,
+		      struct run_result *res)
 {
 	char *cell = e2b_helper_cell(call);
 	int r;
 
 	if (!cell)
 		return -ENOMEM;
-	r = e2b_cell(e, cell, 60, res);
+	r = e2b_cell(e, cell, timeout_s, res);
 	free(cell);
 	return r;
+}
+
+static int helper(struct engine_session *e, const char *call, struct run_result *res)
+{
+	return helper_for(e, call, HELPER_TIMEOUT_S, res);
 }
 
 struct proc_stream {
@@ -689,7 +701,12 @@ struct proc_stream {
 	uint64_t t0;
 	struct run_result res; /* status, exit code, signal, output bytes */
 	unsigned pid;
-	uint64_t deadline_ms; /* monotonic; 0: none */
+	/* the command's process seen from outside the sandbox: its end and
+	 * exit status come from here, never from the helper, which code in
+	 * the sandbox can replace; -1 for a stream that ends at once */
+	int pidfd;
+	uint64_t exited_ms; /* when the pidfd first showed it exited, 0 */
+	uint64_t deadline_ms; /* monotonic; 0: none (a stream that ends at once) */
 	uint64_t last_ms;     /* the last frame */
 	int client_fd;
 	bool started, ended;
@@ -776,26 +793,51 @@ static void frame_end(struct proc_stream *p, long rc)
 	p->finished = true;
 }
 
+/* From outside the sandbox: the helper's kill is code in the sandbox,
+ * which need not kill anything. */
 static void proc_kill(struct proc_stream *p)
 {
-	char call[64];
-	struct run_result res;
-
-	snprintf(call, sizeof(call), "kill(%u, 9)", p->pid);
-	if (helper(p->e, call, &res) == 0)
-		run_result_release(&res);
+	if (p->pidfd >= 0)
+		(void)engine_process_kill(p->pidfd);
 }
 
-/* One poll of the command: its output as data events, its end. */
+/* The command's exit as the supervisor sees it: its frame_end code
+ * (-signal when signalled), or -EAGAIN while it runs. */
+static int proc_exit_code(const struct proc_stream *p, long *ret)
+{
+	int ws, r = engine_process_status(p->pidfd, &ws);
+
+	if (r < 0)
+		return r;
+	*ret = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? -(long)WTERMSIG(ws) : -SIGKILL;
+	return 0;
+}
+
+/* Wait up to ms for the command's process to end (a helper that says
+ * it has, or cannot say, must not make the stream spin). */
+static void proc_wait_exit(const struct proc_stream *p, int ms)
+{
+	struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+	(void)poll(&pf, 1, ms);
+}
+
+/* One poll of the command: its output as data events (the helper's:
+ * output is the sandbox's to say), its end (the supervisor's: the
+ * helper's claim only says the output has drained). */
 static void proc_poll(struct proc_stream *p)
 {
+	uint64_t now = api_now_ms(), left = p->deadline_ms > now ? p->deadline_ms - now : 0;
+	double cell_s = (double)left / 1000.0 + 1;
 	char call[64];
 	struct run_result res;
-	const char *t;
+	bool claims_end;
+	long rc;
 	int r;
 
+	/* a poll that hangs must not outlast the command's deadline much */
 	snprintf(call, sizeof(call), "poll(%u, " PROC_POLL_S ")", p->pid);
-	r = helper(p->e, call, &res);
+	r = helper_for(p->e, call, cell_s < HELPER_TIMEOUT_S ? cell_s : HELPER_TIMEOUT_S, &res);
 	if (r < 0) {
 		p->finished = true;
 		frame_error(p, "unavailable", "the sandbox was killed or its kernel ended");
@@ -803,14 +845,19 @@ static void proc_poll(struct proc_stream *p)
 	}
 	frame_output(p, "stdout", res.out, res.out_len);
 	frame_output(p, "stderr", res.err, res.err_len);
-	t = e2b_cell_text(&res);
-	if (res.has_error) {
-		p->finished = true;
-		frame_error(p, "not_found", "the process is gone (the sandbox's kernel restarted)");
-	} else if (t) {
-		frame_end(p, strtol(t, NULL, 10));
-	}
+	/* a number: ended and drained; an error: the helper lost it (another
+	 * stream took its end, or the kernel restarted) */
+	claims_end = e2b_cell_text(&res) || res.has_error;
 	run_result_release(&res);
+	if (proc_exit_code(p, &rc) < 0) {
+		if (claims_end)
+			proc_wait_exit(p, 200);
+		return;
+	}
+	if (!p->exited_ms)
+		p->exited_ms = api_now_ms();
+	if (claims_end || api_now_ms() - p->exited_ms >= PROC_DRAIN_MS)
+		frame_end(p, rc);
 }
 
 static bool client_gone(const struct proc_stream *p)
@@ -923,6 +970,8 @@ static void proc_free(void *cls)
 	struct proc_stream *p = cls;
 
 	command_done(p);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	engine_session_unref(p->e);
 	buf_release(&p->out);
 	free(p);
@@ -959,6 +1008,7 @@ enum MHD_Result e2b_stream_error(struct api_call *c, const struct api_error *err
 		return MHD_NO;
 	p->srv = c->srv;
 	p->client_fd = -1;
+	p->pidfd = -1;
 	buf_init(&p->out, PROC_PENDING_MAX);
 	msg = api_utf8_repair(err->message, strlen(err->message), &len);
 	frame_error(p, e2b_connect_code(err->http), msg ? msg : "");
@@ -1031,6 +1081,17 @@ static int start_call(json_t *req, char **ret_call, struct api_error *e)
 	return r;
 }
 
+/* A reattached stream's timeout: what Connect-Timeout-Ms asks, at most
+ * the sandbox's own (its cell timeout: the policy's ceiling when it was
+ * made); none asked is that, never no limit. */
+static uint64_t reconnect_timeout_ms(uint64_t asked, const struct engine_session *e)
+{
+	uint64_t most = e->limits.timeout_s > 0 ? (uint64_t)(e->limits.timeout_s * 1000)
+						: E2B_COMMAND_TIMEOUT_MAX_MS;
+
+	return asked && asked < most ? asked : most;
+}
+
 /* The stream of a command already running (commands.connect): as
  * Start's from its start event on.  Its output goes to whichever of its
  * streams polls first. */
@@ -1057,8 +1118,10 @@ static enum MHD_Result proc_connect(struct api_call *c)
 		return stream_errorf(c, 400, "Connect needs process.pid");
 	}
 	p = calloc(1, sizeof(*p));
-	if (p)
+	if (p) {
 		p->pid = (unsigned)json_integer_value(pid);
+		p->pidfd = -1;
+	}
 	json_decref(req);
 	if (!p)
 		return MHD_NO;
@@ -1085,7 +1148,9 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	}
 	known = e2b_cell_text(&res) && !strcmp(e2b_cell_text(&res), "True");
 	run_result_release(&res);
-	if (!known) {
+	if (known)
+		p->pidfd = engine_session_process_open(e, (pid_t)p->pid);
+	if (!known || p->pidfd < 0) {
 		engine_session_unref(e);
 		ret = stream_errorf(c, 404, "no process %u in the sandbox", p->pid);
 		free(p);
@@ -1094,7 +1159,7 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	p->srv = c->srv;
 	p->e = e;
 	p->last_ms = api_now_ms();
-	p->deadline_ms = c->e2b->timeout_ms ? p->last_ms + c->e2b->timeout_ms : 0;
+	p->deadline_ms = p->last_ms + reconnect_timeout_ms(c->e2b->timeout_ms, e);
 	buf_init(&p->out, PROC_PENDING_MAX);
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	p->client_fd = ci ? ci->connect_fd : -1;
@@ -1154,6 +1219,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	enum MHD_Result ret;
 	size_t len;
 	char *call = NULL;
+	double timeout_s;
 	json_t *req;
 	int r;
 
@@ -1180,6 +1246,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	p->srv = c->srv;
 	p->client = c->client;
 	p->client_fd = -1;
+	p->pidfd = -1;
 	p->res.status = RESULT_KILLED; /* until its end event says otherwise */
 	buf_init(&p->out, PROC_PENDING_MAX);
 	p->e = sandbox_ref(c);
@@ -1192,8 +1259,8 @@ static enum MHD_Result proc_start(struct api_call *c)
 	/* POST /v1/sessions/{id}/execute's check, in bash: the language,
 	 * the timeout against the policy's, the client's rate and an
 	 * execution slot held while the command runs */
-	if (api_check_command(c, p->e, p->code, strlen(p->code),
-			      (double)c->e2b->timeout_ms / 1000.0, &v, &ret) < 0) {
+	timeout_s = (double)c->e2b->timeout_ms / 1000.0;
+	if (api_check_command(c, p->e, p->code, strlen(p->code), &timeout_s, &v, &ret) < 0) {
 		free(call);
 		free(p->code);
 		p->code = NULL; /* recorded already */
@@ -1226,8 +1293,19 @@ static enum MHD_Result proc_start(struct api_call *c)
 	}
 	p->pid = (unsigned)strtoul(t, NULL, 10);
 	run_result_release(&res);
+	/* the command's process as the supervisor sees it, or no command: an
+	 * exit status nobody outside the sandbox can vouch for is not one */
+	p->pidfd = engine_session_process_open(p->e, (pid_t)p->pid);
+	if (p->pidfd < 0) {
+		r = p->pidfd;
+		p->ended = p->finished = true;
+		p->res.status = RESULT_ERROR;
+		proc_free(p);
+		return stream_errorf(c, 500, "cannot see the command's process from outside the sandbox: %s%s",
+				     strerror(-r), r == -ENOTTY || r == -EINVAL ? " (E2B commands need Linux 6.15 or later)" : "");
+	}
 	p->last_ms = api_now_ms();
-	p->deadline_ms = c->e2b->timeout_ms ? p->last_ms + c->e2b->timeout_ms : 0;
+	p->deadline_ms = p->last_ms + (uint64_t)(timeout_s * 1000);
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	p->client_fd = ci ? ci->connect_fd : -1;
 	return stream_answer(c, p);

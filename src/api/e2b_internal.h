@@ -5,6 +5,7 @@
 
 #include "api/http.h"
 #include "api/server.h"
+#include "engine/limits.h"
 #include "engine/sessions.h"
 
 #define E2B_ENVD_VERSION "0.5.7" /* the SDKs take their current paths from 0.5.7 on */
@@ -16,6 +17,9 @@
 #define E2B_PART_HEAD_MAX 8192 /* the headers of a multipart part */
 #define E2B_BOUNDARY_MAX 200   /* RFC 2046: at most 70; some clients send more */
 #define E2B_UPLOAD_FILES_MAX 64 /* files of one multipart upload */
+/* Connect-Timeout-Ms beyond it is taken as it: the limits table's
+ * timeout ceiling (engine/limits.h) */
+#define E2B_COMMAND_TIMEOUT_MAX_MS ((uint64_t)(ENGINE_TIMEOUT_CEILING_S * 1000))
 
 enum e2b_lang { E2B_PYTHON, E2B_JAVASCRIPT, E2B_BASH };
 
@@ -105,7 +109,7 @@ struct e2b_call {
 	bool answer_later, refused;
 	struct api_error refusal;
 	unsigned count;	     /* number_of_executions of this /execute */
-	uint64_t timeout_ms; /* Connect-Timeout-Ms, 0: none */
+	uint64_t timeout_ms; /* Connect-Timeout-Ms (at most E2B_COMMAND_TIMEOUT_MAX_MS), 0: none given */
 };
 
 /* e2b.c */

@@ -388,13 +388,14 @@ int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_
 }
 
 int api_check_command(struct api_call *c, struct engine_session *e, const char *cmd, size_t len,
-		      double timeout_s, struct engine_verdict *v, enum MHD_Result *ret)
+		      double *timeout_s, struct engine_verdict *v, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC, .session = e->id,
 					   .has_lang = true, .lang = LANG_BASH, .code = cmd,
 					   .code_len = len };
+	const double asked = *timeout_s;
 
-	while (engine_check_exec(c->client, DOOR_API, SESSION_BASH, timeout_s, v) < 0) {
+	while (*timeout_s = asked, engine_check_command(c->client, DOOR_API, timeout_s, v) < 0) {
 		if (!v->needs_approval || !c->srv->approvals)
 			*ret = api_reject(c, v, &rec);
 		else if (approval_step(c, ACTION_SESSION_EXEC, v, &rec, ret) == 0) {

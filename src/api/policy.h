@@ -65,9 +65,11 @@ void api_audit_file(struct api_call *c, struct engine_session *e, enum engine_ac
 		    uint64_t bytes, const char *to, int result);
 /* A command (E2B's process Start): bash code in e's sandbox, with the
  * client's execution slot (engine_release() it when the command ends)
- * and rate; its record comes at its end (api_audit_command). */
+ * and rate; its record comes at its end (api_audit_command).
+ * *timeout_s: asked (0: none); on success what the command runs with
+ * (engine_check_command: never 0). */
 int api_check_command(struct api_call *c, struct engine_session *e, const char *cmd, size_t len,
-		      double timeout_s, struct engine_verdict *v, enum MHD_Result *ret);
+		      double *timeout_s, struct engine_verdict *v, enum MHD_Result *ret);
 void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
 		       const char *approval_id, struct engine_session *e, const char *cmd, size_t len,
 		       const struct run_result *res, uint64_t t0, const char *status);

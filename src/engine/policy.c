@@ -1262,6 +1262,26 @@ int engine_check_exec(struct engine_client *c, enum engine_door door, enum sessi
 	return engine_check(c, &call, v);
 }
 
+int engine_check_command(struct engine_client *c, enum engine_door door, double *timeout_s,
+			 struct engine_verdict *v)
+{
+	struct engine_limit_values lv;
+	struct engine_call call = {
+		.door = door, .action = ACTION_SESSION_EXEC, .lang = LANG_BASH, .has_lang = true,
+		.limits = &lv, .asked = *timeout_s > 0 ? 1u << LIMIT_TIMEOUT : 0,
+	};
+
+	/* a command has no cell timeout of its session's to fall back on:
+	 * none asked is the table's ceiling, which check_limits lowers to
+	 * the policy's (0 is never "no limit") */
+	memset(&lv, 0, sizeof(lv));
+	lv.v[LIMIT_TIMEOUT] = *timeout_s > 0 ? *timeout_s : engine_limits[LIMIT_TIMEOUT].ceiling;
+	if (engine_check(c, &call, v) < 0)
+		return -EPERM;
+	*timeout_s = lv.v[LIMIT_TIMEOUT];
+	return 0;
+}
+
 int engine_check_file(struct engine_client *c, enum engine_door door, enum engine_action a,
 		      uint64_t bytes, struct engine_verdict *v)
 {

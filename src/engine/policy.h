@@ -253,6 +253,11 @@ int engine_check_session(struct engine_client *c, enum engine_door door, struct 
 			 unsigned asked, bool net_asked, struct engine_verdict *v);
 int engine_check_exec(struct engine_client *c, enum engine_door door, enum session_lang lang,
 		      double timeout_s, struct engine_verdict *v);
+/* A command in a session (E2B's process Start): bash, with a timeout of
+ * its own.  *timeout_s: what was asked (0: none), and on success the
+ * timeout it runs with: 0 becomes the policy's ceiling, never no limit. */
+int engine_check_command(struct engine_client *c, enum engine_door door, double *timeout_s,
+			 struct engine_verdict *v);
 /* A session's interrupt, restart or fork (a fork holds a session slot,
  * engine_release(ACTION_SESSION_CREATE)). */
 int engine_check_action(struct engine_client *c, enum engine_door door, enum engine_action a,

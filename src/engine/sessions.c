@@ -231,6 +231,27 @@ void engine_session_note_preload(struct engine_session *e)
 	pthread_mutex_unlock(&e->info);
 }
 
+int engine_session_process_open(struct engine_session *e, pid_t pid)
+{
+	int r;
+
+	pthread_mutex_lock(&e->lock);
+	r = e->s && !__atomic_load_n(&e->dying, __ATOMIC_SEQ_CST) ? session_process_open(e->s, pid)
+								    : -ESRCH;
+	pthread_mutex_unlock(&e->lock);
+	return r;
+}
+
+int engine_process_status(int pidfd, int *ret_wstatus)
+{
+	return sandbox_process_status(pidfd, ret_wstatus);
+}
+
+int engine_process_kill(int pidfd)
+{
+	return sandbox_process_kill(pidfd);
+}
+
 void engine_session_touch(struct engine_session *e)
 {
 	__atomic_store_n(&e->last_used_ms, epoch_ms(), __ATOMIC_RELAXED);

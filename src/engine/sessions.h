@@ -110,6 +110,15 @@ void engine_session_end(struct engine_session *e);
 void engine_session_note_preload(struct engine_session *e);
 /* Under e->lock: an execution is over. */
 void engine_session_touch(struct engine_session *e);
+/* A pidfd (the caller's) of the process pid in e's sandbox, seen from
+ * outside it (session_process_open), taking e->lock: -ESRCH when the
+ * session or the process is gone, -errno. */
+int engine_session_process_open(struct engine_session *e, pid_t pid);
+/* Such a process's wait status once it has exited (0; -EAGAIN while it
+ * runs), and its kill (its process group): sandbox_process_status(),
+ * sandbox_process_kill(). */
+int engine_process_status(int pidfd, int *ret_wstatus);
+int engine_process_kill(int pidfd);
 /* The JSON description of a session (GET /v1/sessions/{id}). */
 json_t *engine_session_json(struct engine_session *e);
 

@@ -335,6 +335,17 @@ void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret);
  * limits as the last sandbox_usage_so_far() saw them (0 before any).
  * For the start of an interval whose end gets the full read. */
 void sandbox_usage_cheap(struct sandbox *sb, struct sandbox_usage *ret);
+/* A process of the sandbox seen from outside it (sandbox/process.c).
+ * sandbox_process_open: a pidfd (CLOEXEC, the caller's) of the process
+ * that is pid in the sandbox's PID namespace; -EINVAL for the init,
+ * -ESRCH when there is none, -ENOTTY on a kernel before 6.11, -errno.
+ * sandbox_process_status: 0 and its wait status (as waitpid's) once it
+ * has exited, whoever reaps it; -EAGAIN while it runs; -ENOTTY/-EINVAL
+ * on a kernel before 6.15.  sandbox_process_kill: SIGKILL to its
+ * process group (or to it alone when it leads none); 0 or -errno. */
+int sandbox_process_open(const struct sandbox *sb, pid_t pid);
+int sandbox_process_status(int pidfd, int *ret_wstatus);
+int sandbox_process_kill(int pidfd);
 /* Send SIGINT to the program (the init forwards it).  0 or -errno. */
 int sandbox_interrupt(struct sandbox *sb);
 /* Whether the program's tree is gone (the init was reaped). */

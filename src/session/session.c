@@ -1047,6 +1047,11 @@ int session_upper_fd(const struct session *s)
 	return s->sb ? sandbox_upper_fd(s->sb) : -ESRCH;
 }
 
+int session_process_open(const struct session *s, pid_t pid)
+{
+	return s->sb ? sandbox_process_open(s->sb, pid) : -ESRCH;
+}
+
 int session_workspace_fd(const struct session *s)
 {
 	return s->sb ? sandbox_workspace_fd(s->sb) : -ESRCH;

@@ -243,6 +243,9 @@ const char *session_preload_failed(const struct session *s);
  * (restart, session_free).  -ESRCH when no kernel was started.  Use it
  * from the thread that uses the session. */
 int session_workspace_fd(const struct session *s);
+/* A pidfd of the process pid of the kernel's sandbox (its PID
+ * namespace): sandbox_process_open(). */
+int session_process_open(const struct session *s, pid_t pid);
 /* With a project: the project and the start the changes are checked
  * against (session/changes.h; the caller may move since_ns after an
  * apply), and the upper layer's fd (owned by the session, valid until

@@ -5,6 +5,7 @@ shapes, and a policy's client keys taken as E2B API keys (X-API-Key),
 through E2B's published JS SDK (tests/node/e2b_client.mjs) and raw
 HTTP."""
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -72,6 +73,20 @@ def start(s, sb, script, timeout_ms=60000):
                                            "Connect-Timeout-Ms": str(timeout_ms)}))
     eq(st, 200, data)
     return frames(data)
+
+
+def start_waiting(s, sb, script):
+    """start() in a thread (its frames in got["ev"] once joined), back
+    when the script has made the file 'started'."""
+    got = {}
+    t = threading.Thread(target=lambda: got.update(ev=start(s, sb, script)))
+    t.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if s.request("GET", "/files?path=started", headers=to(sb))[0] == 200:
+            break
+        time.sleep(0.05)
+    return t, got
 
 
 def decided(s, decision, call):
@@ -218,15 +233,8 @@ def e2b_commands_hold_an_execution_slot_and_are_recorded_at_their_end():
         s = Serve("--policy", pol, "--audit", audit, "--pool", "0")
         try:
             sb = create(s)
-            got = {}
             first = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo done; exit 3"
-            t = threading.Thread(target=lambda: got.update(ev=start(s, sb, first)))
-            t.start()
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if s.request("GET", "/files?path=started", headers=to(sb))[0] == 200:
-                    break
-                time.sleep(0.05)
+            t, got = start_waiting(s, sb, first)
             ev = start(s, sb, "echo second")
             eq(ev[-1][1]["error"]["code"], "resource_exhausted", ev)
             check("rule 'max_executions'" in ev[-1][1]["error"]["message"], ev)
@@ -249,6 +257,154 @@ def e2b_commands_hold_an_execution_slot_and_are_recorded_at_their_end():
         eq(len(ran), 1, cmds)
         eq((ran[0]["status"], ran[0]["exit_code"], ran[0]["output_bytes"]), ("error", 3, 5), ran)
         eq([x["rule"] for x in cmds if x["decision"] == "rejected"], ["max_executions"])
+
+
+def start_with(s, sb, script, **headers):
+    """process.Process/Start with these headers (Connect-Timeout-Ms
+    among them, or not): its frames."""
+    st, data = s.request("POST", "/process.Process/Start",
+                         envelope({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", script]}}),
+                         headers=to(sb, **{"Content-Type": "application/connect+json"}, **headers))
+    eq(st, 200, data)
+    return frames(data)
+
+
+@test
+def e2b_command_timeout_0_is_the_policys_ceiling_not_none():
+    """commands.run with timeoutMs 0 (Connect-Timeout-Ms 0, or none):
+    the command runs under the policy's limit.timeout, is killed at it
+    (deadline_exceeded) and recorded as a timeout; it used to run on
+    with no limit at all."""
+    with tempfile.TemporaryDirectory() as d:
+        pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")
+        write(pol, "[default]\nlimit.timeout = 2s\n")
+        s = Serve("--policy", pol, "--audit", audit, "--pool", "0")
+        try:
+            sb = create(s)
+            for h in ({"Connect-Timeout-Ms": "0"}, {}):
+                ev = start_with(s, sb, "sleep 20; echo never", **h)
+                out = b"".join(__import__("base64").b64decode(f[1]["event"]["data"]["stdout"])
+                               for f in ev if "data" in f[1].get("event", {}))
+                eq((out, ev[-1][1].get("error", {}).get("code")), (b"", "deadline_exceeded"), (h, ev))
+            # runCode with timeoutMs 0 (the client never goes away): the
+            # cell's own timeout is the ceiling too
+            st, data = s.request("POST", "/execute", {"code": "import time; time.sleep(20); print('never')"},
+                                 headers=dict(to(sb), **{"E2b-Sandbox-Port": "49999"}))
+            check(st == 200 and b"\"type\":\"stdout\"" not in data and b"KeyboardInterrupt" in data, data)
+            # asked for more than the ceiling: refused, as on /v1
+            ev = start_with(s, sb, "echo hi", **{"Connect-Timeout-Ms": "60000"})
+            eq(ev[-1][1]["error"]["code"], "permission_denied", ev)
+            check("limits.timeout" in ev[-1][1]["error"]["message"], ev)
+            eq(s.request("DELETE", "/sandboxes/" + sb["sandboxID"])[0], 204)
+        finally:
+            eq(s.stop(), 0, s.log()[-3000:])
+        ran = [x["status"] for x in audit_lines(audit)
+               if x["tool"] == "session_exec" and x["code_sha256"] == sha("sleep 20; echo never")]
+        eq(ran, ["timeout", "timeout"])
+
+
+@test
+def e2b_huge_connect_timeout_ms_does_not_kill_a_reattached_command():
+    """commands.connect with a Connect-Timeout-Ms near 2^64: taken as the
+    ceiling.  It used to wrap the deadline (now + timeout) into the past,
+    and the reattached command was killed at once."""
+    s = Serve("--pool", "0")
+    try:
+        sb = create(s)
+        script = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo fine; exit 4"
+        t, got = start_waiting(s, sb, script)
+        st, j = s.request("POST", "/process.Process/List", {}, headers=to(sb))
+        eq(st, 200, j)
+        pid = j["processes"][0]["pid"]
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+        conn.request("POST", "/process.Process/Connect", envelope({"process": {"pid": pid}}),
+                     headers=to(sb, **{"Content-Type": "application/connect+json",
+                                       "Connect-Timeout-Ms": "18446744073709551615"}))
+        resp = conn.getresponse()
+        eq(resp.status, 200)
+        # the reattached stream's start event, then let the command end
+        head = resp.read(5)
+        first = head + resp.read(struct.unpack(">BI", head)[1])
+        check("start" in frames(first)[0][1].get("event", {}), first)
+        eq(upload(s, sb, "go", b"")[0], 200)
+        data = first + resp.read()
+        conn.close()
+        t.join(120)
+        ev = frames(data) + got["ev"]
+        ends = [f[1]["event"]["end"]["exitCode"] for f in ev if "end" in f[1].get("event", {})]
+        errs = [f[1]["error"]["code"] for f in ev if "error" in f[1]]
+        # whichever stream polls first passes the end on (the other may
+        # find the process gone); neither is killed by a deadline
+        eq((set(ends), "deadline_exceeded" in errs), ({4}, False), ev)
+        eq(s.request("DELETE", "/sandboxes/" + sb["sandboxID"])[0], 204)
+    finally:
+        eq(s.stop(), 0, s.log()[-3000:])
+
+
+FORGE_EXIT = """
+import builtins
+_A = builtins._codecell_e2b
+_A.real_poll = _A.poll
+_A.poll = lambda pid, wait: None if _A.real_poll(pid, wait) is None else 0
+"""
+FORGE_SILENCE = """
+import time
+_A.poll = lambda pid, wait: time.sleep(wait)
+_A.real_kill, _A.kill = _A.kill, lambda pid, sig: True
+"""
+RESTORE = "_A.poll, _A.kill = _A.real_poll, _A.real_kill"
+
+
+@test
+def e2b_command_exit_code_and_end_come_from_outside_the_sandbox():
+    """Code in the sandbox replaces the in-sandbox helper (as an attacker
+    would): its poll reports every command as exit 0, then reports no end
+    at all and its kill kills nothing.  The end event and the audit
+    record still carry the real exit code (3), seen by the supervisor;
+    a command whose end never comes is killed at its timeout from
+    outside and gives its execution slot back (max_executions = 1)."""
+    with tempfile.TemporaryDirectory() as d:
+        pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")
+        write(pol, "[default]\nmax_executions = 1\n")
+        s = Serve("--policy", pol, "--audit", audit, "--pool", "0")
+        try:
+            sb = create(s)
+            jup = dict(to(sb), **{"E2b-Sandbox-Port": "49999"})
+
+            def cell(code):
+                st, data = s.request("POST", "/execute", {"code": code}, headers=jup)
+                check(st == 200 and b'"type":"error"' not in data, data)
+                return data
+
+            ev = start(s, sb, "echo warm")  # the helper is in the kernel now
+            check(any("end" in f[1].get("event", {}) for f in ev), ev)
+            cell(FORGE_EXIT)
+            ev = start(s, sb, "echo forged; exit 3")
+            ends = [f[1]["event"]["end"] for f in ev if "end" in f[1].get("event", {})]
+            eq([(x["exitCode"], x["status"]) for x in ends], [(3, "exit status 3")], ev)
+            # no end ever reported, no kill done in the sandbox
+            cell(FORGE_SILENCE)
+            ev = start(s, sb, "sleep 600", timeout_ms=2000)
+            eq(ev[-1][1].get("error", {}).get("code"), "deadline_exceeded", ev)
+            pid = ev[0][1]["event"]["start"]["pid"]
+            # killed from outside: a zombie the forged helper never reaps
+            data = cell("import time\nst = lambda: open('/proc/%d/stat').read().split(')')[-1].split()[0]\n"
+                        "t = time.monotonic()\nwhile st() != 'Z' and time.monotonic() < t + 60: time.sleep(0.05)\n"
+                        "st()" % pid)
+            check(b"'Z'" in data, data)
+            # and the slot is back
+            cell(RESTORE)
+            ev = start(s, sb, "echo next")
+            check(any("end" in f[1].get("event", {}) for f in ev), ev)
+            eq(s.request("DELETE", "/sandboxes/" + sb["sandboxID"])[0], 204)
+        finally:
+            eq(s.stop(), 0, s.log()[-3000:])
+        cmds = {x["code_sha256"]: x for x in audit_lines(audit) if x["tool"] == "session_exec"
+                and x["language"] == "bash"}
+        forged = cmds[sha("echo forged; exit 3")]
+        eq((forged["status"], forged["exit_code"]), ("error", 3), forged)
+        eq(cmds[sha("sleep 600")]["status"], "timeout", cmds[sha("sleep 600")])
+        eq(cmds[sha("echo next")]["decision"], "allowed", cmds[sha("echo next")])
 
 
 @test

@@ -1,10 +1,11 @@
 """Soak `codecell serve`: many clients for a long time, with attacks mixed
 in, watching the server for leaks.  Run by `make soak` (bench/soak.sh).
 
-    soak.py CODECELL [--seconds N] [--clients N] [--pool N] [--preload LIST]
+    soak.py CODECELL [--seconds N] [--clients N] [--pool N] [--preload LIST] [--baseline-seconds N]
 
 Starts `codecell serve` on a free loopback port, waits for its warm pool,
-then runs the clients: each keeps a session and does, at random, cells
+runs the same mix from one client first (the baseline, 30 s; its figures
+are printed beside the loaded ones), then runs the clients: each keeps a session and does, at random, cells
 (plain, numpy/pandas, figures), NDJSON streams, uploads and downloads,
 interrupts, forks, restarts, timeouts, the memory and pids limits,
 one-shot runs, session deletes, and attacks (half-sent requests, output
@@ -699,7 +700,6 @@ class Soak:
         self.clients_apart()
         if not self.wait_pool():
             sys.exit("soak: the warm pool did not fill\n%s" % self.log()[-2000:])
-        print("soak: %d clients for %d s" % (self.args.clients, self.args.seconds), flush=True)
         self.base_ready = self.health().get("pool_ready")
         time.sleep(1)  # the thread of that health check's connection ends
         base = self.sample("start")
@@ -709,20 +709,22 @@ class Soak:
         stop = threading.Event()
         ru = resource.getrusage(resource.RUSAGE_SELF)
         self.cpu0 = ru.ru_utime + ru.ru_stime
+        # the baseline: the same mix from one client, on the same server
+        # just before, so that the loaded figures have something of the
+        # same machine and hour to be set against
+        self.baseline = Stats()
+        if self.args.baseline_seconds > 0:
+            print("soak: baseline, 1 client for %d s" % self.args.baseline_seconds, flush=True)
+            t0 = time.monotonic()
+            self.phase(1, t0 + self.args.baseline_seconds, self.baseline, threading.Event())
+            self.baseline_elapsed = time.monotonic() - t0
+        print("soak: %d clients for %d s" % (self.args.clients, self.args.seconds), flush=True)
         t0 = time.monotonic()
         deadline = t0 + self.args.seconds
-        clients = [Client(i, self.h, stats, stop, deadline) for i in range(self.args.clients)]
-        threads = [threading.Thread(target=c.run, daemon=True) for c in clients]
-        for t in threads:
-            t.start()
         smp = threading.Thread(target=self.sampler, args=(stats, stop, t0), daemon=True)
         smp.start()
-        for t in threads:
-            t.join(max(1, deadline - time.monotonic()) + 2 * REQ_TIMEOUT)
+        self.phase(self.args.clients, deadline, stats, stop)
         stop.set()
-        hung = sum(1 for t in threads if t.is_alive())
-        if hung:
-            self.failures.append("%d clients did not finish" % hung)
         elapsed = time.monotonic() - t0
         ru = resource.getrusage(resource.RUSAGE_SELF)
         self.client_cpu = ru.ru_utime + ru.ru_stime - self.cpu0  # the clients' run only
@@ -739,7 +741,20 @@ class Soak:
         self.report(stats, elapsed)
         if not died:
             self.stop_server()
-        return 1 if self.failures or stats.unexpected else 0
+        return 1 if self.failures or stats.unexpected or self.baseline.unexpected else 0
+
+    def phase(self, n, deadline, stats, stop):
+        """n clients until deadline; a client still busy long after it
+        is a failure."""
+        clients = [Client(i, self.h, stats, stop, deadline) for i in range(n)]
+        threads = [threading.Thread(target=c.run, daemon=True) for c in clients]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(1, deadline - time.monotonic()) + 2 * REQ_TIMEOUT)
+        hung = sum(1 for t in threads if t.is_alive())
+        if hung:
+            self.failures.append("%d clients did not finish" % hung)
 
     def server_latency(self):
         """{op: [(upper bound, cumulative count)]} of the server's own
@@ -821,12 +836,24 @@ class Soak:
             print("  %-14s %-20s %6d%s" % (action, what, n, "   <-- !!" if what == "UNEXPECTED" else ""))
         # in ms with a decimal: the target (issue 9) is a p50 under 5 ms,
         # which a figure in whole milliseconds cannot tell
-        print("latency (ms):       n      p50      p95      max")
+        base = self.baseline
+        if base.executions:
+            be = getattr(self, "baseline_elapsed", 1)
+            print("baseline (1 client, %.0f s, this run): %d executions (%.1f/s); the %d clients "
+                  "ran %.1f times as many a second" % (be, base.executions, base.executions / be,
+                                                      self.args.clients,
+                                                      stats.executions / max(elapsed, 1) /
+                                                      max(base.executions / be, 1e-9)))
+        print("latency (ms):       n      p50      p95      max   baseline p50   p50 ratio")
         for kind in ("create", "fork", "restart", "execute"):
-            xs = stats.lat[kind]
-            print("  %-10s %8d %8.1f %8.1f %8.1f" % (kind, len(xs), 1e3 * pct(xs, 0.5),
-                                                     1e3 * pct(xs, 0.95),
-                                                     1e3 * max(xs) if xs else float("nan")))
+            xs, bx = stats.lat[kind], base.lat[kind]
+            print("  %-10s %8d %8.1f %8.1f %8.1f %14.1f %11.1f" % (
+                kind, len(xs), 1e3 * pct(xs, 0.5), 1e3 * pct(xs, 0.95),
+                1e3 * max(xs) if xs else float("nan"), 1e3 * pct(bx, 0.5),
+                pct(xs, 0.5) / pct(bx, 0.5) if bx and pct(bx, 0.5) else float("nan")))
+        for (action, what), n in sorted(base.outcomes.items()):
+            if what == "UNEXPECTED":
+                print("  !! baseline %s: UNEXPECTED %d" % (action, n))
         ops = getattr(self, "op_buckets", {})
         if ops:
             print("as the server timed them, ms (GET /metrics: interpolated within buckets, "
@@ -870,6 +897,9 @@ def main():
     ap.add_argument("--seconds", type=int, default=int(os.environ.get("SOAK_SECONDS", "600")))
     ap.add_argument("--clients", type=int, default=int(os.environ.get("SOAK_CLIENTS", "64")))
     ap.add_argument("--pool", type=int, default=8)
+    ap.add_argument("--baseline-seconds", type=int,
+                    default=int(os.environ.get("SOAK_BASELINE_SECONDS", "30")),
+                    help="first, the same mix from one client for this long (0: none)")
     ap.add_argument("--no-clients-apart", dest="clients_apart", action="store_false",
                     help="leave the clients' threads beside the server (see Soak.clients_apart)")
     ap.add_argument("--preload", default="numpy,pandas,matplotlib.pyplot")

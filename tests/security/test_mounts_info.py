@@ -548,10 +548,11 @@ print(json.dumps(res))
 @test
 def sys_has_only_the_cgroups_and_no_fs_can_be_mounted():
     # /sys holds only /sys/fs/cgroup: the sandbox's own cgroups, read-only
-    # (issue 13; test_sandbox_compat.py checks what they show).  No sysfs,
-    # and nothing can be mounted.
+    # (issue 13; test_sandbox_compat.py checks what they show), and the
+    # files of /sys/devices/system/cpu, copied into the read-only root
+    # (test_host_identity.py).  No sysfs, and nothing can be mounted.
     r = sh(r"""
-ls /sys; ls /sys/fs
+ls /sys; ls /sys/fs; ls /sys/devices; ls /sys/devices/system
 grep -E ' - (sysfs|debugfs|securityfs|configfs|bpf|tracefs) ' /proc/self/mountinfo && echo fs-present
 grep -E ' - cgroup2? ' /proc/self/mountinfo | grep -vE ' /sys/fs/cgroup(/[a-z,]+)? ro,' && echo cgroup-elsewhere
 mkdir -p /tmp/cg && mount -t cgroup2 none /tmp/cg 2>/dev/null && echo mounted-cgroup2
@@ -561,7 +562,8 @@ mount -o remount,rw /sys/fs/cgroup/memory 2>/dev/null && echo remounted
 echo end
 """)
     out = r.json["logs"]["stdout"].split()
-    eq(out, ["fs", "cgroup", "end"], "sysfs/cgroupfs reachable: %r" % (r,))
+    eq(out, ["devices", "fs", "cgroup", "system", "cpu", "end"],
+       "sysfs/cgroupfs reachable: %r" % (r,))
 
 
 @test

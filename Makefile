@@ -75,7 +75,7 @@ $(BUILD)/gen/kernels.c $(BUILD)/gen/kernels.h &: $(KERNELS) $(BUILD)/cell.so scr
 # for several sources writes one .d file over the other, so this and
 # gen-seccomp depend on every header instead.
 CELL_SRC := src/sandbox/cell.c src/sandbox/child.c src/sandbox/rootfs.c src/sandbox/landlock.c \
-	    src/sandbox/seccomp.c src/util/fs.c
+	    src/sandbox/seccomp.c src/util/fs.c src/util/buf.c
 $(BUILD)/cell.so: $(CELL_SRC) $(BUILD)/gen/seccomp_bpf.c $(BUILD)/gen/site_py.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared \

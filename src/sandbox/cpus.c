@@ -3,8 +3,9 @@
  * A quota of cpus cores is worth ceil(cpus) CPUs, and programs size
  * their thread and process pools from what sched_getaffinity says
  * (nproc, os.process_cpu_count, Go, libuv's availableParallelism, and
- * glibc's count from /proc/stat, which the root lists the same CPUs
- * in): the sandbox's init pins the tree to that many.  Which ones: those
+ * glibc's count from /sys/devices/system/cpu and /proc/stat, which the
+ * root lists the same CPUs in: rootfs.c): the sandbox's init pins the
+ * tree to that many.  Which ones: those
  * the fewest of this process's live sandboxes are pinned to, so that a
  * busy pair does not share one CPU while another stands idle (the
  * scheduler cannot move a pinned task).  Sandboxes of other codecell

@@ -121,6 +121,10 @@ enum rootfs_op_type {
 	OP_MOUNT,    /* mkdir dst, mount a filesystem of type src on it
 			with options data (devpts, cgroup); is_dir: a
 			failure is ignored (the directory stays empty) */
+	OP_TREE,     /* make the directories and read-only files packed in
+			data (len bytes): records "d<path>\0" and
+			"f<path>\0<content>\0" (rootfs.c, /sys/devices/
+			system/cpu) */
 };
 
 struct rootfs_op {

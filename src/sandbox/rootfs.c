@@ -3,6 +3,7 @@
  * size-capped /tmp and workspace. */
 #include <ctype.h>
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "sandbox/internal.h"
+#include "util/buf.h"
 #include "util/fs.h"
 #include "util/banned.h"
 
@@ -204,8 +206,8 @@ static bool stat_cpu_listed(const struct rootfs *fs, const char *name, size_t le
 }
 
 /* /proc/stat without the host: the same "cpuN" lines (glibc counts CPUs
- * from them when /sys/devices is absent, as here: os.cpu_count(), nproc
- * --all), only those of fs->cpus under a CPU quota, all counters 0, and
+ * from them when /sys/devices/system/cpu is absent: os.cpu_count(),
+ * nproc --all), only those of fs->cpus under a CPU quota, all counters 0, and
  * the boot time the sandbox's own (now).  The host's counters add up to
  * its uptime times its CPUs, and btime is its boot. */
 static char *virtual_stat(const struct rootfs *fs)
@@ -350,6 +352,270 @@ static int add_proc_masks(struct rootfs *fs, const struct sandbox_limits *l)
 	/* the host's load, the same for every sandbox */
 	if (r == 0)
 		r = add_virt(fs, VIRT_LOADAVG, "proc/loadavg", strdup("0.00 0.00 0.00 1/1 1\n"));
+	return r;
+}
+
+/* ---- /sys/devices/system/cpu: the CPUs the tree may use ---- */
+
+/* Programs count CPUs and read the topology from here (glibc's
+ * get_nprocs() and so os.cpu_count() read "online", get_nprocs_conf()
+ * and OpenBLAS "possible", hwloc, psutil and PyTorch the topology and the
+ * caches).  The sandbox gets a copy, not the host's sysfs: files in its
+ * read-only root with the values of the host's, for the CPUs the tree is
+ * pinned to (all the caller may use when it is not), every list and mask
+ * of CPUs cut down to those.  Only the names below are copied: nothing
+ * writable, nothing that names the machine (topology/ppin, the CPU's
+ * serial on Intel server parts), no cpufreq or power controls.  In a
+ * pool cell the source is the template's own copy, which has every
+ * CPU. */
+#define SYS_CPU "/sys/devices/system/cpu"
+/* the whole tree: some 2 KiB a CPU */
+#define CPU_TREE_MAX (4u << 20)
+/* a file copied: one line of text */
+#define CPU_FILE_MAX 512
+
+static const char *const cpu_top_files[] = { "kernel_max", NULL };
+static const char *const cpu_topology_files[] = {
+	"physical_package_id", "die_id", "cluster_id", "core_id", "book_id", "drawer_id",
+	"thread_siblings", "thread_siblings_list", "core_cpus", "core_cpus_list",
+	"core_siblings", "core_siblings_list", "cluster_cpus", "cluster_cpus_list",
+	"die_cpus", "die_cpus_list", "package_cpus", "package_cpus_list", NULL,
+};
+static const char *const cpu_cache_files[] = {
+	"id", "level", "type", "size", "coherency_line_size", "ways_of_associativity",
+	"number_of_sets", "physical_line_partition", "shared_cpu_map", "shared_cpu_list", NULL,
+};
+/* the names above that hold a mask of CPUs (the others ending in
+ * "_list" hold a list) */
+static const char *const cpu_mask_files[] = { "thread_siblings", "core_cpus", "core_siblings",
+					      "cluster_cpus", "die_cpus", "package_cpus",
+					      "shared_cpu_map", NULL };
+
+static bool in_list(const char *const *names, const char *name)
+{
+	for (; *names; names++)
+		if (!strcmp(*names, name))
+			return true;
+	return false;
+}
+
+/* A CPU list ("0-3,8\n") into set.  -EINVAL if it is not one. */
+static int cpulist_parse(const char *s, cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	while (*s && *s != '\n') {
+		char *end;
+		unsigned long a = strtoul(s, &end, 10), b = a;
+
+		if (end == s)
+			return -EINVAL;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtoul(s, &end, 10);
+			if (end == s || b < a)
+				return -EINVAL;
+		}
+		for (unsigned long c = a; c <= b && c < CPU_SETSIZE; c++)
+			CPU_SET(c, set);
+		s = *end == ',' ? end + 1 : end;
+		if (*end != ',' && *end && *end != '\n')
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int cpulist_put(struct buf *b, const cpu_set_t *set)
+{
+	bool first = true;
+	int r = 0;
+
+	for (int c = 0; c < CPU_SETSIZE && r == 0; c++) {
+		int e = c;
+
+		if (!CPU_ISSET(c, set))
+			continue;
+		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
+			e++;
+		r = e == c ? buf_printf(b, "%s%d", first ? "" : ",", c)
+			   : buf_printf(b, "%s%d-%d", first ? "" : ",", c, e);
+		first = false;
+		c = e;
+	}
+	return r < 0 ? r : buf_puts(b, "\n");
+}
+
+/* A CPU mask as the kernel prints it ("ff,00000003\n": groups of 32
+ * bits, the highest first, the first group only as wide as the CPUs
+ * need), cut down to use, in the host's layout. */
+static int cpumask_cut(struct buf *b, const char *host, const cpu_set_t *use)
+{
+	size_t len = strcspn(host, "\n"), groups = 1, first = strcspn(host, ",\n");
+	const char *p = host;
+	int r = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (host[i] == ',')
+			groups++;
+		else if (!isxdigit((unsigned char)host[i]))
+			return -EINVAL;
+	}
+	if (first == 0 || first > 8 || groups * 32 > CPU_SETSIZE)
+		return -EINVAL;
+	for (size_t g = 0; g < groups && r == 0; g++) {
+		unsigned bit = (unsigned)((groups - 1 - g) * 32);
+		char *end;
+		unsigned long word = strtoul(p, &end, 16);
+
+		if (end - p > 8 || (*end != ',' && end != host + len))
+			return -EINVAL;
+		p = end + 1;
+		for (unsigned k = 0; k < 32; k++)
+			if (!CPU_ISSET(bit + k, use))
+				word &= ~(1ul << k);
+		r = g ? buf_printf(b, ",%08lx", word) : buf_printf(b, "%0*lx", (int)first, word);
+	}
+	return r < 0 ? r : buf_puts(b, "\n");
+}
+
+/* A record of the tree (OP_TREE): 'd' a directory, by its path from the
+ * root's top; 'f' a file in the last directory, by its name. */
+static int tree_put(struct buf *t, char kind, const char *path, const char *content)
+{
+	int r = buf_printf(t, "%c%s", kind, path);
+
+	if (r == 0)
+		r = buf_append(t, "", 1);
+	if (r == 0 && content)
+		r = buf_append(t, content, strlen(content) + 1);
+	return r;
+}
+
+/* The host's file name in dirfd into the tree, cut down to use; a file
+ * the host lacks is left out. */
+static int tree_copy(struct buf *t, int dirfd, const char *name, const cpu_set_t *use)
+{
+	char v[CPU_FILE_MAX];
+	struct buf out;
+	cpu_set_t set;
+	int r;
+
+	if (read_small_fileat(dirfd, name, v, sizeof(v)) < 0 || !strchr(v, '\n'))
+		return 0;
+	buf_init(&out, CPU_FILE_MAX * 2);
+	if (in_list(cpu_mask_files, name)) {
+		r = cpumask_cut(&out, v, use);
+	} else if (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, "_list")) {
+		r = cpulist_parse(v, &set);
+		CPU_AND(&set, &set, use);
+		if (r == 0)
+			r = cpulist_put(&out, &set);
+	} else {
+		r = buf_puts(&out, v);
+	}
+	/* a value this code does not understand is left out, not guessed */
+	if (r == 0)
+		r = tree_put(t, 'f', name, buf_str(&out));
+	else if (r != -ENOMEM && r != -E2BIG)
+		r = 0;
+	buf_release(&out);
+	return r;
+}
+
+/* The host's directory dir (absolute) and its files of names into the
+ * tree.  1 when it was there, 0 when not (nothing added), or -errno. */
+static int tree_copy_dir(struct buf *t, const char *dir, const char *const *names,
+			 const cpu_set_t *use)
+{
+	/* one lookup of the directory, not one a file: a sysfs path walk
+	 * is most of a read's cost */
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return 0;
+	r = tree_put(t, 'd', dir + 1, NULL);
+	for (const char *const *n = names; *n && r == 0; n++)
+		r = tree_copy(t, fd, *n, use);
+	close(fd);
+	return r < 0 ? r : 1;
+}
+
+/* cpuN/: its topology and caches */
+static int add_cpu_dir(struct buf *t, int cpu, const cpu_set_t *use)
+{
+	static const char *const online[] = { "online", NULL }, *const none[] = { NULL };
+	char dir[128], sub[160];
+	int r;
+
+	snprintf(dir, sizeof(dir), SYS_CPU "/cpu%d", cpu);
+	r = tree_copy_dir(t, dir, online, use);
+	snprintf(sub, sizeof(sub), "%s/topology", dir);
+	if (r > 0)
+		r = tree_copy_dir(t, sub, cpu_topology_files, use);
+	snprintf(sub, sizeof(sub), "%s/cache", dir);
+	if (r >= 0)
+		r = tree_copy_dir(t, sub, none, use);
+	for (int i = 0; i < 16 && r > 0; i++) {
+		snprintf(sub, sizeof(sub), "%s/cache/index%d", dir, i);
+		r = tree_copy_dir(t, sub, cpu_cache_files, use);
+	}
+	return r < 0 ? r : 0;
+}
+
+static int add_sys_cpus(struct rootfs *fs)
+{
+	char v[CPU_FILE_MAX];
+	struct buf t, list;
+	cpu_set_t use, online;
+	size_t len;
+	char *data;
+	int r;
+
+	/* no sysfs here (or no such directory): there is nothing to agree
+	 * with, and the sandbox goes without, as before */
+	if (read_small_fileat(AT_FDCWD, SYS_CPU "/online", v, sizeof(v)) < 0 ||
+	    cpulist_parse(v, &online) < 0)
+		return 0;
+	if (fs->n_cpus)
+		use = fs->cpus;
+	else if (sched_getaffinity(0, sizeof(use), &use) < 0)
+		return 0;
+	CPU_AND(&use, &use, &online);
+	if (CPU_COUNT(&use) == 0)
+		return 0;
+	buf_init(&t, CPU_TREE_MAX);
+	buf_init(&list, CPU_FILE_MAX * 8);
+	r = cpulist_put(&list, &use);
+	if (r == 0)
+		r = tree_put(&t, 'd', "sys", NULL);
+	if (r == 0)
+		r = tree_put(&t, 'd', "sys/devices", NULL);
+	if (r == 0)
+		r = tree_put(&t, 'd', "sys/devices/system", NULL);
+	if (r == 0 && (r = tree_copy_dir(&t, SYS_CPU, cpu_top_files, &use)) > 0)
+		r = 0;
+	/* all the CPUs there are, as the tree sees them: the ones it may use */
+	if (r == 0)
+		r = tree_put(&t, 'f', "online", buf_str(&list));
+	if (r == 0)
+		r = tree_put(&t, 'f', "possible", buf_str(&list));
+	if (r == 0)
+		r = tree_put(&t, 'f', "present", buf_str(&list));
+	if (r == 0)
+		r = tree_put(&t, 'f', "offline", "\n");
+	for (int c = 0; c < CPU_SETSIZE && r == 0; c++)
+		if (CPU_ISSET(c, &use))
+			r = add_cpu_dir(&t, c, &use);
+	buf_release(&list);
+	if (r < 0) {
+		buf_release(&t);
+		return r;
+	}
+	data = buf_detach(&t, &len);
+	if (!keep(fs, data))
+		return -ENOMEM;
+	r = add(fs, OP_TREE, NULL, SYS_CPU + 1, data, 0);
+	if (r == 0)
+		fs->ops[fs->n - 1].len = len;
 	return r;
 }
 
@@ -597,6 +863,8 @@ int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l,
 		r = add(fs, OP_PROC, NULL, "proc", NULL, 0);
 	if (r == 0)
 		r = add_proc_masks(fs, l);
+	if (r == 0)
+		r = add_sys_cpus(fs);
 	fs->n_early = fs->n;
 	if (r == 0)
 		r = add_cgroup_mounts(fs, host);
@@ -679,9 +947,9 @@ static int remount_ro(const char *path, unsigned long extra)
 }
 
 /* data: len bytes, or (len 0) a string */
-static int make_file(const char *path, const char *data, size_t len)
+static int make_file_at(int dirfd, const char *path, const char *data, size_t len, mode_t mode)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	int r = 0;
 
 	if (fd < 0)
@@ -690,6 +958,11 @@ static int make_file(const char *path, const char *data, size_t len)
 		r = write_all(fd, data, len ? len : strlen(data));
 	close(fd);
 	return r;
+}
+
+static int make_file(const char *path, const char *data, size_t len)
+{
+	return make_file_at(AT_FDCWD, path, data, len, 0644);
 }
 
 /* A host file, src (absolute), from host_root: an fd of the host's root,
@@ -752,6 +1025,45 @@ static int mkdir_ok(const char *path, mode_t mode)
 	return mkdir(path, mode) < 0 && errno != EEXIST ? -errno : 0;
 }
 
+/* OP_TREE's records, made in order: read-only files, like sysfs's, each
+ * in the directory made last (one path walk a directory, not a file) */
+static int make_tree(const char *data, size_t len)
+{
+	const char *p = data, *end = data + len;
+	int dir = -1, r = 0;
+
+	while (p < end && r == 0) {
+		const char *path = p + 1, *content;
+		size_t pl = strnlen(path, (size_t)(end - path)), cl;
+
+		if (path + pl >= end) {
+			r = -EINVAL;
+			break;
+		}
+		content = path + pl + 1;
+		p = content;
+		if (*path == '\0') {
+			r = -EINVAL;
+		} else if (path[-1] == 'd') {
+			if (dir >= 0)
+				close(dir);
+			r = mkdir_ok(path, 0755);
+			dir = r < 0 ? -1 : open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (r == 0 && dir < 0)
+				r = -errno;
+		} else if (path[-1] == 'f' && dir >= 0 && !strchr(path, '/') &&
+			   (cl = strnlen(content, (size_t)(end - content))) < (size_t)(end - content)) {
+			r = make_file_at(dir, path, content, 0, 0444);
+			p = content + cl + 1;
+		} else {
+			r = -EINVAL;
+		}
+	}
+	if (dir >= 0)
+		close(dir);
+	return r;
+}
+
 static int apply_op(const struct rootfs_op *op, int host_root)
 {
 	int r;
@@ -797,6 +1109,8 @@ static int apply_op(const struct rootfs_op *op, int host_root)
 		if (r == 0 && mount(op->src, op->dst, op->src, op->flags, op->data) < 0)
 			r = -errno;
 		return op->is_dir ? 0 : r;
+	case OP_TREE:
+		return make_tree(op->data, op->len);
 	case OP_VIRT:
 		r = make_file(op->src, op->data, 0);
 		if (r == 0 && mount(op->src, op->dst, NULL, MS_BIND, NULL) < 0)
@@ -825,9 +1139,12 @@ int rootfs_apply_late(const struct rootfs *fs)
 	return 0;
 }
 
+/* The files either side may write into the root while the init mounts
+ * (rootfs_apply_etc_files): /etc's, and the CPU view's tree */
 static bool is_etc_file(const struct rootfs_op *op)
 {
-	return (op->type == OP_FILE || op->type == OP_COPY) && !strncmp(op->dst, "etc/", 4);
+	return ((op->type == OP_FILE || op->type == OP_COPY) && !strncmp(op->dst, "etc/", 4)) ||
+	       op->type == OP_TREE;
 }
 
 int rootfs_apply_ops(const struct rootfs *fs, size_t from, size_t to, bool without_etc_files,

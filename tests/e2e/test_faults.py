@@ -24,7 +24,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (Serve, cgroup_parents, check, children, descendants,  # noqa: E402
+from cctest import (MountNs, Serve, cgroup_parents, check, children, descendants,  # noqa: E402
                     eq, main, sandbox_cgroups, template_of, test)
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -117,11 +117,6 @@ def procs_in_cgroups(server_pid):
     return found
 
 
-def host_mounts():
-    with open("/proc/self/mountinfo") as f:
-        return {" ".join(line.split()[3:5]) for line in f}
-
-
 def eventually(cond, what, limit=60):
     """Poll cond until it holds; a liveness bound, not a measurement."""
     t0 = time.monotonic()
@@ -139,9 +134,10 @@ def eventually(cond, what, limit=60):
 class Server(Serve):
     """A `codecell serve` on a free loopback port with its own TMPDIR."""
 
-    def __init__(self, *args, tmpdir=None):
+    def __init__(self, *args, tmpdir=None, mountns=None):
         self.tmp = tmpdir or tempfile.mkdtemp(prefix="cctest-faults-")
-        Serve.__init__(self, *args, env=dict(os.environ, TMPDIR=self.tmp))
+        Serve.__init__(self, *args, env=dict(os.environ, TMPDIR=self.tmp),
+                       preexec_fn=mountns.enter if mountns else None)
         self.cg_parents = cgroup_parents(self.pid)
 
     def session(self, **body):
@@ -196,15 +192,16 @@ def in_background(fn, *args):
     return th, out
 
 
-def assert_nothing_left(server_pid, procs, mounts_before, tmp):
+def assert_nothing_left(server_pid, procs, ns, mounts_before, tmp):
     """After a server is gone: none of its processes run (those recorded
     and any reparented here), none runs in its cgroups, no mount was
-    added on the host, its TMPDIR is empty."""
+    added in its mount namespace (the test's: MountNs), its TMPDIR is
+    empty."""
     eventually(lambda: not [p for p in procs if alive(p)] or None,
                "the old server's processes still run: %r" % [p for p in procs if alive(p)], 20)
-    eventually(lambda: not reap_orphans() or None, "orphans reparented here still run", 20)
+    eventually(lambda: not reap_orphans(keep=(ns.holder.pid,)) or None, "orphans reparented here still run", 20)
     eq(procs_in_cgroups(server_pid), [], "processes in the old server's sandbox cgroups")
-    eq(sorted(host_mounts() - mounts_before), [], "mounts added on the host")
+    eq(sorted(ns.mounts() - mounts_before), [], "mounts added in the server's namespace")
     eq(os.listdir(tmp), [], "files left in the server's TMPDIR")
 
 
@@ -440,8 +437,9 @@ class Burst:
 @test
 def server_killed_during_a_burst_leaves_nothing_after_a_restart():
     become_subreaper()
-    mounts = host_mounts()
-    s = Server("--pool", "2")
+    ns = MountNs()
+    mounts = ns.mounts()
+    s = Server("--pool", "2", mountns=ns)
     s2 = None
     try:
         eventually(lambda: pool_refilled(s, 2), "the pool fills")
@@ -458,7 +456,7 @@ def server_killed_during_a_burst_leaves_nothing_after_a_restart():
         eq(s.p.wait(30), -signal.SIGKILL)
         burst.join()
         check(any(k.startswith("connection") for k in burst.kinds), burst.kinds)
-        assert_nothing_left(s.pid, procs, mounts, s.tmp)
+        assert_nothing_left(s.pid, procs, ns, mounts, s.tmp)
         # a new server, in the same cgroups, removes what the killed one
         # could not: its sandbox cgroups
         s2 = Server("--pool", "1", tmpdir=s.tmp)
@@ -472,13 +470,15 @@ def server_killed_during_a_burst_leaves_nothing_after_a_restart():
             eq(s2.stop(), 0, "the new server's clean exit")
             s2.cleanup()
         reap_orphans()
+        ns.close()
 
 
 @test
 def sigterm_during_a_burst_exits_cleanly_and_leaves_nothing():
     become_subreaper()
-    mounts = host_mounts()
-    s = Server("--pool", "2")
+    ns = MountNs()
+    mounts = ns.mounts()
+    s = Server("--pool", "2", mountns=ns)
     try:
         eventually(lambda: pool_refilled(s, 2), "the pool fills")
         sids = [s.session()["id"] for _ in range(3)]
@@ -494,10 +494,11 @@ def sigterm_during_a_burst_exits_cleanly_and_leaves_nothing():
         # what the clients saw: answers, 503s or closed connections; no
         # 500s
         check(not [k for k in burst.kinds if " 500" in k], burst.kinds)
-        assert_nothing_left(s.pid, procs, mounts, s.tmp)
+        assert_nothing_left(s.pid, procs, ns, mounts, s.tmp)
         eq(sandbox_cgroups(s.cg_parents, s.pid), [], "cgroups left after a clean exit")
     finally:
         s.cleanup()
+        ns.close()
         reap_orphans()
 
 

@@ -336,7 +336,7 @@ def check_limits_visible(out, memory, pids, quota_us):
         check(e in (EROFS, EACCES), "write to the %s cgroup: %r" % (k, out["write"]))
     check(out["mkdir"] in (EROFS, EACCES), "mkdir in /sys/fs/cgroup: %r" % out["mkdir"])
     eq(out["subdirs"], [], "more than the sandbox's own cgroups under /sys/fs/cgroup")
-    eq(out["sys"], ["fs"], "/sys beyond the cgroups")
+    eq(out["sys"], ["devices", "fs"], "/sys beyond the cgroups and the CPU view")
     eq(out["self_cgroup"], ["/"], "/proc/self/cgroup")
 
 

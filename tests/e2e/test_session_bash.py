@@ -13,8 +13,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (CODECELL, HANG_S, JsonShell, await_descendants, check, codecell, descendants_running,  # noqa: E402
-                    eq, main, snapshot, still_running, test)
+from cctest import (CODECELL, HANG_S, JsonShell, await_descendants, await_empty, check, codecell,  # noqa: E402
+                    descendants_running, eq, main, snapshot, still_running, test)
 
 
 class BashShell(JsonShell):
@@ -161,7 +161,8 @@ def ctrl_c_interrupts_the_cell_and_keeps_the_shell():
     sh = BashShell()
     sh.run("v=9")
     sh.send("sleep 600; echo not-reached")
-    time.sleep(0.7)
+    # Ctrl-C once the cell runs, not after a pause a loaded machine may outlast
+    check(await_descendants(sh.p.pid, "sleep 600", HANG_S), "the cell did not start")
     sh.p.send_signal(signal.SIGINT)
     t0 = time.monotonic()
     r = sh.result()
@@ -266,8 +267,13 @@ def exit_in_an_api_session_starts_a_fresh_bash_and_says_so():
 def a_bash_killed_between_cells_is_replaced_and_the_cell_not_run():
     sh = BashShell()
     sh.run("cd /tmp")
+    kernel = snapshot(bash_kernel_pids(sh))
+    check(kernel, "bash running")
     eq(sh.run("(sleep 0.3; kill -9 $$) &")["status"], "ok")
-    time.sleep(1.5)
+    # the next cell once bash is dead, however long a loaded machine takes
+    # (the snapshot may hold more than the one bash the cell kills)
+    eq(await_empty(lambda: [] if len(still_running(kernel)) < len(kernel) else
+                   still_running(kernel), HANG_S), [], "bash killed")
     r = sh.run("echo ran > /home/user/ran.txt")
     eq((r["status"], r["error"]["name"]), ("error", "BashExited"))
     check("SIGKILL" in r["error"]["value"] and "not run" in r["error"]["value"], r["error"])
@@ -342,12 +348,12 @@ def closing_leaves_no_bash_behind():
     sh.run("sleep 300 &")
     kernel = snapshot(bash_kernel_pids(sh))
     check(kernel, "bash running during the session")
-    sleeper = snapshot(await_descendants(sh.p.pid, "sleep 300"))
+    sleeper = snapshot(await_descendants(sh.p.pid, "sleep 300", HANG_S))
     check(sleeper, "the background sleep running during the session")
     eq(sh.close(), 0)
-    time.sleep(0.5)
-    eq(still_running(kernel), [], "bash gone")
-    eq(still_running(sleeper), [], "the background sleep gone")
+    # gone soon after; how soon is the machine's load (a hang bound only)
+    eq(await_empty(lambda: still_running(kernel), HANG_S), [], "bash gone")
+    eq(await_empty(lambda: still_running(sleeper), HANG_S), [], "the background sleep gone")
 
 
 if __name__ == "__main__":

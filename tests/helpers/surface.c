@@ -39,10 +39,15 @@
  * prober's own fds with an invalid pointer argument, only when the
  * process holds no capability (below).
  *
- * Refuses to run unless it is under a seccomp filter with no_new_privs
- * and no effective capability: outside a sandbox it would be pointless,
- * and it must never run privileged (an ioctl scan as root on host fds
- * could freeze a filesystem).  Children are made non-dumpable with
+ * `surface control` is the one exception: run outside the sandbox, it
+ * probes the x32 and i386 entries with every call held and failed unrun,
+ * so that the report can say where the host itself refuses an entry
+ * (tests/surface/surface.py: "not applicable on this host").
+ *
+ * Otherwise it refuses to run unless it is under a seccomp filter with
+ * no_new_privs and no effective capability: outside a sandbox it would be
+ * pointless, and it must never run privileged (an ioctl scan as root on
+ * host fds could freeze a filesystem).  Children are made non-dumpable with
  * RLIMIT_CORE 0: the SIGSYS deaths leave no core files.
  *
  * Sections (each line starts with its section name):
@@ -458,11 +463,18 @@ static const struct vet *find_vetted(long nr)
 
 /* ---- sections ---- */
 
+/* The control run (main): outside any sandbox, where nothing may run */
+static int control;
+
 static void emit(const char *prefix, const struct call *c)
 {
+	struct call held = *c;
 	char v[64];
 
-	probe(c, v, sizeof(v));
+	/* in the control, every call the guard sees is failed unrun */
+	if (control)
+		held.run = 0;
+	probe(&held, v, sizeof(v));
 	printf("%s %s\n", prefix, v);
 }
 
@@ -932,7 +944,20 @@ int main(int argc, char **argv)
 	const char *only = argc > 1 ? argv[1] : "all";
 	int all = !strcmp(only, "all");
 
-	if (!sandboxed()) {
+	/* The control: the entry sections (x32, i386) run unsandboxed, to
+	 * tell what the host itself refuses (a kernel without 32-bit
+	 * emulation kills int 0x80 with SIGSEGV before any filter sees it)
+	 * from what the sandbox's filter refuses.  Safe anywhere, as root
+	 * too: every call is held by the guard and failed unrun, and a call
+	 * the guard never sees never reached the kernel's table.
+	 * no_new_privs lets the guard stack without CAP_SYS_ADMIN. */
+	if (!strcmp(only, "control")) {
+		control = 1;
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+			fprintf(stderr, "surface: cannot set no_new_privs: %s\n", strerror(errno));
+			return 1;
+		}
+	} else if (!sandboxed()) {
 		fprintf(stderr, "surface: not inside a sandbox (expected a seccomp filter, "
 				"no_new_privs and no capabilities); refusing to probe\n");
 		return 2;
@@ -952,9 +977,9 @@ int main(int argc, char **argv)
 	printf("surface 1\n");
 	if (all || !strcmp(only, "sys"))
 		section_sys();
-	if (all || !strcmp(only, "x32"))
+	if (all || control || !strcmp(only, "x32"))
 		section_x32();
-	if (all || !strcmp(only, "i386"))
+	if (all || control || !strcmp(only, "i386"))
 		section_i386();
 	if (all || !strcmp(only, "clone"))
 		section_clone();

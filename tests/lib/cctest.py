@@ -114,7 +114,7 @@ class JsonShell:
 
     def close(self):
         self.p.stdin.close()
-        rc = self.p.wait(timeout=30)
+        rc = self.p.wait(timeout=HANG_S)
         self.stderr = self.p.stderr.read()
         return rc
 
@@ -429,6 +429,55 @@ def call(s, method, path, body=None, key=None, raw=None, headers=None):
     """(status, JSON or bytes) of one request to the Serve s as the client
     whose key is key: body goes as JSON, raw (bytes) as it is."""
     return s.request(method, path, body if body is not None else raw, headers, key=key)
+
+
+class MountNs:
+    """A mount namespace of the test's own to run codecell in, so that a
+    check of mounts left behind sees only what the test started: a copy
+    of the host's mounts, cut off from the host's (private, so mounts
+    that other work makes on the host meanwhile do not show here), then
+    shared again within itself, so that a sandbox that failed to make its
+    mounts private would still leak them into this namespace, where
+    mounts() sees them.  A holder process keeps it alive until close()."""
+
+    def __init__(self):
+        import subprocess as sp
+        self.holder = sp.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh",
+                                "-c", "mount --make-rshared / && echo ready && exec sleep 100000"],
+                               stdout=sp.PIPE, text=True)
+        line = self.holder.stdout.readline()
+        check(line == "ready\n", "cannot make a mount namespace for the test: %r" % line)
+        self.path = "/proc/%d/ns/mnt" % self.holder.pid
+
+    def prefix(self):
+        """The command prefix that runs a program in the namespace."""
+        return ["nsenter", "--mount=" + self.path, "--"]
+
+    def enter(self):
+        """For a preexec_fn: join the namespace (after fork, before exec)."""
+        import ctypes
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if ctypes.CDLL(None, use_errno=True).setns(fd, 0x00020000) != 0:  # CLONE_NEWNS
+                raise OSError(ctypes.get_errno(), "setns " + self.path)
+        finally:
+            os.close(fd)
+
+    def mounts(self):
+        """The namespace's mounts, as "id point" strings: a mount made and
+        removed again has another id than the one it replaced."""
+        with open("/proc/%d/mountinfo" % self.holder.pid) as f:
+            return {" ".join(line.split()[0:5:4]) for line in f}
+
+    def close(self):
+        self.holder.kill()
+        self.holder.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def leftovers():

@@ -39,7 +39,9 @@ v["monotonic"] = time.monotonic()
 v["boottime"] = time.clock_gettime(time.CLOCK_BOOTTIME)
 v["cpu_count"] = os.cpu_count()
 v["affinity"] = len(os.sched_getaffinity(0))
-v["/sys"] = os.path.exists("/sys/class/net") or os.path.exists("/sys/devices")
+v["/sys"] = sorted(os.path.join(dp, n)[:60] for dp, dns, fns in os.walk("/sys")
+                  if not dp.startswith(("/sys/fs/cgroup", "/sys/devices/system/cpu"))
+                  for n in dns + fns)
 v["machine-id"] = [p for p in ("/etc/machine-id", "/var/lib/dbus/machine-id") if os.path.exists(p)]
 v["dirs"] = {d: (os.listdir(d) if os.path.isdir(d) else None)
              for d in ("/proc/fs", "/proc/bus", "/proc/irq", "/proc/driver")}
@@ -141,10 +143,16 @@ def host_wide_counters_are_zero_or_masked():
             eq(entries, [], "%s in the sandbox" % d)
 
 
+# /sys: the sandbox's cgroups and its copy of /sys/devices/system/cpu
+# (cpu_view_agrees_with_the_pinning), what is in them not listed
+SYS = ["/sys/devices", "/sys/devices/system", "/sys/devices/system/cpu", "/sys/fs",
+       "/sys/fs/cgroup"]
+
+
 @test
 def no_sys_and_no_machine_id():
     v = view()
-    eq(v["/sys"], False, "/sys is mounted in the sandbox")
+    eq(v["/sys"], SYS, "/sys in the sandbox")
     eq(v["machine-id"], [], "a machine id in the sandbox")
     eq((v["/proc/sys/kernel/hostname"], v["/etc/hostname"]), ("codecell\n", "codecell\n"),
        "the hostname (the host's is %r)" % socket.gethostname())
@@ -166,6 +174,119 @@ def nothing_under_proc_sys_or_etc_holds_a_host_identifier():
     got = json.loads(r.json["logs"]["stdout"])
     check(got["read"] > 100, "the audit read only %d files" % got["read"])
     eq(got["hits"], [], "host identifiers readable in the sandbox")
+
+
+# /sys/devices/system/cpu as the sandbox sees it, and what CPU counters
+# make of it
+CPU_VIEW = r"""
+import ctypes, json, os, subprocess
+top = "/sys/devices/system/cpu"
+v = {"affinity": sorted(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
+     "conf": os.sysconf("SC_NPROCESSORS_CONF"), "files": {}, "writable": [], "errors": []}
+for dp, dns, fns in os.walk(top):
+    for f in fns:
+        p = os.path.join(dp, f)
+        v["files"][p] = open(p).read()
+        if os.access(p, os.W_OK):
+            try:
+                with open(p, "w") as fh:
+                    fh.write("0")
+                v["writable"].append(p)
+            except OSError as e:
+                v["errors"].append(e.strerror)
+for d in (top, top + "/cpu%d" % v["affinity"][0]):
+    try:
+        open(d + "/new", "w").close()
+        v["writable"].append(d)
+    except OSError as e:
+        v["errors"].append(e.strerror)
+v["rdonly"] = bool(os.statvfs(top).f_flag & os.ST_RDONLY)
+v["mounts"] = [l.split()[4] for l in open("/proc/self/mountinfo") if l.split()[4].startswith("/sys/devices")]
+v["nproc"] = subprocess.run(["nproc", "--all"], capture_output=True, text=True).stdout.strip()
+import joblib, numpy
+v["joblib"] = joblib.cpu_count()
+blas = [l.split()[-1] for l in open("/proc/self/maps") if "libopenblas" in l]
+v["openblas"] = ctypes.CDLL(blas[0]).openblas_get_num_procs() if blas else None
+print(json.dumps(v))
+"""
+
+# what the view may hold: these names and no others
+CPU_TOP = {"online", "possible", "present", "offline", "kernel_max"}
+CPU_NAMES = {"online", "physical_package_id", "die_id", "cluster_id", "core_id", "book_id",
+             "drawer_id", "thread_siblings", "thread_siblings_list", "core_cpus",
+             "core_cpus_list", "core_siblings", "core_siblings_list", "cluster_cpus",
+             "cluster_cpus_list", "die_cpus", "die_cpus_list", "package_cpus",
+             "package_cpus_list", "id", "level", "type", "size", "coherency_line_size",
+             "ways_of_associativity", "number_of_sets", "physical_line_partition",
+             "shared_cpu_map", "shared_cpu_list"}
+
+
+def cpulist(text):
+    out = set()
+    for part in text.strip().split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out |= set(range(int(a), int(b or a) + 1))
+    return out
+
+
+def cpumask(text):
+    return {i for i in range(1024) if int(text.strip().replace(",", ""), 16) >> i & 1}
+
+
+def check_cpu_view(v, where):
+    """The view lists exactly the CPUs the tree may use, everywhere, holds
+    the host's values for them, is read-only, and every counter agrees."""
+    top = "/sys/devices/system/cpu/"
+    aff = set(v["affinity"])
+    n = len(aff)
+    files = v["files"]
+    for name in ("online", "possible", "present"):
+        eq(cpulist(files[top + name]), aff, "%s %s" % (where, name))
+    eq(files[top + "offline"], "\n", "%s offline" % where)
+    eq((v["cpu_count"], v["conf"], int(v["nproc"]), v["joblib"], v["openblas"]), (n,) * 5,
+       "%s: os.cpu_count, _SC_NPROCESSORS_CONF, nproc --all, joblib, OpenBLAS against "
+       "the pinning %r" % (where, sorted(aff)))
+    dirs = {p[len(top):].split("/")[0] for p in files if "/" in p[len(top):]}
+    eq(dirs, {"cpu%d" % c for c in aff}, "%s: cpuN directories" % where)
+    check(any("/cache/index" in p for p in files) or not os.path.isdir(top + "cpu0/cache"),
+          "%s: no cache information: %r" % (where, sorted(files)[:20]))
+    for p, text in files.items():
+        name = os.path.basename(p)
+        check(name in (CPU_TOP if os.path.dirname(p) + "/" == top else CPU_NAMES),
+              "%s: %s is not one of the copied names" % (where, p))
+        if name.endswith("_list"):
+            got = cpulist(text)
+            check(got <= aff and got, "%s: %s lists %r, pinned to %r" % (where, p, got, aff))
+            if name == "thread_siblings_list" or name == "shared_cpu_list":
+                mask = cpumask(files[p[:-len("_list")].replace("shared_cpu", "shared_cpu_map")
+                                     if name == "shared_cpu_list" else p[:-len("_list")]])
+                eq(mask, got, "%s: %s's mask" % (where, p))
+        elif name not in ("online", "possible", "present", "offline") and name not in (
+                "thread_siblings", "core_cpus", "core_siblings", "cluster_cpus", "die_cpus",
+                "package_cpus", "shared_cpu_map"):
+            eq(text, host(p), "%s: %s against the host's" % (where, p))
+    eq(v["writable"], [], "%s: writable in the view" % where)
+    check(v["rdonly"] and set(v["errors"]) <= {"Read-only file system", "Permission denied"}
+          and v["errors"], "%s: %r" % (where, v["errors"]))
+    # files in the sandbox's own read-only root: no mount of the host's
+    # sysfs, nor a bind of any of it
+    eq(v["mounts"], [], "%s: mounts under /sys/devices" % where)
+
+
+@test
+def cpu_view_agrees_with_the_pinning():
+    """/sys/devices/system/cpu (issue "Hold up, round three", 13): programs
+    that count CPUs or read the topology from it find the CPUs the sandbox
+    is pinned to, with the host's topology and caches for those, read-only,
+    and nothing else of the host's sysfs."""
+    check(os.path.isdir("/sys/devices/system/cpu/cpu0"), "the host has no CPU sysfs to compare")
+    for args in ((), ("--cpus", str(os.cpu_count()))):
+        r = run_code(CPU_VIEW, *args)
+        eq(r.json["status"], "ok", r)
+        v = json.loads(r.json["logs"]["stdout"])
+        check_cpu_view(v, "one-shot %s" % " ".join(args))
+    eq(len(v["affinity"]), os.cpu_count(), "unpinned: every CPU (%r)" % v["affinity"])
 
 
 # a `codecell serve` this test starts on a free loopback port
@@ -191,6 +312,16 @@ def a_pooled_cell_sees_no_more_of_the_host():
         check(v["monotonic"] < 60, "CLOCK_MONOTONIC %.1f in a cell" % v["monotonic"])
         eq(v["/proc/locks"], "", "/proc/locks in a cell")
         check("btime " + host_btime() not in v["/proc/stat"], "the host's btime in a cell")
+        eq(v["/sys"], SYS, "/sys in a cell")
+        # the cell's copy of /sys/devices/system/cpu is made from its
+        # template's, which has every CPU: the cell's own pinning is what
+        # it must show
+        st, r = s.post("/v1/sessions/%s/execute" % j["id"], {"code": CPU_VIEW})
+        eq((st, r["status"]), (200, "ok"), r)
+        cv = json.loads(r["logs"]["stdout"])
+        check_cpu_view(cv, "pool cell")
+        check(len(cv["affinity"]) < os.cpu_count() or os.cpu_count() == 1,
+              "the cell is not pinned: %r" % cv["affinity"])
     finally:
         eq(s.stop(), 0)
 

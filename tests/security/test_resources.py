@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, HANG_S, Run, await_empty, check, eq, leftovers, main, test  # noqa: E402
+from cctest import CODECELL, HANG_S, MountNs, Run, await_empty, check, eq, leftovers, main, test  # noqa: E402
 
 
 
@@ -36,11 +36,6 @@ def _codecell_uids():
 
 
 SANDBOX_HOST_UIDS = _codecell_uids()
-
-
-def mount_count():
-    with open("/proc/self/mountinfo") as f:
-        return len(f.readlines())
 
 
 def tmp_entries():
@@ -98,14 +93,18 @@ class Proc:
 
 def run(code, *args, lang="python", user=None, timeout=2 * HANG_S):
     """codecell run --json; returns the Run, after checking that it left
-    no cgroup, mount or /tmp entry behind.  A run that does not end within
+    no cgroup, mount or /tmp entry behind (codecell runs in a mount
+    namespace of this test's: the host's mount table is everyone's, and
+    changes while other work runs).  A run that does not end within
     timeout seconds fails as hung: the programs here never end on their
     own, so that is what a limit that does not stop them looks like (the
     tests assert no other time: a loaded machine makes every run slow)."""
     cmd = [CODECELL, "run", "--json", "--lang", lang] + list(args) + ["-"]
     if user is not None:
         cmd = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups"] + cmd
-    mounts, tmps = mount_count(), tmp_entries()
+    ns = MountNs()
+    cmd = ns.prefix() + cmd
+    mounts, tmps = ns.mounts(), tmp_entries()
     scratch = tempfile.mkdtemp(prefix="cctest-res-")
     os.chmod(scratch, 0o777)
     env = dict(os.environ, TMPDIR=scratch)
@@ -123,10 +122,11 @@ def run(code, *args, lang="python", user=None, timeout=2 * HANG_S):
         check(r.stdout.strip(), "no result object: %r" % r)
         r.json  # must parse
         eq(await_empty(lambda: our_cgroups(p.pid)), [], "cgroups left behind")
-        eq(mount_count(), mounts, "mounts in the host namespace changed")
+        eq(sorted(ns.mounts() ^ mounts), [], "mounts in codecell's namespace changed")
         eq(tmp_entries() - tmps, set(), "new entries in the host /tmp")
         eq(os.listdir(scratch), [], "files left in TMPDIR / the working directory")
     finally:
+        ns.close()
         shutil.rmtree(scratch, ignore_errors=True)
     return r
 
@@ -147,8 +147,10 @@ while True:
 
 @test
 def python_fork_bomb_is_contained():
-    # the bomb never ends: that run() returns at all is the teardown's check
-    r = run(PY_FORK_BOMB, "--pids", "32", "--timeout", "3")
+    # the bomb never ends: that run() returns at all is the teardown's check.
+    # It must reach the pids limit before the timeout: 3 s did not always
+    # start Python and fork 32 copies at a load of 30 (a CPU quota of 1)
+    r = run(PY_FORK_BOMB, "--pids", "32", "--timeout", "10")
     j = r.json
     eq(j["status"], "timeout", "status: %r" % r)
     check("pids" in limits(r), "limits_hit lacks pids: %r" % j["limits_hit"])
@@ -163,7 +165,7 @@ def bash_fork_bomb_is_contained():
     r = run(":(){ :|:& };:\n", "--pids", "32", "--timeout", "3", lang="bash")
     check(r.json["status"] in ("ok", "timeout"), "status: %r" % r)
     # and one that keeps the session alive
-    r = run(":(){ :|:& };:\nsleep 600\n", "--pids", "32", "--timeout", "3", lang="bash")
+    r = run(":(){ :|:& };:\nsleep 600\n", "--pids", "32", "--timeout", "10", lang="bash")
     eq(r.json["status"], "timeout", "status: %r" % r)
     check("pids" in limits(r), "limits_hit lacks pids: %r" % r)
 

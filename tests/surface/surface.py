@@ -12,12 +12,23 @@ in src/sandbox/seccomp_policy.c.
 The report only means something on the kernel that produced it: --check
 skips, saying so, when the running kernel's major.minor differs from the
 one in the file's header.
+
+Some hosts refuse an entry themselves: a kernel without 32-bit emulation
+kills int 0x80 with SIGSEGV before any filter sees it.  So the entry
+sections (x32, i386) are also probed unsandboxed on the same host (the
+control: `surface control`, nothing run), and a row the host itself
+refuses is reported "n/a(V)", not applicable on this host (V: what the
+sandbox got), and left out of the comparison with the checked-in file.
+Where the host takes the entry, the sandbox's verdict is checked as ever.
+LD_PRELOAD=build/shims/no_ia32.so on the control stands in for such a
+host (tests/security/test_surface_report.py).
 """
 import difflib
 import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import time
 
@@ -57,6 +68,11 @@ NETLINK = ["ROUTE", "UNUSED", "USERSOCK", "FIREWALL", "SOCK_DIAG", "NFLOG", "XFR
            "ISCSI", "AUDIT", "FIB_LOOKUP", "CONNECTOR", "NETFILTER", "IP6_FW", "DNRTMSG",
            "KOBJECT_UEVENT", "GENERIC", "-", "SCSITRANSPORT", "ECRYPTFS", "RDMA", "CRYPTO",
            "SMC"]
+
+# The sections whose rows the control run probes too, each of numbers
+# 0..NR_MAX-1 (surface.c).
+ENTRY_SECTIONS = ("x32", "i386")
+NR_MAX = 600
 
 FAMILIES_ALLOWED = {1, 2, 10, 16}  # sandbox_seccomp_families: unix, inet, inet6, netlink
 FILTER_VERDICTS = {"ENOSYS", "EPERM", "EAFNOSUPPORT", "SIGSYS"}
@@ -169,6 +185,37 @@ def run_pool():
         s.stop()
 
 
+def run_control(preload=None):
+    """The entry sections probed unsandboxed, on this host: {key: verdict}.
+    preload: a shim that stands in for another host (it is loaded into
+    env, which execs the static prober under its filter)."""
+    check(os.access(PROBER, os.X_OK), "prober not built: %s (make all)" % PROBER)
+    cmd, env = [PROBER, "control"], None
+    if preload:
+        cmd, env = ["/usr/bin/env"] + cmd, dict(os.environ, LD_PRELOAD=preload)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=env, timeout=600)
+    check(p.returncode == 0, "the control run failed (exit %d): %r" % (p.returncode,
+                                                                       p.stderr[-2000:]))
+    return dict(_key_value(l) for l in _lines(p.stdout, "control run"))
+
+
+def host_refuses(control, key):
+    """What the bare host answered for an entry row it refuses itself (its
+    signal or errno), or None where it took the call.  A control that
+    answered neither fails the check: the control is broken, and no row
+    may be called not applicable on its word."""
+    v = control.get(key)
+    check(v is not None, "the control run has no row %r" % key)
+    if v == "allow":
+        return None
+    check(re.match(r"^(SIG[A-Z0-9]+|E[A-Z0-9]+)$", v),
+          "the control run answered %r for %r: not a refusal, not the guard" % (v, key))
+    return v
+
+
+NA = "n/a"
+
 # ---- the report ----------------------------------------------------------------
 
 def _key_value(line):
@@ -180,13 +227,26 @@ def _key_value(line):
     return " ".join(parts[:-1]), parts[-1]
 
 
-def merge(oneshot, pool):
-    """[(key, oneshot verdict, pool verdict)] in the prober's order."""
+def merge(oneshot, pool, control):
+    """[(key, oneshot verdict, pool verdict)] in the prober's order; an
+    entry row the bare host refuses (control) has "n/a(V)" for V."""
     a = [_key_value(l) for l in oneshot]
     b = dict(_key_value(l) for l in pool)
     keys = [k for k, _ in a] + [k for k in b if k not in dict(a)]
     da = dict(a)
-    return [(k, da.get(k, "-"), b.get(k, "-")) for k in keys]
+    rows = []
+    for k in keys:
+        va, vb = da.get(k, "-"), b.get(k, "-")
+        if k.split()[0] in ENTRY_SECTIONS and host_refuses(control, k):
+            va, vb = "%s(%s)" % (NA, va), "%s(%s)" % (NA, vb)
+        rows.append((k, va, vb))
+    return rows
+
+
+def not_applicable(v):
+    """The sandbox's verdict inside "n/a(V)", or None."""
+    m = re.match(r"^n/a\((.*)\)$", v)
+    return m.group(1) if m else None
 
 
 def label(key, names):
@@ -220,6 +280,8 @@ def label(key, names):
 
 
 def classify(v):
+    if not_applicable(v) is not None:
+        return "n/a"
     if v.startswith("allow=ENOSYS"):
         return "kernel-enosys"
     if v.startswith("allow"):
@@ -282,13 +344,22 @@ def policy_check(rows, names):
     allowed, denied = policy_lists()
     bypass = KERNEL_BYPASS
     fails, notes = [], []
+    na = {}
     for key, a, b in rows:
         want = intended(key, allowed, denied, names)
         if want is None:
             continue
         for where, v in (("one-shot", a), ("pool", b)):
             what = "%s (%s) %s: %s" % (key, label(key, names) or "-", where, v)
-            if classify(v) == "other":
+            if classify(v) == "n/a":
+                # the host refuses the entry itself: nothing of the
+                # filter to judge, but the call must not have got through
+                if classify(not_applicable(v)) in ("reachable", "kernel-enosys", "n/a"):
+                    fails.append("%s: REACHABLE in the sandbox, though the host itself "
+                                 "refuses the entry" % what)
+                else:
+                    na.setdefault((key.split()[0], where), []).append(not_applicable(v))
+            elif classify(v) == "other":
                 if bypass.get(key) == v:
                     notes.append("%s: the kernel passes it by every seccomp filter "
                                  "(KERNEL_BYPASS)" % what)
@@ -302,6 +373,10 @@ def policy_check(rows, names):
                 fails.append("%s: REACHABLE, the policy refuses it with %s" % (what, want))
             elif v != want:
                 fails.append("%s: refused with %s, the policy says %s" % (what, v, want))
+    for (kind, where), got in sorted(na.items()):
+        notes.append("%s entry, %s: %d rows not applicable on this host (run unsandboxed, "
+                     "the host itself refuses them; the sandbox got %s)"
+                     % (kind, where, len(got), "/".join(sorted(set(got)))))
     return fails, notes
 
 
@@ -341,6 +416,11 @@ HEADER = """\
 #   other     an answer no filter gave: uretprobe and uprobe, which the
 #             kernel lets past every seccomp filter (KERNEL_BYPASS in
 #             surface.py); anything else fails the check
+#   n/a(V)    x32 and i386 rows: not applicable on this host.  Each entry
+#             row is also probed unsandboxed (the control); where the host
+#             itself refuses it (no 32-bit emulation: SIGSEGV), there is
+#             no filter to judge.  V: what the sandbox got.  Left out of
+#             the comparison with this file.
 # A refused call is judged without being made (a seccomp USER_NOTIF guard
 # holds every call the filter lets through; tests/helpers/surface.c).
 #
@@ -389,10 +469,74 @@ def render(rows, names, release=None):
     return "\n".join(out) + "\n"
 
 
-def generate():
+def report(oneshot, pool, control):
+    """rows, names, text from the prober's lines and the control's."""
     names = syscall_names()
-    rows = merge(run_oneshot(), run_pool())
+    rows = merge(oneshot, pool, control)
     return rows, names, render(rows, names)
+
+
+def generate():
+    return report(run_oneshot(), run_pool(), run_control())
+
+
+# Rows whose errno depends on the host's CPU, not on the filter: the
+# filter lets them through either way, and the kernel's answer follows
+# the CPU's mitigations.  PR_SET_SPECULATION_CTRL with zero arguments
+# (store bypass, no control bit): ENXIO where the CPU's store-bypass
+# mitigation cannot be controlled per task, ERANGE where it can (the
+# bad control value is checked then).  Both machines of this workplace
+# were seen, one each.
+HOST_CPU_ROWS = {"PR_SET_SPECULATION_CTRL": {"allow=ENXIO", "allow=ERANGE"}}
+
+
+def _entry_rows(text):
+    """The report's lines, and its entry rows as [(line index, (section,
+    number), values)]."""
+    lines, out, section = text.splitlines(), [], None
+    titles = {t: k for k, t in SECTIONS}
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            section = titles.get(line[3:])
+        elif section in ENTRY_SECTIONS and line and not line.startswith("#"):
+            parts = line.split()
+            if len(parts) >= 4:
+                out.append((i, (section, parts[1]), parts[2:]))
+    return lines, out
+
+
+def comparable(text, skip=()):
+    """The report's lines without the kernel's build name (another build
+    of the same major.minor compares), with the answers of HOST_CPU_ROWS
+    folded into one, and without the entry rows in skip."""
+    lines, entries = _entry_rows(text)
+    drop = {i for i, key, _ in entries if key in skip}
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("# kernel: ") or i in drop:
+            continue
+        parts = line.split()
+        if len(parts) == 4 and parts[1] in HOST_CPU_ROWS:
+            same = HOST_CPU_ROWS[parts[1]]
+            parts = parts[:2] + ["|".join(sorted(same)) if v in same else v for v in parts[2:]]
+            line = "%-16s %-36s %-22s %s" % tuple(parts)
+        out.append(line)
+    return out
+
+
+def not_applicable_rows(text):
+    """The entry rows (section, number) a report calls not applicable."""
+    return {key for _, key, vals in _entry_rows(text)[1]
+            if any(not_applicable(v) is not None for v in vals)}
+
+
+def diff_reports(old, new):
+    """The unified diff of two reports, as lines: what differs in the
+    surface.  An entry row that either host refuses itself (n/a) is not
+    compared: the wall there is the host's, on one side or the other."""
+    skip = not_applicable_rows(old) | not_applicable_rows(new)
+    return list(difflib.unified_diff(comparable(old, skip), comparable(new, skip),
+                                     os.path.relpath(REPORT, ROOT), "now", lineterm="", n=0))
 
 
 def kernel_of(text):
@@ -434,8 +578,7 @@ def main(argv):
     if os.path.exists(REPORT):
         with open(REPORT) as f:
             old = f.read()
-    diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(),
-                                     os.path.relpath(REPORT, ROOT), "now", lineterm="", n=1))
+    diff = diff_reports(old, text)
     if diff:
         print("surface: the kernel surface differs from %s (a filter change? "
               "make surface-update rewrites it, then review the diff):" % os.path.relpath(REPORT, ROOT))

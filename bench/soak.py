@@ -103,6 +103,35 @@ TEMPLATE_STATS = ("memory.usage_in_bytes", "memory.max_usage_in_bytes", "memory.
                   "memory.failcnt", "memory.oom_control", "pids.current", "pids.events")
 
 
+def cpu_split(server_pid, parents):
+    """Seconds of CPU so far: the server process itself (its threads:
+    HTTP, the supervisors of every sandbox), the sandboxes (the cpuacct
+    cgroup codecell makes them under), this process (the clients); and
+    the host's CPU pressure (PSI "some": seconds in which a runnable task
+    waited for a CPU), the time spent off CPU for want of one."""
+    hz = os.sysconf("SC_CLK_TCK")
+    with open("/proc/%d/stat" % server_pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    server = (int(fields[11]) + int(fields[12])) / hz
+    sandboxes = 0.0
+    for p in parents:
+        if "/cpuacct" in p:
+            try:
+                with open(os.path.join(p, "cpuacct.usage")) as f:
+                    sandboxes = int(f.read()) / 1e9
+            except OSError:
+                pass
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    waited = float("nan")
+    try:
+        with open("/proc/pressure/cpu") as f:
+            waited = int(f.readline().split("total=")[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        pass
+    return {"server": server, "sandboxes": sandboxes, "clients": ru.ru_utime + ru.ru_stime,
+            "cpu pressure": waited}
+
+
 class Sample:
     def __init__(self, pid, parents):
         self.t = time.monotonic()
@@ -719,6 +748,7 @@ class Soak:
             self.phase(1, t0 + self.args.baseline_seconds, self.baseline, threading.Event())
             self.baseline_elapsed = time.monotonic() - t0
         print("soak: %d clients for %d s" % (self.args.clients, self.args.seconds), flush=True)
+        self.split0 = cpu_split(self.pid, self.parents)
         t0 = time.monotonic()
         deadline = t0 + self.args.seconds
         smp = threading.Thread(target=self.sampler, args=(stats, stop, t0), daemon=True)
@@ -726,6 +756,8 @@ class Soak:
         self.phase(self.args.clients, deadline, stats, stop)
         stop.set()
         elapsed = time.monotonic() - t0
+        split1 = cpu_split(self.pid, self.parents)
+        self.split = {k: split1[k] - self.split0[k] for k in split1}
         ru = resource.getrusage(resource.RUSAGE_SELF)
         self.client_cpu = ru.ru_utime + ru.ru_stime - self.cpu0  # the clients' run only
         died = self.p.poll() is not None
@@ -831,6 +863,17 @@ class Soak:
         cpu = self.client_cpu
         print("soak: the clients themselves used %.0f s of CPU (%.0f %% of the machine's %d CPUs)"
               % (cpu, 100 * cpu / max(elapsed, 1) / (os.cpu_count() or 1), os.cpu_count() or 1))
+        split = getattr(self, "split", None)
+        if split:
+            cpus = (os.cpu_count() or 1) * max(elapsed, 1)
+            print("soak: where the time went (CPU seconds, %% of the %d CPUs' %.0f s): %s; "
+                  "the rest of the host %.0f s; a runnable task waited for a CPU %.0f s of the "
+                  "run (PSI some)" % (
+                      os.cpu_count() or 1, cpus,
+                      ", ".join("%s %.0f s (%.0f %%)" % (k, split[k], 100 * split[k] / cpus)
+                                for k in ("sandboxes", "server", "clients")),
+                      cpus - split["sandboxes"] - split["server"] - split["clients"],
+                      split["cpu pressure"]))
         print("outcomes (action: outcome count):")
         for (action, what), n in sorted(stats.outcomes.items()):
             print("  %-14s %-20s %6d%s" % (action, what, n, "   <-- !!" if what == "UNEXPECTED" else ""))

@@ -333,4 +333,18 @@ struct sandbox {
 	unsigned n_cpus;
 };
 
+/* Between the supervisor's files.  sandbox.c: the host's cgroups, probed
+ * once (global_init); what a new root shows of them; a sandbox's cgroup;
+ * the object, nothing spawned yet. */
+extern struct cgroup_host g_cgroups;
+int global_init(void);
+void rootfs_host_of(struct rootfs_host *ret);
+int make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg);
+int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool cell,
+		  struct sandbox **ret, const char **ret_step);
+/* spawn.c: one report from the init (1, 0 at EOF, or -errno); the
+ * hand-shake from "go" to READY (late_cfg: v1 cgroups made after "G"). */
+int recv_msg(int sock, struct msg *m, int *ret_fd);
+int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step);
+
 #endif

@@ -337,6 +337,7 @@ struct sandbox {
  * once (global_init); what a new root shows of them; a sandbox's cgroup;
  * the object, nothing spawned yet. */
 extern struct cgroup_host g_cgroups;
+extern bool g_sweep_deferred; /* sandbox_defer_sweep() */
 int global_init(void);
 void rootfs_host_of(struct rootfs_host *ret);
 int make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg);
@@ -346,5 +347,12 @@ int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool cell,
  * hand-shake from "go" to READY (late_cfg: v1 cgroups made after "G"). */
 int recv_msg(int sock, struct msg *m, int *ret_fd);
 int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step);
+
+/* Kill the tree (once: the first cause is the one reported); wait for
+ * the init to be gone. */
+void kill_tree(struct sandbox *sb, enum sandbox_end cause, int reason);
+void reap(struct sandbox *sb);
+/* sandbox_wait_opts.return_at_report: is the result final already? */
+bool final_at_report(const struct sandbox *sb);
 
 #endif

@@ -355,4 +355,7 @@ void reap(struct sandbox *sb);
 /* sandbox_wait_opts.return_at_report: is the result final already? */
 bool final_at_report(const struct sandbox *sb);
 
+/* The end of a sandbox that was waited for, as sandbox_wait() reports it. */
+void fill_exit(struct sandbox *sb, struct sandbox_exit *e);
+
 #endif

@@ -29,132 +29,6 @@ static int parse_bool(const char *v, bool *ret)
 	return -EINVAL;
 }
 
-static const char *const database_keys[] = { "driver",	"connection", "writes",
-					     "timeout",	"max_rows",   "max_bytes",
-					     "max_connections", "superuser" };
-
-/* The connection string is never quoted back: it may hold a password. */
-int database_key(struct parser *p, const char *key, const char *v)
-{
-	struct engine_database *db = p->db;
-	size_t k;
-
-	for (k = 0; k < ARRAY_SIZE(database_keys); k++)
-		if (!strcmp(key, database_keys[k]))
-			break;
-	if (k == ARRAY_SIZE(database_keys))
-		return fail(p, "unknown key '%.64s' in a database (known: driver, connection, writes, "
-			       "timeout, max_rows, max_bytes, max_connections, superuser)", key);
-	if (p->seen & (1u << k))
-		return fail(p, "'%s' is set twice in this section", key);
-	p->seen |= 1u << k;
-	switch (k) {
-	case 0:
-		if (!strcmp(v, "postgresql") || !strcmp(v, "postgres"))
-			db->driver = DB_POSTGRESQL;
-		else if (!strcmp(v, "sqlite"))
-			db->driver = DB_SQLITE;
-		else
-			return fail(p, "driver: expected postgresql or sqlite, not '%.64s'", v);
-		return 0;
-	case 1:
-		if (!*v || strlen(v) > POLICY_CONNINFO_MAX)
-			return fail(p, "connection: expected a connection string of 1 to %d bytes",
-				    POLICY_CONNINFO_MAX);
-		db->conninfo = strdup(v);
-		return db->conninfo ? 0 : fail(p, "out of memory");
-	case 2:
-		if (parse_bool(v, &db->writes) < 0)
-			return fail(p, "writes: expected on or off, not '%.64s'", v);
-		return 0;
-	case 3:
-		if (parse_duration(v, &db->timeout_s) < 0 || !(db->timeout_s > 0) ||
-		    db->timeout_s > DB_TIMEOUT_MAX_S)
-			return fail(p, "timeout: expected a duration above 0 and up to 1h such as 30s, "
-				       "not '%.64s'", v);
-		return 0;
-	case 4:
-		if (parse_u64(v, &db->max_rows) < 0 || db->max_rows < 1 || db->max_rows > DB_MAX_ROWS_MAX)
-			return fail(p, "max_rows: expected a whole number from 1 to %u, not '%.64s'",
-				    DB_MAX_ROWS_MAX, v);
-		return 0;
-	case 5:
-		if (parse_size(v, &db->max_bytes) < 0 || db->max_bytes < 1024 ||
-		    db->max_bytes > DB_MAX_BYTES_MAX)
-			return fail(p, "max_bytes: expected a size from 1K to 64M such as 1M, not '%.64s'", v);
-		return 0;
-	case 6: {
-		uint64_t m;
-
-		if (parse_u64(v, &m) < 0 || m < 1 || m > DB_CONNECTIONS_MAX)
-			return fail(p, "max_connections: expected a whole number from 1 to %d, not '%.64s'",
-				    DB_CONNECTIONS_MAX, v);
-		db->max_connections = (unsigned)m;
-		return 0;
-	}
-	default:
-		if (parse_bool(v, &db->superuser) < 0)
-			return fail(p, "superuser: expected on or off, not '%.64s'", v);
-		return 0;
-	}
-}
-
-/* "Name: value": a token, then a value without control characters (the
- * value is a secret: it is not quoted back in a message). */
-static bool header_ok(const char *v)
-{
-	size_t n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~");
-
-	if (!n || v[n] != ':')
-		return false;
-	for (v += n + 1; *v == ' '; v++)
-		;
-	if (!*v)
-		return false;
-	for (; *v; v++)
-		if (((unsigned char)*v < 0x20 && *v != '\t') || *v == 0x7f)
-			return false;
-	return true;
-}
-
-int host_key(struct parser *p, const char *key, const char *v)
-{
-	struct engine_host *h = p->host;
-
-	if (strcmp(key, "header"))
-		return fail(p, "unknown key '%.64s' in a host (known: header)", key);
-	if (!header_ok(v))
-		return fail(p, "header: expected 'Name: value' (the value is not shown here)");
-	if (h->n_headers >= POLICY_HOST_HEADERS)
-		return fail(p, "too many headers for host '%s': at most %d", h->name, POLICY_HOST_HEADERS);
-	if (!(h->headers[h->n_headers] = strdup(v)))
-		return fail(p, "out of memory");
-	h->n_headers++;
-	return 0;
-}
-
-static int http_key(struct parser *p, const char *key, const char *v)
-{
-	struct engine_policy *pol = p->pol;
-	char msg[256];
-
-	if (!strcmp(key, "http.hosts")) {
-		if (pol->http_hosts.n)
-			return fail(p, "'%s' is set twice in this section", key);
-		if (netguard_list_parse(v, &pol->http_hosts, msg, sizeof(msg)) < 0)
-			return fail(p, "http.hosts: %s", msg);
-		return 0;
-	}
-	if (!strcmp(key, "http.max_response")) {
-		if (parse_size(v, &pol->http_max_response) < 0 || pol->http_max_response < 1 ||
-		    pol->http_max_response > HTTP_RESPONSE_MAX)
-			return fail(p, "http.max_response: expected a size from 1 to %uM such as 1M, not "
-				       "'%.64s'", HTTP_RESPONSE_MAX >> 20, v);
-		return 0;
-	}
-	return fail(p, "unknown key '%.64s' (known: http.hosts, http.max_response)", key);
-}
-
 static int add_lang(struct parser *p, const char *w)
 {
 	enum engine_lang l;
@@ -233,58 +107,173 @@ static int parse_rate(const char *v, double *ret)
 	return -EINVAL;
 }
 
-static int count(struct parser *p, const char *key, const char *v, uint64_t max, unsigned *ret)
-{
-	uint64_t x;
+/* ---- the keys' table ---- */
 
-	if (parse_u64(v, &x) < 0 || x > max)
-		return fail(p, "%s: expected a whole number from 0 to %llu (0: no cap), not '%.64s'", key,
-			    (unsigned long long)max, v);
-	*ret = (unsigned)x;
+/* One key of a section: its name (a prefix when it ends in '.'), the
+ * parser of its type, where its value lands (an offset into the
+ * section's struct, for the typed parsers), the bounds of a number or a
+ * size, what the value must be (the words of the messages, and of any
+ * listing), and whether setting it twice in a section is an error
+ * (p->seen, a bit by its index).  Parsing and the unknown-key messages
+ * read the same table. */
+struct key {
+	const char *name;
+	int (*parse)(struct parser *p, const struct key *k, const char *key, char *v, void *at);
+	size_t at;
+	uint64_t min, max;
+	const char *doc;
+	bool once;
+};
+
+/* on or off (parse_bool) */
+static int key_bool(struct parser *p, const struct key *k, const char *key, char *v, void *at)
+{
+	if (parse_bool(v, at) < 0)
+		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
 	return 0;
 }
 
-static const char *const policy_keys[] = { "languages", "network", "approval", "max_file",
-					   "max_sessions", "max_executions", "rate", "burst",
-					   "approval_timeout", "tools", "sql.databases",
-					   "sql.workspace", "sql.writes", "projects" };
+/* a size (parse_size) from min to max bytes */
+static int key_size(struct parser *p, const struct key *k, const char *key, char *v, void *at)
+{
+	uint64_t *x = at;
 
-/* The tools' keys (policy_keys from index 9). */
-static int tool_key(struct parser *p, size_t k, const char *key, char *v)
+	if (parse_size(v, x) < 0 || *x < k->min || *x > k->max)
+		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+	return 0;
+}
+
+/* a duration (parse_duration: above 0) up to max seconds */
+static int key_duration(struct parser *p, const struct key *k, const char *key, char *v,
+			void *at)
+{
+	double *x = at;
+
+	if (parse_duration(v, x) < 0 || *x > (double)k->max)
+		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+	return 0;
+}
+
+static int key_rate(struct parser *p, const struct key *k, const char *key, char *v, void *at)
+{
+	if (parse_rate(v, at) < 0)
+		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+	return 0;
+}
+
+/* a whole number from min to max; a min of 0 is "no cap" */
+static int whole(struct parser *p, const struct key *k, const char *key, const char *v,
+		 uint64_t *ret)
+{
+	if (parse_u64(v, ret) < 0 || *ret < k->min || *ret > k->max)
+		return fail(p, "%s: expected a whole number from %llu to %llu%s, not '%.64s'", key,
+			    (unsigned long long)k->min, (unsigned long long)k->max,
+			    k->min ? "" : " (0: no cap)", v);
+	return 0;
+}
+
+static int key_count(struct parser *p, const struct key *k, const char *key, char *v, void *at)
+{
+	uint64_t x;
+
+	if (whole(p, k, key, v, &x) < 0)
+		return -EINVAL;
+	*(unsigned *)at = (unsigned)x;
+	return 0;
+}
+
+static int key_count64(struct parser *p, const struct key *k, const char *key, char *v,
+		       void *at)
+{
+	return whole(p, k, key, v, at);
+}
+
+/* burst: a count, kept as the bucket's double */
+static int key_burst(struct parser *p, const struct key *k, const char *key, char *v, void *at)
+{
+	uint64_t x;
+
+	if (whole(p, k, key, v, &x) < 0)
+		return -EINVAL;
+	*(double *)at = (double)x;
+	return 0;
+}
+
+/* comma-separated words (each_word), the list cleared first */
+static int key_languages(struct parser *p, const struct key *k, const char *key, char *v,
+			 void *at)
+{
+	(void)k;
+	memset(at, 0, sizeof(p->pol->languages));
+	return each_word(p, v, key, add_lang);
+}
+
+static int key_approval(struct parser *p, const struct key *k, const char *key, char *v,
+			void *at)
+{
+	(void)k;
+	*(unsigned *)at = 0;
+	return each_word(p, v, key, add_approval);
+}
+
+static int key_tools(struct parser *p, const struct key *k, const char *key, char *v, void *at)
+{
+	(void)k;
+	*(unsigned *)at = 0;
+	return each_word(p, v, key, add_tool);
+}
+
+static int key_projects(struct parser *p, const struct key *k, const char *key, char *v,
+			void *at)
+{
+	(void)k;
+	*(unsigned *)at = 0;
+	return each_word(p, v, key, add_project);
+}
+
+/* sql.databases: the names are resolved once every section is read, a
+ * [database] may come later (resolve_databases) */
+static int key_sql_databases(struct parser *p, const struct key *k, const char *key, char *v,
+			     void *at)
 {
 	struct engine_policy *pol = p->pol;
 	size_t i = pol == &p->ps->def ? 0 : (size_t)(pol - p->ps->named) + 1;
 
-	switch (k) {
-	case 9:
-		pol->tools = 0;
-		return each_word(p, v, key, add_tool);
-	case 10:
-		/* names resolved at the end: a [database] may come later */
-		if (!*v)
-			return fail(p, "'%s' has no value (none: no named databases)", key);
-		free(p->pol_dbs[i]);
-		p->pol_dbs[i] = strdup(v);
-		p->pol_dbs_line[i] = p->line;
-		return p->pol_dbs[i] ? 0 : fail(p, "out of memory");
-	case 11:
-		if (parse_bool(v, &pol->sql_workspace) < 0)
-			return fail(p, "sql.workspace: expected on or off, not '%.64s'", v);
-		return 0;
-	default:
-		if (parse_bool(v, &pol->sql_writes) < 0)
-			return fail(p, "sql.writes: expected on or off, not '%.64s'", v);
-		return 0;
-	}
+	(void)k;
+	(void)at;
+	if (!*v)
+		return fail(p, "'%s' has no value (none: no named databases)", key);
+	free(p->pol_dbs[i]);
+	p->pol_dbs[i] = strdup(v);
+	p->pol_dbs_line[i] = p->line;
+	return p->pol_dbs[i] ? 0 : fail(p, "out of memory");
+}
+
+/* http.hosts: util/netguard's list; set twice when it holds hosts */
+static int key_http_hosts(struct parser *p, const struct key *k, const char *key, char *v,
+			  void *at)
+{
+	struct netguard_list *l = at;
+	char msg[256];
+
+	(void)k;
+	if (l->n)
+		return fail(p, "'%s' is set twice in this section", key);
+	if (netguard_list_parse(v, l, msg, sizeof(msg)) < 0)
+		return fail(p, "http.hosts: %s", msg);
+	return 0;
 }
 
 /* egress = host, host:port, *.example.com, ...: the allowlist network's
  * hosts, checked here and kept as text (the sandbox's proxy parses it) */
-static int egress_key(struct parser *p, const char *v)
+static int key_egress(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	struct netguard_list l;
 	char msg[256];
 
+	(void)k;
+	(void)key;
+	(void)at;
 	if (p->pol->egress[0])
 		return fail(p, "'egress' is set twice in this section");
 	if (!*v)
@@ -296,79 +285,209 @@ static int egress_key(struct parser *p, const char *v)
 	return 0;
 }
 
+/* limit.NAME: the limits table's parser and messages (engine/limits.c) */
+static int key_limit(struct parser *p, const struct key *k, const char *key, char *v, void *at)
+{
+	const struct engine_limit *l = engine_limit_find(key + strlen(k->name));
+	char msg[300];
+
+	(void)at;
+	if (!l || key[6] == '-')
+		return fail(p, "unknown limit '%.64s' (known: %s)", key, engine_limit_names());
+	if (engine_limit_parse((enum engine_limit_id)(l - engine_limits), key, v,
+			       &p->pol->ceiling[l - engine_limits], msg, sizeof(msg)) < 0)
+		return fail(p, "%s", msg);
+	return 0;
+}
+
+/* [database NAME]'s driver and connection string */
+static int key_db_driver(struct parser *p, const struct key *k, const char *key, char *v,
+			 void *at)
+{
+	enum engine_db_driver *d = at;
+
+	if (!strcmp(v, "postgresql") || !strcmp(v, "postgres"))
+		*d = DB_POSTGRESQL;
+	else if (!strcmp(v, "sqlite"))
+		*d = DB_SQLITE;
+	else
+		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+	return 0;
+}
+
+/* The connection string is never quoted back: it may hold a password. */
+static int key_db_connection(struct parser *p, const struct key *k, const char *key, char *v,
+			     void *at)
+{
+	char **conninfo = at;
+
+	(void)k;
+	if (!*v || strlen(v) > POLICY_CONNINFO_MAX)
+		return fail(p, "%s: expected a connection string of 1 to %d bytes", key,
+			    POLICY_CONNINFO_MAX);
+	*conninfo = strdup(v);
+	return *conninfo ? 0 : fail(p, "out of memory");
+}
+
+#define IN_POLICY(f) offsetof(struct engine_policy, f)
+
+/* A policy's keys ([default], [policy NAME]), in the order the
+ * unknown-key message lists them. */
+static const struct key policy_keys[] = {
+	{ "languages", key_languages, IN_POLICY(languages), 0, 0, "language names", true },
+	{ "network", key_bool, IN_POLICY(network), 0, 0, "on or off", true },
+	{ "approval", key_approval, IN_POLICY(approval), 0, 0, "action names, or none", true },
+	{ "max_file", key_size, IN_POLICY(max_file), 0, 4ull << 30, "a size up to 4G such as 16M",
+	  true },
+	{ "max_sessions", key_count, IN_POLICY(max_sessions), 0, 100000, "a count", true },
+	{ "max_executions", key_count, IN_POLICY(max_executions), 0, 100000, "a count", true },
+	{ "rate", key_rate, IN_POLICY(rate), 0, 0,
+	  "calls per second, minute or hour such as 10, 10/s, 600/m (0: no limit)", true },
+	{ "burst", key_burst, IN_POLICY(burst), 0, 1000000, "a count", true },
+	{ "approval_timeout", key_duration, IN_POLICY(approval_timeout_s), 0, 86400,
+	  "a duration up to 24h such as 5m", true },
+	{ "tools", key_tools, IN_POLICY(tools), 0, 0, "sql, http, or none", true },
+	{ "sql.databases", key_sql_databases, 0, 0, 0, "database names, or none", true },
+	{ "sql.workspace", key_bool, IN_POLICY(sql_workspace), 0, 0, "on or off", true },
+	{ "sql.writes", key_bool, IN_POLICY(sql_writes), 0, 0, "on or off", true },
+	{ "http.hosts", key_http_hosts, IN_POLICY(http_hosts), 0, 0, "host names and addresses",
+	  false },
+	{ "http.max_response", key_size, IN_POLICY(http_max_response), 1, HTTP_RESPONSE_MAX,
+	  "a size from 1 to 64M such as 1M", false },
+	{ "egress", key_egress, IN_POLICY(egress), 0, 0, "hosts such as pypi.org, *.example.com:443",
+	  false },
+	{ "projects", key_projects, IN_POLICY(n_projects), 0, 0, "absolute directories, or none",
+	  true },
+	{ "limit.", key_limit, 0, 0, 0, "a limit's value (engine/limits.c)", false },
+};
+_Static_assert(HTTP_RESPONSE_MAX == 64u << 20, "http.max_response's doc says 64M");
+
+#define IN_DATABASE(f) offsetof(struct engine_database, f)
+
+/* A [database NAME] section's keys. */
+static const struct key database_keys[] = {
+	{ "driver", key_db_driver, IN_DATABASE(driver), 0, 0, "postgresql or sqlite", true },
+	{ "connection", key_db_connection, IN_DATABASE(conninfo), 0, 0, "a connection string",
+	  true },
+	{ "writes", key_bool, IN_DATABASE(writes), 0, 0, "on or off", true },
+	{ "timeout", key_duration, IN_DATABASE(timeout_s), 0, 3600,
+	  "a duration above 0 and up to 1h such as 30s", true },
+	{ "max_rows", key_count64, IN_DATABASE(max_rows), 1, DB_MAX_ROWS_MAX, "a count", true },
+	{ "max_bytes", key_size, IN_DATABASE(max_bytes), 1024, DB_MAX_BYTES_MAX,
+	  "a size from 1K to 64M such as 1M", true },
+	{ "max_connections", key_count, IN_DATABASE(max_connections), 1, DB_CONNECTIONS_MAX,
+	  "a count", true },
+	{ "superuser", key_bool, IN_DATABASE(superuser), 0, 0, "on or off", true },
+};
+_Static_assert(DB_MAX_BYTES_MAX == 64u << 20 && DB_TIMEOUT_MAX_S == 3600.0,
+	       "the database keys' docs say 64M and 1h");
+
+/* The names of the table's keys, from prefix on ("" for all), comma
+ * separated, a prefix key as "limit.NAME". */
+static void known(const struct key *t, size_t n, const char *prefix, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && len < size; i++) {
+		size_t l = strlen(t[i].name);
+
+		if (strncmp(t[i].name, prefix, strlen(prefix)))
+			continue;
+		len += (size_t)snprintf(buf + len, size - len, "%s%s%s", len ? ", " : "", t[i].name,
+					t[i].name[l - 1] == '.' ? "NAME" : "");
+	}
+}
+
+/* The table's key for this name: the same, or a prefix of it. */
+static const struct key *key_find(const struct key *t, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(key, t[i].name))
+			return &t[i];
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(t[i].name);
+
+		if (t[i].name[l - 1] == '.' && !strncmp(key, t[i].name, l))
+			return &t[i];
+	}
+	return NULL;
+}
+
+/* A key of a section whose struct is at base, through its table. */
+static int key_set(struct parser *p, const struct key *t, size_t n, const char *key, char *v,
+		   void *base)
+{
+	const struct key *k = key_find(t, n, key);
+	unsigned bit;
+
+	if (!k)
+		return -ENOENT;
+	bit = 1u << (k - t);
+	if (k->once && (p->seen & bit))
+		return fail(p, "'%s' is set twice in this section", key);
+	p->seen |= k->once ? bit : 0;
+	return k->parse(p, k, key, v, (char *)base + k->at);
+}
+
 int policy_key(struct parser *p, const char *key, char *v)
 {
-	struct engine_policy *pol = p->pol;
-	char msg[300];
-	size_t k;
+	char list[512];
+	int r = key_set(p, policy_keys, ARRAY_SIZE(policy_keys), key, v, p->pol);
 
-	if (!strncmp(key, "http.", 5))
-		return http_key(p, key, v);
-	if (!strncmp(key, "limit.", 6)) {
-		const struct engine_limit *l = engine_limit_find(key + 6);
+	if (r != -ENOENT)
+		return r;
+	if (!strncmp(key, "http.", 5)) {
+		known(policy_keys, ARRAY_SIZE(policy_keys), "http.", list, sizeof(list));
+		return fail(p, "unknown key '%.64s' (known: %s)", key, list);
+	}
+	known(policy_keys, ARRAY_SIZE(policy_keys), "", list, sizeof(list));
+	return fail(p, "unknown key '%.64s' in a policy (known: %s)", key, list);
+}
 
-		if (!l || key[6] == '-')
-			return fail(p, "unknown limit '%.64s' (known: %s)", key, engine_limit_names());
-		if (engine_limit_parse((enum engine_limit_id)(l - engine_limits), key, v,
-				       &pol->ceiling[l - engine_limits], msg, sizeof(msg)) < 0)
-			return fail(p, "%s", msg);
-		return 0;
-	}
-	if (!strcmp(key, "egress"))
-		return egress_key(p, v);
-	for (k = 0; k < ARRAY_SIZE(policy_keys); k++)
-		if (!strcmp(key, policy_keys[k]))
-			break;
-	if (k == ARRAY_SIZE(policy_keys))
-		return fail(p, "unknown key '%.64s' in a policy (known: languages, network, approval, "
-			       "max_file, max_sessions, max_executions, rate, burst, approval_timeout, "
-			       "tools, sql.databases, sql.workspace, sql.writes, http.hosts, "
-			       "http.max_response, egress, projects, limit.NAME)", key);
-	if (p->seen & (1u << k))
-		return fail(p, "'%s' is set twice in this section", key);
-	p->seen |= 1u << k;
-	if (k >= 9 && k <= 12)
-		return tool_key(p, k, key, v);
-	switch (k) {
-	case 0:
-		memset(pol->languages, 0, sizeof(pol->languages));
-		return each_word(p, v, key, add_lang);
-	case 1:
-		if (parse_bool(v, &pol->network) < 0)
-			return fail(p, "network: expected on or off, not '%.64s'", v);
-		return 0;
-	case 2:
-		pol->approval = 0;
-		return each_word(p, v, key, add_approval);
-	case 3:
-		if (parse_size(v, &pol->max_file) < 0 || pol->max_file > (4ull << 30))
-			return fail(p, "max_file: expected a size up to 4G such as 16M, not '%.64s'", v);
-		return 0;
-	case 4:
-		return count(p, key, v, 100000, &pol->max_sessions);
-	case 5:
-		return count(p, key, v, 100000, &pol->max_executions);
-	case 6:
-		if (parse_rate(v, &pol->rate) < 0)
-			return fail(p, "rate: expected calls per second, minute or hour such as 10, 10/s, "
-				       "600/m (0: no limit), not '%.64s'", v);
-		return 0;
-	case 8:
-		if (parse_duration(v, &pol->approval_timeout_s) < 0 || pol->approval_timeout_s > 86400)
-			return fail(p, "approval_timeout: expected a duration up to 24h such as 5m, not '%.64s'", v);
-		return 0;
-	case 13:
-		pol->n_projects = 0;
-		return each_word(p, v, key, add_project);
-	default: {
-		unsigned b = 0;
+int database_key(struct parser *p, const char *key, char *v)
+{
+	char list[512];
+	int r = key_set(p, database_keys, ARRAY_SIZE(database_keys), key, v, p->db);
 
-		if (count(p, key, v, 1000000, &b) < 0)
-			return -EINVAL;
-		pol->burst = b;
-		return 0;
-	}
-	}
+	if (r != -ENOENT)
+		return r;
+	known(database_keys, ARRAY_SIZE(database_keys), "", list, sizeof(list));
+	return fail(p, "unknown key '%.64s' in a database (known: %s)", key, list);
+}
+
+/* "Name: value": a token, then a value without control characters (the
+ * value is a secret: it is not quoted back in a message). */
+static bool header_ok(const char *v)
+{
+	size_t n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~");
+
+	if (!n || v[n] != ':')
+		return false;
+	for (v += n + 1; *v == ' '; v++)
+		;
+	if (!*v)
+		return false;
+	for (; *v; v++)
+		if (((unsigned char)*v < 0x20 && *v != '\t') || *v == 0x7f)
+			return false;
+	return true;
+}
+
+int host_key(struct parser *p, const char *key, const char *v)
+{
+	struct engine_host *h = p->host;
+
+	if (strcmp(key, "header"))
+		return fail(p, "unknown key '%.64s' in a host (known: header)", key);
+	if (!header_ok(v))
+		return fail(p, "header: expected 'Name: value' (the value is not shown here)");
+	if (h->n_headers >= POLICY_HOST_HEADERS)
+		return fail(p, "too many headers for host '%s': at most %d", h->name, POLICY_HOST_HEADERS);
+	if (!(h->headers[h->n_headers] = strdup(v)))
+		return fail(p, "out of memory");
+	h->n_headers++;
+	return 0;
 }
 
 static int hex_digest(const char *v, unsigned char *out)

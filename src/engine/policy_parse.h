@@ -37,7 +37,7 @@ int each_word(struct parser *p, char *v, const char *key,
 /* A key = value line in the section p is in (policy_keys.c): 0, or
  * fail()'s -EINVAL. */
 int policy_key(struct parser *p, const char *key, char *v);
-int database_key(struct parser *p, const char *key, const char *v);
+int database_key(struct parser *p, const char *key, char *v);
 int host_key(struct parser *p, const char *key, const char *v);
 int client_key(struct parser *p, const char *key, const char *v);
 

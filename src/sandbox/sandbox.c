@@ -1,27 +1,17 @@
-/* The supervisor side: prepare, clone, map ids, place in the cgroup,
- * hand over, then watch (epoll over the report socket, the init's pidfd,
- * a timerfd, the OOM eventfd and the caller's output channels). */
+/* The supervisor's object and the host: the setup steps' and limits'
+ * names, the host's cgroups and id range (probed once per process), a
+ * sandbox's allocation, ids, cgroup and CPU weight, its accessors, and
+ * what the host enforces (sandbox_host_info).  The rest of the
+ * supervisor: spawn.c and spawn_cell.c (clone, ids, cgroup, hand-shake),
+ * wait.c (the epoll loop), kill.c, usage.c, teardown.c. */
 #include "sandbox/sandbox.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <linux/sched.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/syscall.h>
-#include <sys/timerfd.h>
-#include <sys/vfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/cgroup.h"
@@ -31,7 +21,6 @@
 #include "sandbox/landlock.h"
 #include "sandbox/seccomp.h"
 #include "util/buf.h"
-#include "util/fs.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
 #include "util/banned.h"

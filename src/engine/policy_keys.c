@@ -370,7 +370,7 @@ static const struct key database_keys[] = {
 	{ "connection", key_db_connection, IN_DATABASE(conninfo), 0, 0, "a connection string",
 	  true },
 	{ "writes", key_bool, IN_DATABASE(writes), 0, 0, "on or off", true },
-	{ "timeout", key_duration, IN_DATABASE(timeout_s), 0, 3600,
+	{ "timeout", key_duration, IN_DATABASE(timeout_s), 0, (uint64_t)DB_TIMEOUT_MAX_S,
 	  "a duration above 0 and up to 1h such as 30s", true },
 	{ "max_rows", key_count64, IN_DATABASE(max_rows), 1, DB_MAX_ROWS_MAX, "a count", true },
 	{ "max_bytes", key_size, IN_DATABASE(max_bytes), 1024, DB_MAX_BYTES_MAX,
@@ -379,7 +379,7 @@ static const struct key database_keys[] = {
 	  "a count", true },
 	{ "superuser", key_bool, IN_DATABASE(superuser), 0, 0, "on or off", true },
 };
-_Static_assert(DB_MAX_BYTES_MAX == 64u << 20 && DB_TIMEOUT_MAX_S == 3600.0,
+_Static_assert(DB_MAX_BYTES_MAX == 64u << 20 && (long)DB_TIMEOUT_MAX_S == 3600,
 	       "the database keys' docs say 64M and 1h");
 
 /* The names of the table's keys, from prefix on ("" for all), comma

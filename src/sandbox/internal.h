@@ -267,4 +267,95 @@ int codecell_cell_joins(const void *spec, size_t len);
 void child_ctx_set_rlimits(struct child_ctx *c, const struct sandbox_limits *l,
 			   unsigned unenforced);
 
+/* The supervisor's side of a sandbox, shared by the supervisor's files
+ * (sandbox.c and those beside it that spawn, wait, kill and tear down;
+ * docs/ARCHITECTURE.md lists them).  The child's code never uses it. */
+struct egress;
+
+struct sandbox {
+	pid_t pid;
+	int pidfd;
+	int sock;
+	int ws_fd;
+	int upper_fd; /* a project's upper layer, or -1 */
+	/* SANDBOX_NET_ALLOWLIST: the proxy's listening socket, made by the
+	 * init in the sandbox's network namespace; -1 once the proxy has it
+	 * (or for a pooled cell, whose proxy comes with its session) */
+	int egress_fd;
+	struct cgroup cg;
+	unsigned unenforced;
+	double timeout_s;
+	uint64_t cpu_limit_s;
+	int timer_fd; /* the deadline of sandbox_wait(), kept from call to call */
+	/* sandbox_wait()'s epoll set, kept while it holds the same fds: a
+	 * session waits thousands of times on the same sandbox, and building
+	 * the set each time cost a dozen system calls per execution */
+	int ep;
+	bool ep_ok;
+	bool stop_watched, hangup_watched; /* this call's, in ep */
+	struct sandbox_usage last_usage; /* sandbox_usage_cheap() */
+	size_t ep_nch;
+	int ep_ch[SANDBOX_MAX_CHANNELS];
+	dev_t ep_dev[SANDBOX_MAX_CHANNELS];
+	ino_t ep_ino[SANDBOX_MAX_CHANNELS];
+	bool in_grace; /* the deadline passed; the caller asked for grace */
+	double grace_s;		/* the grace asked for */
+	uint64_t grace_start_ns; /* when it began */
+	uint64_t grace_cpu_ns;	/* the tree's CPU time then */
+	uint64_t pressure_ns;	/* the last memory-pressure notification */
+	uid_t ws_uid;
+	gid_t ws_gid;
+	int id_lock_fd; /* holds ws_uid/ws_gid of the id range (ids.h), or -1 */
+	uint64_t start_ns;
+	bool started;
+	bool autostart; /* the init starts the program itself (sandbox_config) */
+	bool reaped;
+	bool short_slice; /* sandbox_set_cpu_weight gave the threads the boost's slice */
+	bool sock_eof; /* the init closed its end: it is exiting */
+	bool template_init; /* CHILD_TEMPLATE: reaps until no child is left */
+	bool cell; /* not our child: watched through the pidfd */
+	struct egress *egress; /* SANDBOX_NET_ALLOWLIST's proxy, or NULL */
+	bool born_in_cgroup; /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
+	pid_t reaper; /* sandbox_start_reaper()'s process, or 0 */
+	/* its wait's other half: it starts on the cgroups only once this
+	 * is closed (or we are gone), so that our own end of the run reads
+	 * them first; -1 without a reaper */
+	int reaper_hold;
+	enum sandbox_end kill_cause; /* valid when killed */
+	bool killed;
+	int kill_reason;
+	bool got_exit;
+	int wstatus;
+	int failed_step;
+	int failed_err;
+	struct rusage ru;
+	cpu_set_t cpus; /* pinned to under a CPU quota (cpus.c) */
+	unsigned n_cpus;
+};
+
+/* Between the supervisor's files.  sandbox.c: the host's cgroups, probed
+ * once (global_init); what a new root shows of them; a sandbox's cgroup;
+ * the object, nothing spawned yet. */
+extern struct cgroup_host g_cgroups;
+extern bool g_sweep_deferred; /* sandbox_defer_sweep() */
+int global_init(void);
+void rootfs_host_of(struct rootfs_host *ret);
+int make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg);
+int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool cell,
+		  struct sandbox **ret, const char **ret_step);
+/* spawn.c: one report from the init (1, 0 at EOF, or -errno); the
+ * hand-shake from "go" to READY (late_cfg: v1 cgroups made after "G"). */
+int recv_msg(int sock, struct msg *m, int *ret_fd);
+int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step);
+
+/* Kill the tree (once: the first cause is the one reported); wait for
+ * the init to be gone. */
+void kill_tree(struct sandbox *sb, enum sandbox_end cause, int reason);
+void reap(struct sandbox *sb);
+/* sandbox_wait_opts.return_at_report: is the result final already? */
+bool final_at_report(const struct sandbox *sb);
+
+/* The end of a sandbox that was waited for, as sandbox_wait() reports it. */
+void fill_exit(struct sandbox *sb, struct sandbox_exit *e);
+
 #endif

@@ -34,7 +34,7 @@ static int add_lang(struct parser *p, const char *w)
 	enum engine_lang l;
 
 	if (engine_lang_parse(w, &l) < 0)
-		return fail(p, "languages: unknown language '%.64s' (known: %s)", w, engine_lang_list());
+		return policy_fail(p, "languages: unknown language '%.64s' (known: %s)", w, engine_lang_list());
 	p->pol->languages[l] = true;
 	return 0;
 }
@@ -49,7 +49,7 @@ static int add_approval(struct parser *p, const char *w)
 			p->pol->approval |= 1u << a;
 			return 0;
 		}
-	return fail(p, "approval: unknown action '%.64s' (known: run, session_create, session_exec, "
+	return policy_fail(p, "approval: unknown action '%.64s' (known: run, session_create, session_exec, "
 		       "session_close, session_interrupt, session_restart, session_fork, read_file, "
 		       "write_file, delete_file, network, sql, http, apply; or none)", w);
 }
@@ -66,7 +66,7 @@ static int add_tool(struct parser *p, const char *w)
 			p->pol->tools |= 1u << tools[i];
 			return 0;
 		}
-	return fail(p, "tools: unknown tool '%.64s' (known: sql, http; or none)", w);
+	return policy_fail(p, "tools: unknown tool '%.64s' (known: sql, http; or none)", w);
 }
 
 /* projects = DIR, ...: where a server's client may open a project */
@@ -77,11 +77,11 @@ static int add_project(struct parser *p, const char *w)
 	if (!strcmp(w, "none"))
 		return 0;
 	if (w[0] != '/' || strstr(w, "/../") || (len >= 3 && !strcmp(w + len - 3, "/..")))
-		return fail(p, "projects: '%.64s' is not an absolute path without '..'", w);
+		return policy_fail(p, "projects: '%.64s' is not an absolute path without '..'", w);
 	if (len >= POLICY_PROJECT_MAX)
-		return fail(p, "projects: '%.64s...' is longer than %d bytes", w, POLICY_PROJECT_MAX - 1);
+		return policy_fail(p, "projects: '%.64s...' is longer than %d bytes", w, POLICY_PROJECT_MAX - 1);
 	if (p->pol->n_projects >= POLICY_MAX_PROJECTS)
-		return fail(p, "projects: at most %d directories", POLICY_MAX_PROJECTS);
+		return policy_fail(p, "projects: at most %d directories", POLICY_MAX_PROJECTS);
 	snprintf(p->pol->projects[p->pol->n_projects++], POLICY_PROJECT_MAX, "%s", w);
 	return 0;
 }
@@ -129,7 +129,7 @@ struct key {
 static int key_bool(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	if (parse_bool(v, at) < 0)
-		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+		return policy_fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
 	return 0;
 }
 
@@ -139,7 +139,7 @@ static int key_size(struct parser *p, const struct key *k, const char *key, char
 	uint64_t *x = at;
 
 	if (parse_size(v, x) < 0 || *x < k->min || *x > k->max)
-		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+		return policy_fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
 	return 0;
 }
 
@@ -150,14 +150,14 @@ static int key_duration(struct parser *p, const struct key *k, const char *key, 
 	double *x = at;
 
 	if (parse_duration(v, x) < 0 || *x > (double)k->max)
-		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+		return policy_fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
 	return 0;
 }
 
 static int key_rate(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	if (parse_rate(v, at) < 0)
-		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+		return policy_fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
 	return 0;
 }
 
@@ -166,7 +166,7 @@ static int whole(struct parser *p, const struct key *k, const char *key, const c
 		 uint64_t *ret)
 {
 	if (parse_u64(v, ret) < 0 || *ret < k->min || *ret > k->max)
-		return fail(p, "%s: expected a whole number from %llu to %llu%s, not '%.64s'", key,
+		return policy_fail(p, "%s: expected a whole number from %llu to %llu%s, not '%.64s'", key,
 			    (unsigned long long)k->min, (unsigned long long)k->max,
 			    k->min ? "" : " (0: no cap)", v);
 	return 0;
@@ -205,7 +205,7 @@ static int key_languages(struct parser *p, const struct key *k, const char *key,
 {
 	(void)k;
 	memset(at, 0, sizeof(p->pol->languages));
-	return each_word(p, v, key, add_lang);
+	return policy_each_word(p, v, key, add_lang);
 }
 
 static int key_approval(struct parser *p, const struct key *k, const char *key, char *v,
@@ -213,14 +213,14 @@ static int key_approval(struct parser *p, const struct key *k, const char *key, 
 {
 	(void)k;
 	*(unsigned *)at = 0;
-	return each_word(p, v, key, add_approval);
+	return policy_each_word(p, v, key, add_approval);
 }
 
 static int key_tools(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	(void)k;
 	*(unsigned *)at = 0;
-	return each_word(p, v, key, add_tool);
+	return policy_each_word(p, v, key, add_tool);
 }
 
 static int key_projects(struct parser *p, const struct key *k, const char *key, char *v,
@@ -228,7 +228,7 @@ static int key_projects(struct parser *p, const struct key *k, const char *key, 
 {
 	(void)k;
 	*(unsigned *)at = 0;
-	return each_word(p, v, key, add_project);
+	return policy_each_word(p, v, key, add_project);
 }
 
 /* sql.databases: the names are resolved once every section is read, a
@@ -242,11 +242,11 @@ static int key_sql_databases(struct parser *p, const struct key *k, const char *
 	(void)k;
 	(void)at;
 	if (!*v)
-		return fail(p, "'%s' has no value (none: no named databases)", key);
+		return policy_fail(p, "'%s' has no value (none: no named databases)", key);
 	free(p->pol_dbs[i]);
 	p->pol_dbs[i] = strdup(v);
 	p->pol_dbs_line[i] = p->line;
-	return p->pol_dbs[i] ? 0 : fail(p, "out of memory");
+	return p->pol_dbs[i] ? 0 : policy_fail(p, "out of memory");
 }
 
 /* http.hosts: util/netguard's list; set twice when it holds hosts */
@@ -258,9 +258,9 @@ static int key_http_hosts(struct parser *p, const struct key *k, const char *key
 
 	(void)k;
 	if (l->n)
-		return fail(p, "'%s' is set twice in this section", key);
+		return policy_fail(p, "'%s' is set twice in this section", key);
 	if (netguard_list_parse(v, l, msg, sizeof(msg)) < 0)
-		return fail(p, "http.hosts: %s", msg);
+		return policy_fail(p, "http.hosts: %s", msg);
 	return 0;
 }
 
@@ -275,11 +275,11 @@ static int key_egress(struct parser *p, const struct key *k, const char *key, ch
 	(void)key;
 	(void)at;
 	if (p->pol->egress[0])
-		return fail(p, "'egress' is set twice in this section");
+		return policy_fail(p, "'egress' is set twice in this section");
 	if (!*v)
-		return fail(p, "'egress' has no value: list hosts such as pypi.org, *.example.com:443");
+		return policy_fail(p, "'egress' has no value: list hosts such as pypi.org, *.example.com:443");
 	if (netguard_list_parse(v, &l, msg, sizeof(msg)) < 0)
-		return fail(p, "egress: %s", msg);
+		return policy_fail(p, "egress: %s", msg);
 	netguard_list_release(&l);
 	snprintf(p->pol->egress, sizeof(p->pol->egress), "%s", v);
 	return 0;
@@ -293,10 +293,10 @@ static int key_limit(struct parser *p, const struct key *k, const char *key, cha
 
 	(void)at;
 	if (!l || key[6] == '-')
-		return fail(p, "unknown limit '%.64s' (known: %s)", key, engine_limit_names());
+		return policy_fail(p, "unknown limit '%.64s' (known: %s)", key, engine_limit_names());
 	if (engine_limit_parse((enum engine_limit_id)(l - engine_limits), key, v,
 			       &p->pol->ceiling[l - engine_limits], msg, sizeof(msg)) < 0)
-		return fail(p, "%s", msg);
+		return policy_fail(p, "%s", msg);
 	return 0;
 }
 
@@ -311,7 +311,7 @@ static int key_db_driver(struct parser *p, const struct key *k, const char *key,
 	else if (!strcmp(v, "sqlite"))
 		*d = DB_SQLITE;
 	else
-		return fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
+		return policy_fail(p, "%s: expected %s, not '%.64s'", key, k->doc, v);
 	return 0;
 }
 
@@ -323,10 +323,10 @@ static int key_db_connection(struct parser *p, const struct key *k, const char *
 
 	(void)k;
 	if (!*v || strlen(v) > POLICY_CONNINFO_MAX)
-		return fail(p, "%s: expected a connection string of 1 to %d bytes", key,
+		return policy_fail(p, "%s: expected a connection string of 1 to %d bytes", key,
 			    POLICY_CONNINFO_MAX);
 	*conninfo = strdup(v);
-	return *conninfo ? 0 : fail(p, "out of memory");
+	return *conninfo ? 0 : policy_fail(p, "out of memory");
 }
 
 #define IN_POLICY(f) offsetof(struct engine_policy, f)
@@ -425,7 +425,7 @@ static int key_set(struct parser *p, const struct key *t, size_t n, const char *
 		return -ENOENT;
 	bit = 1u << (k - t);
 	if (k->once && (p->seen & bit))
-		return fail(p, "'%s' is set twice in this section", key);
+		return policy_fail(p, "'%s' is set twice in this section", key);
 	p->seen |= k->once ? bit : 0;
 	return k->parse(p, k, key, v, (char *)base + k->at);
 }
@@ -439,10 +439,10 @@ int policy_key(struct parser *p, const char *key, char *v)
 		return r;
 	if (!strncmp(key, "http.", 5)) {
 		known(policy_keys, ARRAY_SIZE(policy_keys), "http.", list, sizeof(list));
-		return fail(p, "unknown key '%.64s' (known: %s)", key, list);
+		return policy_fail(p, "unknown key '%.64s' (known: %s)", key, list);
 	}
 	known(policy_keys, ARRAY_SIZE(policy_keys), "", list, sizeof(list));
-	return fail(p, "unknown key '%.64s' in a policy (known: %s)", key, list);
+	return policy_fail(p, "unknown key '%.64s' in a policy (known: %s)", key, list);
 }
 
 int database_key(struct parser *p, const char *key, char *v)
@@ -453,7 +453,7 @@ int database_key(struct parser *p, const char *key, char *v)
 	if (r != -ENOENT)
 		return r;
 	known(database_keys, ARRAY_SIZE(database_keys), "", list, sizeof(list));
-	return fail(p, "unknown key '%.64s' in a database (known: %s)", key, list);
+	return policy_fail(p, "unknown key '%.64s' in a database (known: %s)", key, list);
 }
 
 /* "Name: value": a token, then a value without control characters (the
@@ -479,13 +479,13 @@ int host_key(struct parser *p, const char *key, const char *v)
 	struct engine_host *h = p->host;
 
 	if (strcmp(key, "header"))
-		return fail(p, "unknown key '%.64s' in a host (known: header)", key);
+		return policy_fail(p, "unknown key '%.64s' in a host (known: header)", key);
 	if (!header_ok(v))
-		return fail(p, "header: expected 'Name: value' (the value is not shown here)");
+		return policy_fail(p, "header: expected 'Name: value' (the value is not shown here)");
 	if (h->n_headers >= POLICY_HOST_HEADERS)
-		return fail(p, "too many headers for host '%s': at most %d", h->name, POLICY_HOST_HEADERS);
+		return policy_fail(p, "too many headers for host '%s': at most %d", h->name, POLICY_HOST_HEADERS);
 	if (!(h->headers[h->n_headers] = strdup(v)))
-		return fail(p, "out of memory");
+		return policy_fail(p, "out of memory");
 	h->n_headers++;
 	return 0;
 }
@@ -510,17 +510,17 @@ int client_key(struct parser *p, const char *key, const char *v)
 
 	if (!strcmp(key, "key_sha256")) {
 		if (p->client->has_key)
-			return fail(p, "'key_sha256' is set twice in this section");
+			return policy_fail(p, "'key_sha256' is set twice in this section");
 		if (hex_digest(v, p->client->key) < 0)
-			return fail(p, "key_sha256: expected 64 hex digits (printf %%s KEY | sha256sum)");
+			return policy_fail(p, "key_sha256: expected 64 hex digits (printf %%s KEY | sha256sum)");
 		p->client->has_key = true;
 		return 0;
 	}
 	if (!strcmp(key, "policy")) {
 		if (p->client_policy[i])
-			return fail(p, "'policy' is set twice in this section");
+			return policy_fail(p, "'policy' is set twice in this section");
 		p->client_policy[i] = strdup(v);
-		return p->client_policy[i] ? 0 : fail(p, "out of memory");
+		return p->client_policy[i] ? 0 : policy_fail(p, "out of memory");
 	}
-	return fail(p, "unknown key '%.64s' in a client (known: key_sha256, policy)", key);
+	return policy_fail(p, "unknown key '%.64s' in a client (known: key_sha256, policy)", key);
 }

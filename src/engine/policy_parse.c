@@ -21,7 +21,7 @@
 
 /* ---- the parser ---- */
 
-int fail(struct parser *p, const char *fmt, ...)
+int policy_fail(struct parser *p, const char *fmt, ...)
 {
 	int k = snprintf(p->err, p->n, "line %d: ", p->line);
 	va_list ap;
@@ -41,7 +41,7 @@ static bool name_ok(const char *s)
 	return n > 0 && n < POLICY_NAME_MAX && !s[n];
 }
 
-char *trim(char *s)
+char *policy_trim(char *s)
 {
 	char *e;
 
@@ -59,12 +59,12 @@ static int database_section(struct parser *p, const char *name)
 
 	for (size_t i = 0; i < p->ps->n_databases; i++)
 		if (!strcmp(p->ps->databases[i].name, name))
-			return fail(p, "database '%s' is given twice", name);
+			return policy_fail(p, "database '%s' is given twice", name);
 	if (p->ps->n_databases >= POLICY_MAX_DATABASES)
-		return fail(p, "too many databases: at most %d", POLICY_MAX_DATABASES);
+		return policy_fail(p, "too many databases: at most %d", POLICY_MAX_DATABASES);
 	nd = realloc(p->ps->databases, (p->ps->n_databases + 1) * sizeof(*nd));
 	if (!nd)
-		return fail(p, "out of memory");
+		return policy_fail(p, "out of memory");
 	p->ps->databases = nd;
 	p->db = &nd[p->ps->n_databases++];
 	memset(p->db, 0, sizeof(*p->db));
@@ -85,7 +85,7 @@ static int add_database(struct parser *p, const char *w)
 			p->pol->sql_databases |= 1ull << i;
 			return 0;
 		}
-	return fail(p, "sql.databases: no database '%.64s' (give it a [database %.64s] section)", w, w);
+	return policy_fail(p, "sql.databases: no database '%.64s' (give it a [database %.64s] section)", w, w);
 }
 
 /* sql.databases of policy i (0: [default]) into bits. */
@@ -98,7 +98,7 @@ static int resolve_databases(struct parser *p, struct engine_policy *pol, size_t
 		return 0;
 	p->pol = pol;
 	p->line = p->pol_dbs_line[i];
-	r = each_word(p, p->pol_dbs[i], "sql.databases", add_database);
+	r = policy_each_word(p, p->pol_dbs[i], "sql.databases", add_database);
 	p->pol = saved;
 	return r;
 }
@@ -128,15 +128,15 @@ static int host_section(struct parser *p, const char *name)
 	if (r == 0)
 		netguard_format((struct sockaddr *)&ss, norm, sizeof(norm));
 	else if (r != -EINVAL || netguard_name_normalize(norm) < 0)
-		return fail(p, "'[host %.64s]': not a host name or an IP address", name);
+		return policy_fail(p, "'[host %.64s]': not a host name or an IP address", name);
 	for (size_t i = 0; i < p->ps->n_hosts; i++)
 		if (!strcmp(p->ps->hosts[i].name, norm))
-			return fail(p, "host '%s' is given twice", norm);
+			return policy_fail(p, "host '%s' is given twice", norm);
 	if (p->ps->n_hosts >= POLICY_MAX_HOSTS)
-		return fail(p, "too many [host NAME] sections: at most %d", POLICY_MAX_HOSTS);
+		return policy_fail(p, "too many [host NAME] sections: at most %d", POLICY_MAX_HOSTS);
 	h = realloc(p->ps->hosts, (p->ps->n_hosts + 1) * sizeof(*h));
 	if (!h)
-		return fail(p, "out of memory");
+		return policy_fail(p, "out of memory");
 	p->ps->hosts = h;
 	p->host = &h[p->ps->n_hosts++];
 	memset(p->host, 0, sizeof(*p->host));
@@ -148,11 +148,11 @@ static int section(struct parser *p, char *s)
 {
 	char *end = strchr(s, ']'), *name;
 
-	if (!end || *trim(end + 1))
-		return fail(p, "a section is '[default]', '[policy NAME]', '[client NAME]' or "
+	if (!end || *policy_trim(end + 1))
+		return policy_fail(p, "a section is '[default]', '[policy NAME]', '[client NAME]' or "
 			       "'[database NAME]' on a line of its own");
 	*end = '\0';
-	s = trim(s + 1);
+	s = policy_trim(s + 1);
 	p->seen = 0;
 	p->pol = NULL;
 	p->client = NULL;
@@ -160,7 +160,7 @@ static int section(struct parser *p, char *s)
 	p->host = NULL;
 	if (!strcmp(s, "default")) {
 		if (p->ps->def.name[0] == '!')
-			return fail(p, "[default] is given twice");
+			return policy_fail(p, "[default] is given twice");
 		p->pol = &p->ps->def;
 		p->ps->def.name[0] = '!'; /* seen; the name is set back at the end */
 		return 0;
@@ -168,20 +168,20 @@ static int section(struct parser *p, char *s)
 	name = s + strcspn(s, " \t");
 	if (*name)
 		*name++ = '\0';
-	name = trim(name);
+	name = policy_trim(name);
 	if (!name_ok(name))
-		return fail(p, "'[%.16s %.64s]': a name is 1 to %d letters, digits, '_', '.' or '-'", s,
+		return policy_fail(p, "'[%.16s %.64s]': a name is 1 to %d letters, digits, '_', '.' or '-'", s,
 			    name, POLICY_NAME_MAX - 1);
 	if (!strcmp(s, "policy")) {
 		struct engine_policy *np;
 
 		if (find_policy(p->ps, name) || !strcmp(name, "!default"))
-			return fail(p, "policy '%s' is given twice", name);
+			return policy_fail(p, "policy '%s' is given twice", name);
 		if (p->ps->n_named >= POLICY_MAX_POLICIES)
-			return fail(p, "too many policies: at most %d", POLICY_MAX_POLICIES);
+			return policy_fail(p, "too many policies: at most %d", POLICY_MAX_POLICIES);
 		np = realloc(p->ps->named, (p->ps->n_named + 1) * sizeof(*np));
 		if (!np)
-			return fail(p, "out of memory");
+			return policy_fail(p, "out of memory");
 		p->ps->named = np;
 		p->pol = &np[p->ps->n_named++];
 		engine_policy_default(p->pol);
@@ -193,12 +193,12 @@ static int section(struct parser *p, char *s)
 
 		for (size_t i = 0; i < p->ps->n_clients; i++)
 			if (!strcmp(p->ps->clients[i].name, name))
-				return fail(p, "client '%s' is given twice", name);
+				return policy_fail(p, "client '%s' is given twice", name);
 		if (p->ps->n_clients > POLICY_MAX_CLIENTS)
-			return fail(p, "too many clients: at most %d", POLICY_MAX_CLIENTS);
+			return policy_fail(p, "too many clients: at most %d", POLICY_MAX_CLIENTS);
 		nc = realloc(p->ps->clients, (p->ps->n_clients + 1) * sizeof(*nc));
 		if (!nc)
-			return fail(p, "out of memory");
+			return policy_fail(p, "out of memory");
 		p->ps->clients = nc;
 		p->client = &nc[p->ps->n_clients++];
 		memset(p->client, 0, sizeof(*p->client));
@@ -209,22 +209,22 @@ static int section(struct parser *p, char *s)
 		return host_section(p, name);
 	if (!strcmp(s, "database"))
 		return database_section(p, name);
-	return fail(p, "unknown section '[%.64s]': use [default], [policy NAME], [client NAME], "
+	return policy_fail(p, "unknown section '[%.64s]': use [default], [policy NAME], [client NAME], "
 		       "[database NAME] or [host NAME]", s);
 }
 
 /* Comma-separated words, each handed to fn; empty items are errors. */
-int each_word(struct parser *p, char *v, const char *key,
+int policy_each_word(struct parser *p, char *v, const char *key,
 	      int (*fn)(struct parser *p, const char *word))
 {
 	char *save = NULL;
 
 	if (!*v)
-		return fail(p, "'%s' has no value", key);
+		return policy_fail(p, "'%s' has no value", key);
 	for (char *w = strtok_r(v, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		w = trim(w);
+		w = policy_trim(w);
 		if (!*w)
-			return fail(p, "'%s': an empty item", key);
+			return policy_fail(p, "'%s': an empty item", key);
 		if (fn(p, w) < 0)
 			return -EINVAL;
 	}
@@ -237,19 +237,19 @@ static int line(struct parser *p, char *s)
 
 	/* a connection string may hold '#' or ';' (in a password): on its
 	 * line everything after '=' is the value */
-	if (strncmp(trim(s), "connection", 10) || trim(s)[10 + strspn(trim(s) + 10, " \t")] != '=')
+	if (strncmp(policy_trim(s), "connection", 10) || policy_trim(s)[10 + strspn(policy_trim(s) + 10, " \t")] != '=')
 		s[strcspn(s, "#;")] = '\0';
-	s = trim(s);
+	s = policy_trim(s);
 	if (!*s)
 		return 0;
 	if (*s == '[')
 		return section(p, s);
 	eq = strchr(s, '=');
 	if (!eq)
-		return fail(p, "expected 'key = value' or a [section], not '%.64s'", s);
+		return policy_fail(p, "expected 'key = value' or a [section], not '%.64s'", s);
 	*eq = '\0';
-	key = trim(s);
-	v = trim(eq + 1);
+	key = policy_trim(s);
+	v = policy_trim(eq + 1);
 	if (p->pol)
 		return policy_key(p, key, v);
 	if (p->client)
@@ -258,7 +258,7 @@ static int line(struct parser *p, char *s)
 		return database_key(p, key, v);
 	if (p->host)
 		return host_key(p, key, v);
-	return fail(p, "'%.64s' comes before any section: start with [default]", key);
+	return policy_fail(p, "'%.64s' comes before any section: start with [default]", key);
 }
 
 /* Clients' policies by name, their keys distinct; rates' bursts; the
@@ -279,7 +279,7 @@ static int resolve(struct parser *p)
 	for (size_t i = 0; i < ps->n_databases; i++) {
 		p->line = 0;
 		if (!ps->databases[i].conninfo)
-			return fail(p, "database '%s' has no 'connection'", ps->databases[i].name);
+			return policy_fail(p, "database '%s' has no 'connection'", ps->databases[i].name);
 	}
 	for (size_t i = 1; i < ps->n_clients; i++) {
 		struct engine_client *c = &ps->clients[i];
@@ -287,13 +287,13 @@ static int resolve(struct parser *p)
 
 		p->line = 0;
 		if (!c->has_key)
-			return fail(p, "client '%s' has no key_sha256", c->name);
+			return policy_fail(p, "client '%s' has no key_sha256", c->name);
 		if (!(c->policy = find_policy(ps, pn)))
-			return fail(p, "client '%s': no policy '%.64s' (give it a [policy %.64s] section)",
+			return policy_fail(p, "client '%s': no policy '%.64s' (give it a [policy %.64s] section)",
 				    c->name, pn, pn);
 		for (size_t j = 1; j < i; j++)
 			if (!memcmp(ps->clients[j].key, c->key, SHA256_LEN))
-				return fail(p, "clients '%s' and '%s' have the same key", ps->clients[j].name,
+				return policy_fail(p, "clients '%s' and '%s' have the same key", ps->clients[j].name,
 					    c->name);
 	}
 	return 0;
@@ -348,7 +348,7 @@ int engine_policies_parse(const char *text, size_t len, struct engine_policies *
 
 		p.line++;
 		if (l > POLICY_LINE_MAX) {
-			r = fail(&p, "the line is over %d bytes", POLICY_LINE_MAX);
+			r = policy_fail(&p, "the line is over %d bytes", POLICY_LINE_MAX);
 			break;
 		}
 		memcpy(buf, s, l);

@@ -27,15 +27,15 @@ struct parser {
 };
 
 /* "line N: " and the message into p->err; returns -EINVAL. */
-int fail(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int policy_fail(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* s without its leading and trailing blanks (in place). */
-char *trim(char *s);
+char *policy_trim(char *s);
 /* Comma-separated words, each handed to fn; empty items are errors. */
-int each_word(struct parser *p, char *v, const char *key,
+int policy_each_word(struct parser *p, char *v, const char *key,
 	      int (*fn)(struct parser *p, const char *word));
 
 /* A key = value line in the section p is in (policy_keys.c): 0, or
- * fail()'s -EINVAL. */
+ * policy_fail()'s -EINVAL. */
 int policy_key(struct parser *p, const char *key, char *v);
 int database_key(struct parser *p, const char *key, char *v);
 int host_key(struct parser *p, const char *key, const char *v);

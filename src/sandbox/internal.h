@@ -334,28 +334,28 @@ struct sandbox {
 };
 
 /* Between the supervisor's files.  sandbox.c: the host's cgroups, probed
- * once (global_init); what a new root shows of them; a sandbox's cgroup;
+ * once (sandbox_global_init); what a new root shows of them; a sandbox's cgroup;
  * the object, nothing spawned yet. */
 extern struct cgroup_host g_cgroups;
 extern bool g_sweep_deferred; /* sandbox_defer_sweep() */
-int global_init(void);
-void rootfs_host_of(struct rootfs_host *ret);
-int make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg);
+int sandbox_global_init(void);
+void sandbox_rootfs_host_of(struct rootfs_host *ret);
+int sandbox_make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg);
 int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool cell,
 		  struct sandbox **ret, const char **ret_step);
 /* spawn.c: one report from the init (1, 0 at EOF, or -errno); the
  * hand-shake from "go" to READY (late_cfg: v1 cgroups made after "G"). */
-int recv_msg(int sock, struct msg *m, int *ret_fd);
-int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step);
+int sandbox_recv_msg(int sock, struct msg *m, int *ret_fd);
+int sandbox_handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step);
 
 /* Kill the tree (once: the first cause is the one reported); wait for
  * the init to be gone. */
-void kill_tree(struct sandbox *sb, enum sandbox_end cause, int reason);
-void reap(struct sandbox *sb);
+void sandbox_kill_tree(struct sandbox *sb, enum sandbox_end cause, int reason);
+void sandbox_reap(struct sandbox *sb);
 /* sandbox_wait_opts.return_at_report: is the result final already? */
-bool final_at_report(const struct sandbox *sb);
+bool sandbox_final_at_report(const struct sandbox *sb);
 
 /* The end of a sandbox that was waited for, as sandbox_wait() reports it. */
-void fill_exit(struct sandbox *sb, struct sandbox_exit *e);
+void sandbox_fill_exit(struct sandbox *sb, struct sandbox_exit *e);
 
 #endif

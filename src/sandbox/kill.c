@@ -20,7 +20,7 @@
 #include "util/macro.h"
 #include "util/banned.h"
 
-void kill_tree(struct sandbox *sb, enum sandbox_end cause, int reason)
+void sandbox_kill_tree(struct sandbox *sb, enum sandbox_end cause, int reason)
 {
 	if (!sb->killed) {
 		sb->killed = true;
@@ -39,18 +39,18 @@ void kill_tree(struct sandbox *sb, enum sandbox_end cause, int reason)
 
 void sandbox_kill(struct sandbox *sb)
 {
-	kill_tree(sb, SANDBOX_END_KILLED, 0);
+	sandbox_kill_tree(sb, SANDBOX_END_KILLED, 0);
 }
 
 void sandbox_kill_for(struct sandbox *sb, int reason)
 {
-	kill_tree(sb, SANDBOX_END_KILLED, reason);
+	sandbox_kill_tree(sb, SANDBOX_END_KILLED, reason);
 }
 
 void sandbox_stop(struct sandbox *sb)
 {
-	kill_tree(sb, SANDBOX_END_KILLED, 0);
-	reap(sb);
+	sandbox_kill_tree(sb, SANDBOX_END_KILLED, 0);
+	sandbox_reap(sb);
 }
 
 int sandbox_interrupt(struct sandbox *sb)
@@ -133,7 +133,7 @@ int sandbox_kill_strays(struct sandbox *sb)
 	return -ETIMEDOUT;
 }
 
-void reap(struct sandbox *sb)
+void sandbox_reap(struct sandbox *sb)
 {
 	int st;
 

@@ -107,7 +107,7 @@ void sandbox_defer_sweep(void)
 }
 
 /* Once per process, whatever the thread (a server calls from many). */
-int global_init(void)
+int sandbox_global_init(void)
 {
 	return pthread_once(&g_probed, probe_cgroups) == 0 ? 0 : -EINVAL;
 }
@@ -125,8 +125,8 @@ static unsigned compute_unenforced(const struct sandbox_limits *l)
 	return want & ~can;
 }
 
-/* What a new root shows of the cgroups a sandbox gets (make_cgroup). */
-void rootfs_host_of(struct rootfs_host *ret)
+/* What a new root shows of the cgroups a sandbox gets (sandbox_make_cgroup). */
+void sandbox_rootfs_host_of(struct rootfs_host *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	ret->cgroup_version = g_cgroups.version;
@@ -135,7 +135,7 @@ void rootfs_host_of(struct rootfs_host *ret)
 			ret->cgroup_ctrls |= 1u << c;
 }
 
-int make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg)
+int sandbox_make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg)
 {
 	static unsigned counter; /* atomic: a server makes sandboxes from many threads */
 	const struct sandbox_limits *l = &cfg->limits;
@@ -318,7 +318,7 @@ bool sandbox_ended(const struct sandbox *sb)
 void sandbox_host_info(struct sandbox_host_info *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	(void)global_init();
+	(void)sandbox_global_init();
 	for (int w = 0; w < SANDBOX_SECCOMP_N && w < 2; w++)
 		ret->seccomp_insns[w] = sandbox_seccomp_programs[w].len;
 	ret->seccomp_built_with = sandbox_seccomp_built_with;

@@ -47,7 +47,7 @@ static int write_maps(pid_t pid, uid_t host_uid, gid_t host_gid, bool privileged
 	return write_string_file(path, line);
 }
 
-int recv_msg(int sock, struct msg *m, int *ret_fd)
+int sandbox_recv_msg(int sock, struct msg *m, int *ret_fd)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -153,7 +153,7 @@ static int late_cgroups(struct sandbox *sb, const struct sandbox_config *cfg, in
 	int join[_CGROUP_CTRL_MAX], n_join, r;
 
 	*ret_step = STEP_CGROUP;
-	r = make_cgroup(sb, cfg);
+	r = sandbox_make_cgroup(sb, cfg);
 	if (r < 0)
 		return r;
 	n_join = cgroup_open_join_fds(&sb->cg, join);
@@ -168,7 +168,7 @@ static int late_cgroups(struct sandbox *sb, const struct sandbox_config *cfg, in
 
 /* cgroup, go, then READY with the workspace fd.  late_cfg: the v1
  * cgroups are not made yet (late_cgroups). */
-int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step)
+int sandbox_handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step)
 {
 	struct msg m;
 	int fd = -1, r;
@@ -208,16 +208,16 @@ int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int 
 	/* while the init builds the root: the first read of the usage (at
 	 * the end of a one-shot run, on its way out) then opens nothing */
 	cgroup_open_stats(&sb->cg);
-	r = recv_msg(sb->sock, &m, &fd);
+	r = sandbox_recv_msg(sb->sock, &m, &fd);
 	if (r > 0 && m.kind == MSG_EGRESS && fd >= 0 && sb->egress_fd < 0) {
 		sb->egress_fd = fd;
 		fd = -1;
-		r = recv_msg(sb->sock, &m, &fd);
+		r = sandbox_recv_msg(sb->sock, &m, &fd);
 	}
 	if (r > 0 && m.kind == MSG_UPPER && fd >= 0 && sb->upper_fd < 0) {
 		sb->upper_fd = fd;
 		fd = -1;
-		r = recv_msg(sb->sock, &m, &fd);
+		r = sandbox_recv_msg(sb->sock, &m, &fd);
 	}
 	if (r <= 0)
 		return r == 0 ? -EPIPE : r;
@@ -246,7 +246,7 @@ static int handshake(struct sandbox *sb, const struct sandbox_config *late_cfg, 
 	r = write_maps(sb->pid, sb->ws_uid, sb->ws_gid, privileged);
 	if (r < 0)
 		return r;
-	return handshake_go(sb, late_cfg, ret_step);
+	return sandbox_handshake_go(sb, late_cfg, ret_step);
 }
 
 /* What the child gets: its own copies of the strings (freed by the
@@ -292,7 +292,7 @@ static int spawn(struct sandbox *sb, struct child_ctx *c, bool privileged, int *
 	int sv[2], r;
 
 	*ret_step = STEP_CGROUP;
-	if (!late && (r = make_cgroup(sb, c->cfg)) < 0)
+	if (!late && (r = sandbox_make_cgroup(sb, c->cfg)) < 0)
 		return r;
 	*ret_step = STEP_CLONE;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -347,14 +347,14 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	r = validate(cfg);
 	if (r < 0)
 		return r;
-	(void)global_init();
+	(void)sandbox_global_init();
 	r = sandbox_alloc(cfg, privileged, false, &sb, &alloc_step);
 	if (r < 0) {
 		if (ret_failed_step)
 			*ret_failed_step = alloc_step;
 		return r;
 	}
-	rootfs_host_of(&host);
+	sandbox_rootfs_host_of(&host);
 	/* a template keeps every CPU: its cells inherit its affinity and
 	 * are pinned each to their own */
 	if (!cfg->template)

@@ -44,7 +44,7 @@ static int cell_ids(struct sandbox *sb)
 static int await_hello(struct sandbox *sb, int *ret_step)
 {
 	struct msg m;
-	int fd = -1, r = recv_msg(sb->sock, &m, &fd);
+	int fd = -1, r = sandbox_recv_msg(sb->sock, &m, &fd);
 
 	*ret_step = STEP_SYNC;
 	if (r <= 0)
@@ -129,7 +129,7 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
 	    cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS ||
 	    !cfg->limits.tmp_bytes || !cfg->limits.workspace_bytes)
 		return -EINVAL;
-	(void)global_init();
+	(void)sandbox_global_init();
 	r = sandbox_alloc(cfg, privileged, true, &sb, &alloc_step);
 	if (r < 0) {
 		if (ret_failed_step)
@@ -144,14 +144,14 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
 	{
 		struct rootfs_host host;
 
-		rootfs_host_of(&host);
+		sandbox_rootfs_host_of(&host);
 		spec.cgroup_version = (uint32_t)host.cgroup_version;
 		spec.cgroup_ctrls = host.cgroup_ctrls;
 		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus);
 		spec.cpus = sb->cpus;
 		spec.n_cpus = sb->n_cpus;
 	}
-	r = make_cgroup(sb, cfg);
+	r = sandbox_make_cgroup(sb, cfg);
 	if (r == 0) {
 		step = STEP_CLONE;
 		r = request_cell(sb, cfg, template_sb, template_fd, &spec);
@@ -162,7 +162,7 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
 		r = await_hello(sb, &step);
 	}
 	if (r == 0)
-		r = handshake_go(sb, NULL, &step);
+		r = sandbox_handshake_go(sb, NULL, &step);
 	if (r < 0) {
 		if (ret_failed_step)
 			*ret_failed_step = sandbox_step_name(step);

@@ -26,8 +26,8 @@ void sandbox_free(struct sandbox *sb)
 	if (!sb)
 		return;
 	if (sb->pid > 0 && !sb->reaped) {
-		kill_tree(sb, SANDBOX_END_KILLED, 0);
-		reap(sb);
+		sandbox_kill_tree(sb, SANDBOX_END_KILLED, 0);
+		sandbox_reap(sb);
 	}
 	egress_stop(TAKE_PTR(sb->egress));
 	close_fd(&sb->ws_fd);
@@ -176,7 +176,7 @@ void sandbox_free_detached(struct sandbox *sb)
 
 	if (!sb)
 		return;
-	if (sb->reaped || sb->pid <= 0 || sb->egress || !final_at_report(sb)) {
+	if (sb->reaped || sb->pid <= 0 || sb->egress || !sandbox_final_at_report(sb)) {
 		/* a reaper made early finds the init gone and the cgroups
 		 * removed by then (ENOENT), and exits */
 		sandbox_free(sb);

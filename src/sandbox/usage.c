@@ -1,6 +1,6 @@
 /* What a sandbox used and how it ended: the cgroup's figures while it
  * runs, and at its end the exit, the signal and the limits it hit
- * (fill_exit, for sandbox_wait). */
+ * (sandbox_fill_exit, for sandbox_wait). */
 #include "sandbox/sandbox.h"
 
 #include <signal.h>
@@ -16,7 +16,7 @@
 void sandbox_usage_so_far(struct sandbox *sb, struct sandbox_usage *ret)
 {
 	/* an OOM kill ends a sandbox through the notification (v1) or shows
-	 * in fill_exit(): a running sandbox has none to report */
+	 * in sandbox_fill_exit(): a running sandbox has none to report */
 	struct cgroup_stats cs;
 
 	cgroup_read_stats(&sb->cg, false, &cs);
@@ -36,7 +36,7 @@ void sandbox_usage_cheap(struct sandbox *sb, struct sandbox_usage *ret)
 	ret->cpu_ns = cgroup_read_cpu(&sb->cg);
 }
 
-void fill_exit(struct sandbox *sb, struct sandbox_exit *e)
+void sandbox_fill_exit(struct sandbox *sb, struct sandbox_exit *e)
 {
 	struct cgroup_stats cs = { 0 };
 	struct statfs sf;

@@ -31,7 +31,7 @@ static bool drain_reports(struct sandbox *sb)
 
 	if (sb->sock_eof)
 		return true;
-	while ((r = recv_msg(sb->sock, &m, NULL)) > 0) {
+	while ((r = sandbox_recv_msg(sb->sock, &m, NULL)) > 0) {
 		if (m.kind == MSG_EXITED) {
 			sb->got_exit = true;
 			sb->wstatus = m.wstatus;
@@ -54,7 +54,7 @@ static bool drain_reports(struct sandbox *sb)
  * the result holds; the usage is read from the cgroup, so without the
  * cpuacct and memory cgroups (whose figures the init's rusage would
  * otherwise replace) the wait goes on to the reap. */
-bool final_at_report(const struct sandbox *sb)
+bool sandbox_final_at_report(const struct sandbox *sb)
 {
 	return sb->got_exit && sb->sock_eof && !sb->killed && !sb->cell && !sb->template_init &&
 	       !sb->failed_err &&
@@ -101,7 +101,7 @@ static ssize_t pump(struct sandbox *sb, const struct sandbox_wait_opts *o, size_
 		int k = o->on_output(o->userdata, (int)i, chunk, (size_t)n);
 
 		if (k > 0)
-			kill_tree(sb, SANDBOX_END_KILLED, k);
+			sandbox_kill_tree(sb, SANDBOX_END_KILLED, k);
 	}
 	return n;
 }
@@ -128,7 +128,7 @@ static void on_pressure(struct sandbox *sb)
 	cgroup_pressure_ack(&sb->cg);
 	sb->pressure_ns = now_ns();
 	if (!sb->killed && !sb->reaped && cgroup_memory_state(&sb->cg) == CGROUP_MEM_FULL)
-		kill_tree(sb, SANDBOX_END_MEMORY, 0);
+		sandbox_kill_tree(sb, SANDBOX_END_MEMORY, 0);
 }
 
 /* At a deadline: is the tree out of memory rather than out of time?  At
@@ -178,7 +178,7 @@ static void on_timer(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 	if (read(sb->timer_fd, &v, sizeof(v)) != sizeof(v))
 		return; /* not expired after all (re-armed meanwhile) */
 	if (out_of_memory(sb)) {
-		kill_tree(sb, SANDBOX_END_MEMORY, 0);
+		sandbox_kill_tree(sb, SANDBOX_END_MEMORY, 0);
 		return;
 	}
 	if (sb->in_grace && grace_starved(sb) && arm_timer(sb, sb->grace_s) == 0)
@@ -193,7 +193,7 @@ static void on_timer(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 		if (arm_timer(sb, grace) == 0)
 			return;
 	}
-	kill_tree(sb, SANDBOX_END_TIMEOUT, 0);
+	sandbox_kill_tree(sb, SANDBOX_END_TIMEOUT, 0);
 }
 
 static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int ep)
@@ -208,7 +208,7 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 		struct epoll_event evs[16];
 		int timeout = -1, n;
 
-		if (o->return_at_report && n_open == 0 && final_at_report(sb))
+		if (o->return_at_report && n_open == 0 && sandbox_final_at_report(sb))
 			break;
 
 		/* a kill asked for (an output flood, say) wins over the awaited
@@ -253,7 +253,7 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 				}
 			} else if (tag == EV_PIDFD) {
 				drain_reports(sb);
-				reap(sb);
+				sandbox_reap(sb);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->pidfd, NULL);
 				sb->ep_ok = false;
 			} else if (tag == EV_TIMER) {
@@ -261,7 +261,7 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 			} else if (tag == EV_STOP) {
 				if (o->on_stop && !o->on_stop(o->userdata))
 					continue;
-				kill_tree(sb, SANDBOX_END_KILLED, SANDBOX_KILL_STOP);
+				sandbox_kill_tree(sb, SANDBOX_END_KILLED, SANDBOX_KILL_STOP);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->stop_fd, NULL);
 				sb->stop_watched = false;
 			} else if (tag == EV_HANGUP) {
@@ -271,7 +271,7 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 					o->on_hangup(o->userdata);
 			} else if (tag == EV_OOM) {
 				if (read(sb->cg.oom_efd, &v, sizeof(v)) == sizeof(v))
-					kill_tree(sb, SANDBOX_END_MEMORY, 0);
+					sandbox_kill_tree(sb, SANDBOX_END_MEMORY, 0);
 			} else if (tag == EV_PRESSURE) {
 				on_pressure(sb);
 			}
@@ -380,6 +380,6 @@ out:
 		return 0;
 	}
 	drain_reports(sb);
-	fill_exit(sb, ret);
+	sandbox_fill_exit(sb, ret);
 	return 0;
 }

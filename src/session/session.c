@@ -1166,7 +1166,7 @@ static void fill_done(struct exchange *x, struct run_result *r)
 }
 
 /* The workspace has no free block left: one-shot runs report "disk" from
- * the same test at exit (sandbox.c, fill_exit). */
+ * the same test at exit (usage.c, sandbox_fill_exit). */
 static bool workspace_full(struct session *s)
 {
 	struct statfs sf;

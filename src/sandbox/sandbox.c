@@ -91,6 +91,7 @@ struct sandbox {
 	struct rusage ru;
 	cpu_set_t cpus; /* pinned to under a CPU quota (cpus.c) */
 	unsigned n_cpus;
+	bool lone_pin; /* child_ctx.lone_pin */
 };
 
 static const char *const step_names[_STEP_MAX] = {
@@ -353,7 +354,7 @@ static int handshake_go(struct sandbox *sb, const struct sandbox_config *late_cf
 	 * (child.c, which stays for cells) waited for the kernel to migrate
 	 * it, mostly on a busy host.  Its own call is then a no-op.  A hint
 	 * like that one: a failure is no reason to stop. */
-	if (sb->n_cpus)
+	if (sb->n_cpus && !sb->lone_pin)
 		(void)sched_setaffinity(sb->pid, sizeof(sb->cpus), &sb->cpus);
 	*ret_step = STEP_SYNC;
 	r = send_with_fds(sb->sock, late_cfg ? "G" : "g", 1, join, (size_t)n_join);
@@ -647,7 +648,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	/* a template keeps every CPU: its cells inherit its affinity and
 	 * are pinned each to their own */
 	if (!cfg->template)
-		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus);
+		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus, &sb->lone_pin);
 	host.cpus = sb->cpus;
 	host.n_cpus = sb->n_cpus;
 	r = rootfs_build(&fs, &cfg->limits, &host);
@@ -657,6 +658,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	}
 	sb->autostart = cfg->autostart;
 	r = child_ctx_init(&c, cfg, &fs, sb->unenforced, privileged);
+	c.lone_pin = sb->lone_pin;
 	if (r == 0 && cfg->project_dir) {
 		step = STEP_PROJECT;
 		r = project_lower_open(cfg->project_dir, privileged, sb->ws_uid, sb->ws_gid,
@@ -805,7 +807,7 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
 		rootfs_host_of(&host);
 		spec.cgroup_version = (uint32_t)host.cgroup_version;
 		spec.cgroup_ctrls = host.cgroup_ctrls;
-		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus);
+		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus, NULL);
 		spec.cpus = sb->cpus;
 		spec.n_cpus = sb->n_cpus;
 	}

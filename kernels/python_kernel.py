@@ -1168,8 +1168,8 @@ def _quietly(cells):
                 _execute(json.loads(json.dumps({"op": "execute", "id": 0, "code": code})), ns)
             # the inline backend's rendering, whichever backend is set
             _emit_figures(collect=True)
-    except Exception:
-        pass
+    except BaseException:
+        pass  # a warm-up, never a reason for the template to fail
     finally:
         _S.quiet = False
         for n in range(count + 1, _S.count + 1):

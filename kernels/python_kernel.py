@@ -79,6 +79,7 @@ class _State:
     pending = False   # a SIGINT arrived during such a write
     count = 0         # execution_count of the last execute
     cur_id = None     # id of the request being served
+    quiet = False     # the template's warm-up runs cells: no events
     flags = 0         # __future__ flags that cells have turned on
     loop = None       # asyncio loop for cells that use top-level await
     pid = posix.getpid()
@@ -167,6 +168,8 @@ def _emit(obj):
         return
     data = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
         "utf-8", "backslashreplace")
+    if _S.quiet:
+        return
     main = _thread.get_ident() == _S.main_thread
     if main:
         _S.crit += 1
@@ -1042,6 +1045,11 @@ def _main():
     _restore_sigint()
     if template:
         _template(ns, loaded, failed)
+        # a kernel forked from the template: the template's pages that
+        # every cell's request, run and answer write (refcounts, the
+        # interpreter's state) are copied now, before it is ready, not in
+        # the session's first cell (about 0.5 ms of copy-on-write faults)
+        _quietly(["1 + 1"])
     _serve(ns, loaded, failed)
 
 
@@ -1085,8 +1093,10 @@ def _template(ns, loaded, failed):
         _warm()
     except Exception:
         _WARM[0] = None
-    # objects of the preloads move to a generation the collector leaves
-    # alone, so it does not write to (and unshare) their pages in cells
+    _first_use()
+    # objects of the preloads (and of the warm-up) move to a generation
+    # the collector leaves alone, so it does not write to (and unshare)
+    # their pages in cells
     gc.collect()
     gc.freeze()
     _flush_std()
@@ -1110,6 +1120,100 @@ def _template(ns, loaded, failed):
             posix._exit(0)  # the supervisor closed the pool
         if _make_cell(ctl, enter, joins, msg, fds):
             return  # in the cell's worker: go on as the session's kernel
+
+
+# Cells the template runs once, through the same path as a session's (the
+# result's repr and _repr_html_, an error's traceback, the figures' PNG),
+# for the modules it preloaded.  Generic on purpose: what any first cell,
+# describe() or plot sets up on first use (lazy imports of pandas'
+# formatters, numpy's arrayprint and the PNG writer, matplotlib's backend,
+# text and tick caches, the kernel's own compile and traceback code).
+# Not the fonts: matplotlib empties its font cache in every forked child
+# (FT2Font is not fork-safe), so each session opens its fonts again.
+_FIRST_USE = (
+    (None, "1 + 1"),
+    (None, "1 / 0"),
+    ("numpy", "import numpy as _np\n_np.arange(6).reshape(2, 3) * 1.5"),
+    ("pandas", "import pandas as _pd\n"
+               "_df = _pd.DataFrame({'a': [1.0, 2.5, None], 'b': [1, 2, 3], 'c': ['x', 'y', 'z']})\n"
+               "_df.describe()"),
+    ("pandas", "_df"),
+    ("pandas", "_df['c']"),
+    ("matplotlib.pyplot", "import matplotlib.pyplot as _plt\n"
+                          "_plt.plot([1, 3, 2], label='l')\n"
+                          "_plt.title('t')\n_plt.xlabel('x')\n_plt.legend()"),
+)
+
+
+def _quietly(cells, figures=False):
+    """Run each of cells (code strings) as an execute request would, in a
+    namespace of its own, with no events.  Leaves nothing a session can
+    see: no names, builtins._, the execution count, the __future__ flags
+    and the cells' source lines as they were, no warning registered as
+    shown (the filters are reset on the way out).  With figures (the
+    template's warm-up): the open figures rendered and closed (the next
+    is Figure 1 again), and the namespace and the figures kept in _KEPT,
+    never freed.  Freed, they would leave free slots all over the
+    template's heap, which the cells' first allocations would take, each
+    copying its page: 0.5 MiB more PSS per idle session, measured.  What
+    the cells imported stays imported, as after a session's own first
+    plot."""
+    import warnings
+    b = vars(builtins)
+    had, old = "_" in b, b.get("_")
+    count, flags = _S.count, _S.flags
+    last = {k: v for k, v in vars(sys).items() if k in ("last_type", "last_value", "last_traceback")}
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    kept = [ns]
+    _S.quiet = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for code in cells:
+                # through the decoder, as a request comes
+                _execute(json.loads(json.dumps({"op": "execute", "id": 0, "code": code})), ns)
+            # the inline backend's rendering, whichever backend is set
+            if figures:
+                helpers = sys.modules.get("matplotlib._pylab_helpers")
+                if helpers is not None:
+                    kept.extend(m.canvas.figure for m in helpers.Gcf.get_all_fig_managers())
+                _emit_figures(collect=True)
+    except BaseException:
+        pass  # a warm-up, never a reason for the template to fail
+    finally:
+        _S.quiet = False
+        for n in range(count + 1, _S.count + 1):
+            linecache.cache.pop("<cell-%d>" % n, None)
+        _S.count, _S.flags = count, flags
+        for name in ("last_type", "last_value", "last_traceback"):
+            if name in last:
+                setattr(sys, name, last[name])
+            elif hasattr(sys, name):
+                delattr(sys, name)
+        if had:
+            b["_"] = old
+        else:
+            b.pop("_", None)
+        plt = sys.modules.get("matplotlib.pyplot")
+        if figures and plt is not None:
+            try:
+                plt.close("all")
+            except Exception:
+                pass
+        if figures:
+            _KEPT.append(kept)
+        else:
+            ns.clear()
+
+
+_KEPT = []  # what _first_use made, never freed (see _quietly)
+
+
+def _first_use():
+    """What a session's first cells set up on first use, made once in the
+    template and shared with every cell: _FIRST_USE for what it preloaded."""
+    _quietly([code for module, code in _FIRST_USE if module is None or module in sys.modules],
+             figures=True)
 
 
 def _join(fds):

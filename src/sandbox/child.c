@@ -841,9 +841,14 @@ static pid_t fork_worker_early(struct child_ctx *c, bool late_cgroups, int *ret_
 		worker_early(c, sv[1], late_cgroups, etc_next);
 	}
 	close(sv[1]);
-	/* off our CPU: a new task starts where its parent runs, and the
-	 * pin would keep it queued behind us until we sleep */
-	if (c->fs->n_cpus) {
+	/* a lone sandbox's CPU is the caller's (cpus.c), where the scheduler
+	 * has room now: the worker goes there at once and execs there, and
+	 * we stay unpinned.  Otherwise off our CPU: a new task starts where
+	 * its parent runs, and the pin would keep it queued behind us until
+	 * we sleep. */
+	if (c->fs->n_cpus && c->lone_pin) {
+		(void)sched_setaffinity(w, sizeof(c->fs->cpus), &c->fs->cpus);
+	} else if (c->fs->n_cpus) {
 		cpu_set_t others;
 
 		/* of the CPUs the caller may use: not one the operator kept
@@ -1260,7 +1265,7 @@ static pid_t init_build(struct child_ctx *c)
 	/* under a CPU quota: as many CPUs as it is worth (rootfs.c,
 	 * pick_cpus); a hint, not a limit (the program may widen it, the
 	 * quota holds), so a failure is no reason to stop */
-	if (c->fs->n_cpus)
+	if (c->fs->n_cpus && !c->lone_pin)
 		(void)sched_setaffinity(0, sizeof(c->fs->cpus), &c->fs->cpus);
 	/* a cell stays in its template's, made when the template was; a
 	 * program's init made it before its worker */

@@ -182,8 +182,10 @@ struct rootfs_host {
 /* CPUs for a sandbox under a quota of cpus cores (cpus.c): ceil(cpus)
  * of the caller's, the least used by this process's sandboxes, into
  * ret; returns how many (0: no pinning, without a quota or when it is
- * worth every CPU).  Give them back with sandbox_cpus_release(). */
-unsigned sandbox_cpus_take(double cpus, cpu_set_t *ret);
+ * worth every CPU).  *ret_alone (if not NULL): one CPU, the caller's,
+ * because none of this process's sandboxes holds one.  Give them back
+ * with sandbox_cpus_release(). */
+unsigned sandbox_cpus_take(double cpus, cpu_set_t *ret, bool *ret_alone);
 void sandbox_cpus_release(const cpu_set_t *set);
 
 /* Build the op list for the given limits (parent side; allocates). */
@@ -223,6 +225,9 @@ struct child_ctx {
 	int fd_pass[SANDBOX_MAX_PASS_FDS];
 	int fd_script; /* cfg->script_fd, renumbered; -1: none */
 	const struct rootfs *fs;
+	/* a lone sandbox's pin (sandbox_cpus_take's alone): the worker is
+	 * pinned from its fork, the init not at all */
+	bool lone_pin;
 	/* the CPUs the supervisor's thread may use (sched_getaffinity at
 	 * child_ctx_init): the early worker's mask is these minus the pin */
 	cpu_set_t cpus_allowed;
@@ -331,6 +336,7 @@ struct sandbox {
 	struct rusage ru;
 	cpu_set_t cpus; /* pinned to under a CPU quota (cpus.c) */
 	unsigned n_cpus;
+	bool lone_pin; /* child_ctx.lone_pin */
 };
 
 /* Between the supervisor's files.  sandbox.c: the host's cgroups, probed

@@ -194,7 +194,7 @@ int sandbox_handshake_go(struct sandbox *sb, const struct sandbox_config *late_c
 	 * (child.c, which stays for cells) waited for the kernel to migrate
 	 * it, mostly on a busy host.  Its own call is then a no-op.  A hint
 	 * like that one: a failure is no reason to stop. */
-	if (sb->n_cpus)
+	if (sb->n_cpus && !sb->lone_pin)
 		(void)sched_setaffinity(sb->pid, sizeof(sb->cpus), &sb->cpus);
 	*ret_step = STEP_SYNC;
 	r = send_with_fds(sb->sock, late_cfg ? "G" : "g", 1, join, (size_t)n_join);
@@ -358,7 +358,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	/* a template keeps every CPU: its cells inherit its affinity and
 	 * are pinned each to their own */
 	if (!cfg->template)
-		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus);
+		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus, &sb->lone_pin);
 	host.cpus = sb->cpus;
 	host.n_cpus = sb->n_cpus;
 	r = rootfs_build(&fs, &cfg->limits, &host);
@@ -368,6 +368,7 @@ int sandbox_new(const struct sandbox_config *cfg, struct sandbox **ret,
 	}
 	sb->autostart = cfg->autostart;
 	r = child_ctx_init(&c, cfg, &fs, sb->unenforced, privileged);
+	c.lone_pin = sb->lone_pin;
 	if (r == 0 && cfg->project_dir) {
 		step = STEP_PROJECT;
 		r = project_lower_open(cfg->project_dir, privileged, sb->ws_uid, sb->ws_gid,

@@ -147,7 +147,7 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
 		sandbox_rootfs_host_of(&host);
 		spec.cgroup_version = (uint32_t)host.cgroup_version;
 		spec.cgroup_ctrls = host.cgroup_ctrls;
-		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus);
+		sb->n_cpus = sandbox_cpus_take(cfg->limits.cpus, &sb->cpus, NULL);
 		spec.cpus = sb->cpus;
 		spec.n_cpus = sb->n_cpus;
 	}

@@ -14,10 +14,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (CODECELL, await_empty, cgroup_parents, check, codecell, eq, main,  # noqa: E402
-                    run_code, sandbox_cgroups, test, tmpdir, write)
+from cctest import (CODECELL, HANG_S, await_empty, cgroup_parents, check, codecell, eq, main,  # noqa: E402
+                    children, run_code, sandbox_cgroups, test, tmpdir, write)
 
 # python3 -v says where each module's code object came from
 VERBOSE = "python3 -v -c pass 2>&1 | grep sitecustomize\n"
@@ -75,6 +76,56 @@ def run_help_says_the_tree_is_pinned_to_ceil_cpus():
     eq(r.status, 0, r)
     text = " ".join(r.stdout.split())
     check("pinned to ceil(N)" in text, "--cpus help: %r" % text)
+
+
+def cpus_allowed(pid):
+    """The CPUs pid may run on, from /proc (Cpus_allowed_list)."""
+    with open("/proc/%d/status" % pid) as f:
+        text = next(l for l in f if l.startswith("Cpus_allowed_list:")).split(":", 1)[1]
+    out = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+@test
+def a_lone_runs_program_is_pinned_and_its_init_is_not():
+    # codecell run's one sandbox under the default quota (one CPU): the
+    # CPU is the one codecell runs on, the worker is pinned to it from its
+    # fork, and the init stays on every CPU.  Before, the init was pinned
+    # to a CPU picked before the clone (not the caller's), and the worker
+    # moved there to exec: every step of the init, and the exec, waited
+    # for that one CPU, which on a loaded 2-CPU host took most of a run
+    # (README, One-shot runs).  nproc still says 1.
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        print("# skip: one CPU, nothing to pin to")
+        return
+    d = tmpdir()
+    path = os.path.join(d, "wait.sh")
+    write(path, "nproc\nread x\n")
+    p = subprocess.Popen([CODECELL, "run", "--lang", "bash", path], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # nproc has run: the program is past its exec, and its pin
+        eq(p.stdout.readline(), "1\n", "nproc")
+        tree = None
+        deadline = time.monotonic() + HANG_S
+        while not tree and time.monotonic() < deadline:
+            # the init is the child of codecell's that has a child (the
+            # program); the other child, which tears the sandbox down, has none
+            tree = [(k, g) for k in children(p.pid) for g in children(k)]
+            time.sleep(0.01)
+        check(tree, "no sandbox below codecell run")
+        init, prog = tree[0]
+        eq(cpus_allowed(init), allowed, "the init's CPUs")
+        eq(len(cpus_allowed(prog)), 1, "the program's CPUs")
+        check(cpus_allowed(prog) <= allowed, cpus_allowed(prog))
+    finally:
+        out, err = p.communicate("x\n", timeout=HANG_S)
+    eq((p.returncode, out), (0, ""), err)
+    shutil.rmtree(d)
 
 
 # Runs `codecell run` as a child subreaper, so that what codecell leaves

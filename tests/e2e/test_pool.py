@@ -354,5 +354,57 @@ def a_kernel_warmed_ahead_shows_its_session_nothing_of_it():
             eq(s.stop(), 0)
 
 
+FIRST_PRELOAD = "numpy as np,pandas as pd,matplotlib.pyplot as plt"
+
+
+@test
+def a_pooled_sessions_first_describe_and_plot_set_nothing_up():
+    """What a session's first cells set up on first use (pandas'
+    formatters, the PNG writer, matplotlib's fonts) is set up once in the
+    template: the first describe() and the first plot of a pooled pandas
+    session import no module.  And the warm-up
+    leaves nothing a session can see: its names are the preloads', no
+    builtins._ nor sys.last_value, no figure open (the first is Figure 1),
+    the first execution count is 1, and two sessions draw different random
+    numbers.  (Before: PIL's PNG writer, pandas' HTML formatter and others
+    were imported by each session's first describe and plot, and so paid
+    for in every session.)"""
+    s = Server("--pool", "2", "--preload", FIRST_PRELOAD)
+    try:
+        _pool_settles(s, 2, 1)
+        draws = []
+        for _ in range(2):
+            st, j = s.request("POST", "/v1/sessions", {})
+            eq(st, 201, j)
+            eq(j["pooled"], True, j)
+            ex = "/v1/sessions/%s/execute" % j["id"]
+            st, r = s.request("POST", ex, {"code": (
+                "import sys, builtins\n"
+                "_m = set(sys.modules)\n"
+                "print(sorted(k for k in globals() if not k.startswith('__')))\n"
+                "print(hasattr(builtins, '_'), hasattr(sys, 'last_value'), plt.get_fignums())\n"
+                "print(np.random.rand(), __import__('random').random())")})
+            eq(r["status"], "ok", r)
+            eq(r["execution_count"], 1, r)
+            out = r["logs"]["stdout"].splitlines()
+            eq(out[:2], ["['_m', 'builtins', 'np', 'pd', 'plt', 'sys']", "False False []"],
+               "what the first cell finds")
+            draws.append(out[2])
+            st, r = s.request("POST", ex, {"code": (
+                "pd.DataFrame(np.random.rand(100, 4), columns=list('abcd')).describe()")})
+            eq(r["status"], "ok", r)
+            check("count" in r["results"][0]["text/plain"] and "text/html" in r["results"][0], r)
+            st, r = s.request("POST", ex, {"code": "plt.plot([1, 3, 2]); plt.title('t'); plt.gcf().number"})
+            eq(r["status"], "ok", r)
+            eq([x.get("text/plain") for x in r["results"] if x.get("is_main_result")], ["1"], r)
+            check(any("image/png" in x for x in r["results"]), "no figure: %r" % r)
+            st, r = s.request("POST", ex, {"code": "sorted(set(sys.modules) - _m)"})
+            eq(r["status"], "ok", r)
+            eq(r["results"][0]["text/plain"], "[]", "modules the first describe and plot imported")
+        check(draws[0] != draws[1], "two sessions drew the same numbers: %r" % draws)
+    finally:
+        eq(s.stop(), 0)
+
+
 if __name__ == "__main__":
     main()

@@ -349,9 +349,12 @@ void sandbox_rootfs_host_of(struct rootfs_host *ret);
 int sandbox_make_cgroup(struct sandbox *sb, const struct sandbox_config *cfg);
 int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool cell,
 		  struct sandbox **ret, const char **ret_step);
-/* spawn.c: one report from the init (1, 0 at EOF, or -errno); the
- * hand-shake from "go" to READY (late_cfg: v1 cgroups made after "G"). */
+/* report.c: one report from the init (1, 0 at EOF, or -errno); every
+ * report waiting (true once the socket is at EOF). */
 int sandbox_recv_msg(int sock, struct msg *m, int *ret_fd);
+bool sandbox_drain_reports(struct sandbox *sb);
+/* spawn.c: the hand-shake from "go" to READY (late_cfg: v1 cgroups made
+ * after "G"). */
 int sandbox_handshake_go(struct sandbox *sb, const struct sandbox_config *late_cfg, int *ret_step);
 
 /* Kill the tree (once: the first cause is the one reported); wait for

@@ -47,32 +47,6 @@ static int write_maps(pid_t pid, uid_t host_uid, gid_t host_gid, bool privileged
 	return write_string_file(path, line);
 }
 
-int sandbox_recv_msg(int sock, struct msg *m, int *ret_fd)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm;
-	ssize_t n;
-
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if (n == 0)
-		return 0;
-	if (n != sizeof(*m))
-		return -EBADMSG;
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && ret_fd)
-			memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
-	return 1;
-}
 
 /* One heap block holding a copy of a NULL-terminated string vector:
  * pointers first, then the strings.  free() once. */

@@ -21,46 +21,6 @@
 #include "util/timeutil.h"
 #include "util/banned.h"
 
-/* Take the init's reports.  True once the socket is at EOF: the init
- * closed its files on the way out (its namespaces go next, then the
- * pidfd fires). */
-static bool drain_reports(struct sandbox *sb)
-{
-	struct msg m;
-	int r;
-
-	if (sb->sock_eof)
-		return true;
-	while ((r = sandbox_recv_msg(sb->sock, &m, NULL)) > 0) {
-		if (m.kind == MSG_EXITED) {
-			sb->got_exit = true;
-			sb->wstatus = m.wstatus;
-		} else if (m.kind == MSG_SETUP_ERROR && !sb->failed_err) {
-			sb->failed_step = m.step;
-			sb->failed_err = m.err;
-		}
-	}
-	if (r == 0)
-		sb->sock_eof = true;
-	return r == 0;
-}
-
-/* sandbox_wait_opts.return_at_report: is the result final already?
- * The init (CHILD_EXEC) reports the program's end only once it has
- * killed and reaped everything else in the namespace, then exits: with
- * its report in, its end of the socket and every channel closed, no
- * process of the sandbox runs or can write.  What is left, the init's
- * own exit, the namespaces' teardown and the cgroups, changes nothing
- * the result holds; the usage is read from the cgroup, so without the
- * cpuacct and memory cgroups (whose figures the init's rusage would
- * otherwise replace) the wait goes on to the reap. */
-bool sandbox_final_at_report(const struct sandbox *sb)
-{
-	return sb->got_exit && sb->sock_eof && !sb->killed && !sb->cell && !sb->template_init &&
-	       !sb->failed_err &&
-	       sb->cg.path[CGROUP_CTRL_CPUACCT] && sb->cg.path[CGROUP_CTRL_MEMORY];
-}
-
 enum { EV_SOCK = 100, EV_PIDFD, EV_TIMER, EV_OOM, EV_STOP, EV_HANGUP, EV_PRESSURE };
 
 static int ep_add(int ep, int fd, uint64_t tag)
@@ -247,12 +207,12 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 				/* at EOF the socket stays readable: stop watching
 				 * it, or this loop spins while the init's namespaces
 				 * are torn down */
-				if (drain_reports(sb)) {
+				if (sandbox_drain_reports(sb)) {
 					(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->sock, NULL);
 					sb->ep_ok = false;
 				}
 			} else if (tag == EV_PIDFD) {
-				drain_reports(sb);
+				sandbox_drain_reports(sb);
 				sandbox_reap(sb);
 				(void)epoll_ctl(ep, EPOLL_CTL_DEL, sb->pidfd, NULL);
 				sb->ep_ok = false;
@@ -379,7 +339,7 @@ out:
 		ret->end = SANDBOX_END_RUNNING;
 		return 0;
 	}
-	drain_reports(sb);
+	sandbox_drain_reports(sb);
 	sandbox_fill_exit(sb, ret);
 	return 0;
 }

@@ -21,19 +21,6 @@
 
 /* ---- the parser ---- */
 
-int policy_fail(struct parser *p, const char *fmt, ...)
-{
-	int k = snprintf(p->err, p->n, "line %d: ", p->line);
-	va_list ap;
-
-	if (k < 0 || (size_t)k >= p->n)
-		return -EINVAL;
-	va_start(ap, fmt);
-	vsnprintf(p->err + k, p->n - (size_t)k, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 static bool name_ok(const char *s)
 {
 	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
@@ -41,17 +28,6 @@ static bool name_ok(const char *s)
 	return n > 0 && n < POLICY_NAME_MAX && !s[n];
 }
 
-char *policy_trim(char *s)
-{
-	char *e;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-		*--e = '\0';
-	return s;
-}
 
 static int database_section(struct parser *p, const char *name)
 {
@@ -213,23 +189,6 @@ static int section(struct parser *p, char *s)
 		       "[database NAME] or [host NAME]", s);
 }
 
-/* Comma-separated words, each handed to fn; empty items are errors. */
-int policy_each_word(struct parser *p, char *v, const char *key,
-	      int (*fn)(struct parser *p, const char *word))
-{
-	char *save = NULL;
-
-	if (!*v)
-		return policy_fail(p, "'%s' has no value", key);
-	for (char *w = strtok_r(v, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		w = policy_trim(w);
-		if (!*w)
-			return policy_fail(p, "'%s': an empty item", key);
-		if (fn(p, w) < 0)
-			return -EINVAL;
-	}
-	return 0;
-}
 
 static int line(struct parser *p, char *s)
 {

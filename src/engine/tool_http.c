@@ -19,9 +19,10 @@
  * headers at HTTP_RESP_HEADERS_MAX, the redirects at HTTP_REDIRECTS_MAX.
  * The cap is applied after redaction, not before: the body is read up to
  * the longest secret's length past it, a secret across the cut is
- * redacted whole, and a secret's beginning left at the cut (the server
- * sent no more) goes too; a message cut at a URL's 200th byte loses any
- * beginning of a secret of HTTP_SECRET_PREFIX_MIN bytes or more. */
+ * redacted whole, so no cut leaves the beginning of one.  Nothing is
+ * redacted for being like the beginning of a secret: that test would
+ * answer a caller's guesses one byte at a time.  A URL quoted in a
+ * message is redacted first and cut at 200 bytes after (quoted()). */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -58,7 +59,6 @@
 #define HTTP_CONNECT_TIMEOUT_MAX_MS 10000L
 #define HTTP_ADDRS_MAX 16	       /* addresses of one name */
 #define HTTP_SECRETS_MAX 256
-#define HTTP_SECRET_PREFIX_MIN 8 /* a secret's beginning redacted in a cut message */
 #define REDACTED "[REDACTED]"
 
 static const struct curl_fns *cc;
@@ -150,62 +150,40 @@ static size_t secrets_longest(const struct secrets *s)
 	return m;
 }
 
-/* Replace b[at, at + k) by the mark.  0 or -ENOMEM/-E2BIG. */
-static int redact_span(struct buf *b, size_t at, size_t k)
-{
-	struct buf out;
-	int r;
+/* The call's secrets, for quoted() (set by http_call for its thread). */
+static __thread const struct secrets *t_secrets;
 
-	buf_init(&out, b->len + sizeof(REDACTED) + (b->max > b->len ? b->max - b->len : 0));
-	r = buf_append(&out, b->data, at);
-	if (r == 0)
-		r = buf_puts(&out, REDACTED);
-	if (r == 0)
-		r = buf_append(&out, b->data + at + k, b->len - at - k);
-	if (r < 0) {
-		buf_release(&out);
-		return r;
+#define QUOTE_MAX 200 /* bytes of a URL or a host name quoted in a message */
+
+/* text as a message quotes it: whole secrets redacted first, then cut
+ * at QUOTE_MAX bytes (at a character's start).  Redacting before the cut
+ * leaves no beginning of a secret at it, whatever the text: a URL may be
+ * the caller's, or a redirect's that a server chose.  Returns out. */
+static const char *quoted(const char *text, char *out, size_t n)
+{
+	struct buf b;
+	size_t k;
+
+	buf_init(&b, strlen(text) + 1 + (t_secrets ? t_secrets->n : 0) * sizeof(REDACTED));
+	if (buf_puts(&b, text) < 0 || (t_secrets && redact(t_secrets, &b) < 0)) {
+		buf_release(&b);
+		snprintf(out, n, "(a URL that could not be redacted)");
+		return out;
 	}
-	buf_release(b);
-	*b = out;
-	return 0;
+	k = b.len < QUOTE_MAX ? b.len : QUOTE_MAX;
+	while (k < b.len && k && ((unsigned char)b.data[k] & 0xc0) == 0x80)
+		k--;
+	snprintf(out, n, "%.*s", (int)k, b.data ? b.data : "");
+	buf_release(&b);
+	return out;
 }
 
-/* Every beginning of a secret in b that is min bytes or more (the whole
- * secret when it is shorter) and ends where the secret does not go on:
- * what a cut (of a message at '%.200s', of a body at its cap) left of
- * a secret.  Run after redact(), which took the whole ones. */
-static int redact_prefixes(const struct secrets *s, struct buf *b, size_t min)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		size_t need = s->len[i] < min ? s->len[i] : min, at = 0;
-
-		while (need && at + need <= b->len) {
-			const char *hit = memmem(b->data + at, b->len - at, s->v[i], need);
-			size_t k, pos;
-			int r;
-
-			if (!hit)
-				break;
-			pos = (size_t)(hit - b->data);
-			for (k = need; k < s->len[i] && pos + k < b->len && b->data[pos + k] == s->v[i][k];)
-				k++;
-			if ((r = redact_span(b, pos, k)) < 0)
-				return r;
-			at = pos + sizeof(REDACTED) - 1;
-		}
-	}
-	return 0;
-}
-
-/* The body as the result gets it: redacted, then cut at cap (it holds up
- * to the longest secret's length more), a secret across the cut kept
- * whole so that it is redacted whole, and any beginning of a secret
- * left at the cut redacted as well. */
+/* The body as the result gets it: cut at cap (it holds up to the
+ * longest secret's length more, so a secret across the cut is there
+ * whole), the cut moved past any secret across it, then redacted. */
 static int redact_body(const struct secrets *s, struct buf *b, size_t cap, bool *truncated)
 {
 	size_t cut = cap;
-	int r;
 
 	if (b->len > cap) {
 		*truncated = true;
@@ -226,19 +204,7 @@ static int redact_body(const struct secrets *s, struct buf *b, size_t cap, bool 
 		}
 		b->len = cut;
 	}
-	if ((r = redact(s, b)) < 0)
-		return r;
-	if (!*truncated)
-		return 0;
-	/* the tail only: what the cut left of a secret, however short */
-	for (size_t i = 0; i < s->n; i++)
-		for (size_t k = s->len[i] - 1 < b->len ? s->len[i] - 1 : b->len; k > 0; k--)
-			if (!memcmp(b->data + b->len - k, s->v[i], k)) {
-				if ((r = redact_span(b, b->len - k, k)) < 0)
-					return r;
-				break;
-			}
-	return 0;
+	return redact(s, b);
 }
 
 /* A message, redacted, into msg. */
@@ -254,8 +220,7 @@ static int say(const struct secrets *s, char *msg, size_t n, int r, const char *
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
 	buf_init(&b, sizeof(tmp) * 4);
-	if (buf_puts(&b, tmp) < 0 || redact(s, &b) < 0 ||
-	    redact_prefixes(s, &b, HTTP_SECRET_PREFIX_MIN) < 0)
+	if (buf_puts(&b, tmp) < 0 || redact(s, &b) < 0)
 		snprintf(msg, n, "the message could not be redacted");
 	else
 		snprintf(msg, n, "%s", buf_str(&b));
@@ -435,6 +400,7 @@ static void target_release(struct target *t)
  * form so that curl connects to what was checked. */
 static int target_parse(struct request *req, struct target *t, char *why, size_t n)
 {
+	char q[QUOTE_MAX + 8];
 	CURLU *u = cc->url();
 	char *port = NULL, *user = NULL, *zone = NULL, *url = NULL, *end;
 	struct sockaddr_storage *ss = &t->lit;
@@ -448,32 +414,32 @@ static int target_parse(struct request *req, struct target *t, char *why, size_t
 	    cc->url_get(u, CURLUPART_SCHEME, &t->scheme, 0) != CURLUE_OK ||
 	    cc->url_get(u, CURLUPART_HOST, &t->host, 0) != CURLUE_OK ||
 	    cc->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-		snprintf(why, n, "'%.200s' is not a URL: expected http://HOST[:PORT]/PATH", req->url);
+		snprintf(why, n, "'%s' is not a URL: expected http://HOST[:PORT]/PATH", quoted(req->url, q, sizeof(q)));
 		goto out;
 	}
 	if (strcmp(t->scheme, "http") && strcmp(t->scheme, "https")) {
-		snprintf(why, n, "'%.200s': only http and https URLs", req->url);
+		snprintf(why, n, "'%s': only http and https URLs", quoted(req->url, q, sizeof(q)));
 		goto out;
 	}
 	if (cc->url_get(u, CURLUPART_ZONEID, &zone, 0) == CURLUE_OK) {
-		snprintf(why, n, "'%.200s': a zone id names an interface of this host: refused", req->url);
+		snprintf(why, n, "'%s': a zone id names an interface of this host: refused", quoted(req->url, q, sizeof(q)));
 		r = -EPERM;
 		goto out;
 	}
 	if (cc->url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
-		snprintf(why, n, "'%.200s': no credentials in the URL (the policy's [host NAME] "
-				 "headers hold them)", req->url);
+		snprintf(why, n, "'%s': no credentials in the URL (the policy's [host NAME] "
+				 "headers hold them)", quoted(req->url, q, sizeof(q)));
 		goto out;
 	}
 	pn = strtoul(port, &end, 10);
 	if (*end || pn < 1 || pn > 65535) {
-		snprintf(why, n, "'%.200s': the port is 1 to 65535", req->url);
+		snprintf(why, n, "'%s': the port is 1 to 65535", quoted(req->url, q, sizeof(q)));
 		goto out;
 	}
 	t->port = (unsigned)pn;
 	r = netguard_parse_ip(t->host, ss, &len);
 	if (r == -ERANGE) {
-		snprintf(why, n, "'%.200s': a malformed IP address", req->url);
+		snprintf(why, n, "'%s': a malformed IP address", quoted(req->url, q, sizeof(q)));
 		r = -EPERM;
 		goto out;
 	}
@@ -524,6 +490,7 @@ static void bare_host(const char *host, char *out, size_t n)
 static int target_resolve(const struct netguard_list *l, struct target *t, uint64_t deadline_ns,
 			  char *why, size_t n)
 {
+	char q[QUOTE_MAX + 8];
 	uint64_t now = now_ns();
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
 	char host[NETGUARD_HOST_MAX + 8], text[NETGUARD_ADDR_STRLEN];
@@ -546,7 +513,7 @@ static int target_resolve(const struct netguard_list *l, struct target *t, uint6
 			    deadline_ns > now ? (unsigned)((deadline_ns - now + 999999) / 1000000) : 0,
 			    &res);
 	if (r != 0)
-		return snprintf(why, n, "cannot resolve '%.200s': %s", host, resolve_strerror(r)),
+		return snprintf(why, n, "cannot resolve '%s': %s", quoted(host, q, sizeof(q)), resolve_strerror(r)),
 		       -EHOSTUNREACH;
 	t->n_addrs = 0;
 	buf_init(&rs, sizeof(t->resolve) - 1);
@@ -571,7 +538,7 @@ static int target_resolve(const struct netguard_list *l, struct target *t, uint6
 	}
 	freeaddrinfo(res);
 	if (r == 0 && !t->n_addrs)
-		r = -EHOSTUNREACH, snprintf(why, n, "'%.200s' has no IPv4 or IPv6 address", host);
+		r = -EHOSTUNREACH, snprintf(why, n, "'%s' has no IPv4 or IPv6 address", quoted(host, q, sizeof(q)));
 	snprintf(t->resolve, sizeof(t->resolve), "%s", buf_str(&rs));
 	buf_release(&rs);
 	return r;
@@ -972,28 +939,6 @@ static int redact_json(const struct secrets *s, json_t **res)
 	return 0;
 }
 
-/* An error result's value quotes a URL cut at 200 bytes: what the cut
- * left of a secret goes (redact_json then takes the whole ones). */
-static int redact_error_value(const struct secrets *s, json_t *res)
-{
-	json_t *v = json_object_get(json_object_get(res, "error"), "value");
-	struct buf b;
-	int r;
-
-	if (!json_is_string(v))
-		return 0;
-	buf_init(&b, SIZE_MAX >> 1);
-	r = buf_append(&b, json_string_value(v), json_string_length(v));
-	if (r == 0)
-		r = redact(s, &b);
-	if (r == 0)
-		r = redact_prefixes(s, &b, HTTP_SECRET_PREFIX_MIN);
-	if (r == 0 && json_string_setn(v, b.data ? b.data : "", b.len) < 0)
-		r = -EIO; /* a cut inside a UTF-8 character: refuse to answer */
-	buf_release(&b);
-	return r;
-}
-
 /* ---- the call ---- */
 
 static bool retryable(CURLcode c, long status)
@@ -1021,25 +966,26 @@ static bool pause_for(double delay_s, const struct request *req, const int *stop
 /* A transport error as a result the caller can act on. */
 static json_t *transport_result(CURLcode c, const struct request *req, const struct target *t)
 {
+	char q[QUOTE_MAX + 8];
 	char m[TOOL_MSG_MAX];
 
 	switch (c) {
 	case CURLE_OPERATION_TIMEDOUT:
-		snprintf(m, sizeof(m), "no complete response from '%.200s' within %g s: raise 'timeout'",
-			 req->url, req->timeout_s);
+		snprintf(m, sizeof(m), "no complete response from '%s' within %g s: raise 'timeout'",
+			 quoted(req->url, q, sizeof(q)), req->timeout_s);
 		return error_result("Timeout", m);
 	case CURLE_ABORTED_BY_CALLBACK:
 		return error_result("Stopped", "the call was stopped");
 	case CURLE_COULDNT_CONNECT:
 		if (t->refused_socket) {
-			snprintf(m, sizeof(m), "'%.200s': curl asked for an address that was not checked: "
-					       "refused", req->url);
+			snprintf(m, sizeof(m), "'%s': curl asked for an address that was not checked: "
+					       "refused", quoted(req->url, q, sizeof(q)));
 			return error_result("Refused", m);
 		}
-		snprintf(m, sizeof(m), "cannot connect to '%.200s': %s", req->url, cc->easy_strerror(c));
+		snprintf(m, sizeof(m), "cannot connect to '%s': %s", quoted(req->url, q, sizeof(q)), cc->easy_strerror(c));
 		return error_result("ConnectionError", m);
 	default:
-		snprintf(m, sizeof(m), "'%.200s': %s", req->url, cc->easy_strerror(c));
+		snprintf(m, sizeof(m), "'%s': %s", quoted(req->url, q, sizeof(q)), cc->easy_strerror(c));
 		return error_result(c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR
 					    ? "TLSError"
 					    : "ConnectionError",
@@ -1101,6 +1047,7 @@ static bool same_origin(const struct target *a, const struct target *b)
 static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **ret, char *msg,
 		     size_t n)
 {
+	char q[QUOTE_MAX + 8];
 	const struct engine_policy *pol = ctx && ctx->client ? ctx->client->policy : NULL;
 	struct request req = { 0 };
 	struct response resp = { 0 };
@@ -1112,6 +1059,7 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 	int r;
 
 	secrets_collect(ctx ? ctx->policies : NULL, &s);
+	t_secrets = &s;
 	if ((r = parse_args(args, &req, why, sizeof(why))) < 0) {
 		say(&s, msg, n, r, "%s", why);
 		goto out;
@@ -1147,8 +1095,8 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 		}
 		/* the [host] headers would go out in clear text */
 		if (hops && prev.scheme && !strcmp(prev.scheme, "https") && !strcmp(t.scheme, "http")) {
-			r = say(&s, msg, n, -EPERM, "a redirect from https to http ('%.200s'): refused",
-				req.url);
+			r = say(&s, msg, n, -EPERM, "a redirect from https to http ('%s'): refused",
+				quoted(req.url, q, sizeof(q)));
 			goto out;
 		}
 		if (hops && prev.scheme && !same_origin(&prev, &t))
@@ -1167,8 +1115,8 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 			break;
 		}
 		if (++hops > HTTP_REDIRECTS_MAX) {
-			snprintf(why, sizeof(why), "more than %d redirects, the last to '%.200s'",
-				 HTTP_REDIRECTS_MAX, req.url);
+			snprintf(why, sizeof(why), "more than %d redirects, the last to '%s'",
+				 HTTP_REDIRECTS_MAX, quoted(req.url, q, sizeof(q)));
 			res = error_result("TooManyRedirects", why);
 			break;
 		}
@@ -1178,8 +1126,6 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 	}
 	if (r == 0 && !res)
 		r = -ENOMEM;
-	if (r == 0)
-		r = redact_error_value(&s, res);
 	if (r == 0)
 		r = redact_json(&s, &res);
 	if (r < 0) {

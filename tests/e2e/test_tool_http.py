@@ -233,6 +233,38 @@ def a_secret_cut_by_max_response_is_redacted():
             s.stop()
 
 
+@test
+def messages_answer_no_guess_at_a_secret():
+    """The caller's URL is quoted in messages.  A secret in it is redacted
+    whole, before the quote is cut at 200 bytes; nothing is redacted for
+    being like a secret's beginning, or each reply would tell whether a
+    guess of the next byte was right (the review's oracle recovered 17
+    bytes of a token that way)."""
+    value = "Bearer " + SECRET
+    with Server() as h, scratch() as d:
+        s = Serve("--policy", policy(d, h.port))
+        try:
+            # the next byte of the secret, guessed: not a URL, so quoted
+            guesses = ["Bearer " + SECRET[:k] + c for k in (0, 5) for c in "as3x"]
+            st, j = s.post("/v1/tools/http", {"arguments": {"url": "|".join(guesses)}})
+            eq(st, 400, repr(j)[:300])
+            msg = j["error"]["message"]
+            check("[REDACTED]" not in msg, "a guess was answered: %r" % msg[:400])
+            for g in guesses:
+                check(g in msg, "%r is not quoted as sent: %r" % (g, msg[:400]))
+            # the whole secret across the 200th byte of the quote
+            for pad in (190, 195, 199):
+                url = "x" * pad + value
+                st, j = s.post("/v1/tools/http", {"arguments": {"url": url}})
+                msg = j["error"]["message"]
+                no_secret("a quoted URL (pad %d)" % pad, msg)
+                for k in range(4, len(value)):
+                    check(value[:k] + "'" not in msg and not msg.endswith(value[:k]),
+                          "%d bytes of the secret at the cut: %r" % (k, msg[-80:]))
+        finally:
+            s.stop()
+
+
 def free_port():
     """A port free on 127.0.0.1 now (the server below must know its own
     port before it starts: its policy names it)."""

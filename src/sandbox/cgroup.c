@@ -837,6 +837,48 @@ uint64_t cgroup_read_cpu(struct cgroup *cg)
 					: strtoull(text, NULL, 10);
 }
 
+/* The threads' run queue waits: the second number of each
+ * /proc/TID/schedstat, for the TIDs the tasks file lists (v1: the pids
+ * or cpuacct controller's "tasks"; v2: "cgroup.threads"). */
+static uint64_t threads_run_delay(const struct cgroup *cg)
+{
+	const char *dir = cg->path[CGROUP_CTRL_PIDS] ? cg->path[CGROUP_CTRL_PIDS]
+						     : cg->path[CGROUP_CTRL_CPUACCT];
+	_cleanup_free_ char *p = NULL;
+	uint64_t sum = 0;
+	char line[32], stat[96];
+	FILE *f;
+
+	if (!dir || asprintf(&p, "%s/%s", dir, cg->version == CGROUP_V2 ? "cgroup.threads" : "tasks") < 0)
+		return 0;
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	/* bounded: a tree has at most its pids limit of threads */
+	while (fgets(line, sizeof(line), f)) {
+		char sp[48];
+		unsigned long long run, delay;
+
+		snprintf(sp, sizeof(sp), "/proc/%d/schedstat", (int)strtol(line, NULL, 10));
+		if (read_small_fileat(AT_FDCWD, sp, stat, sizeof(stat)) == 0 &&
+		    sscanf(stat, "%llu %llu", &run, &delay) == 2)
+			sum += delay;
+	}
+	fclose(f);
+	return sum;
+}
+
+uint64_t cgroup_read_cpu_wait(struct cgroup *cg)
+{
+	char text[2048];
+	uint64_t throttled = 0;
+
+	if (read_stat(cg, STAT_THROTTLED, text, sizeof(text)) == 0)
+		throttled = cg->version == CGROUP_V2 ? keyed_value(text, "throttled_usec") * 1000
+						     : keyed_value(text, "throttled_time");
+	return threads_run_delay(cg) + throttled;
+}
+
 void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *ret)
 {
 	char text[2048];

@@ -130,6 +130,11 @@ void cgroup_open_stats(struct cgroup *cg);
 /* with_oom false: oom_kills stays 0 and one read is saved (for a caller
  * that learns of OOM kills otherwise, from the notification). */
 void cgroup_read_stats(struct cgroup *cg, bool with_oom, struct cgroup_stats *ret);
+/* How long the tree has waited for a CPU so far, in ns: the time its
+ * threads spent runnable on a run queue (each thread's schedstat
+ * run_delay; a thread that has exited no longer counts) plus the time
+ * its CPU quota held it back (cpu.stat throttled_time).  0 if unknown. */
+uint64_t cgroup_read_cpu_wait(struct cgroup *cg);
 /* Only the CPU time (ns, 0 if unknown): one read. */
 uint64_t cgroup_read_cpu(struct cgroup *cg);
 /* Memory that cannot be given back, at the limit.  Without swap, what

@@ -306,7 +306,8 @@ struct sandbox {
 	bool in_grace; /* the deadline passed; the caller asked for grace */
 	double grace_s;		/* the grace asked for */
 	uint64_t grace_start_ns; /* when it began */
-	uint64_t grace_cpu_ns;	/* the tree's CPU time then */
+	uint64_t grace_cpu_ns;	/* the tree's CPU time at the last expiry */
+	uint64_t grace_wait_ns;	/* its wait for a CPU then (cgroup_read_cpu_wait) */
 	uint64_t pressure_ns;	/* the last memory-pressure notification */
 	uid_t ws_uid;
 	gid_t ws_gid;

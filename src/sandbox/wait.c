@@ -108,20 +108,26 @@ static bool out_of_memory(struct sandbox *sb)
  * program was asked to stop (a SIGINT, which Python sees only between
  * bytecodes, after the C call it is in), and the grace is meant as CPU
  * time to get there.  On a loaded host the tree may have had a small
- * part of that: while it has used less than half of the grace in CPU
- * time, another grace follows, up to SANDBOX_GRACE_MAX_FACTOR graces of
- * wall time in all.  Under the soak (64 clients on 2 cores) a plot being
- * rendered at its deadline got a few percent of a CPU, and a wall-clock
- * grace killed it and lost the session's variables. */
+ * part of that: while, in the last grace, it used less than half of it
+ * on a CPU and waited for one (runnable on a run queue, or held back by
+ * its quota) at least a quarter of it, another grace follows, up to
+ * SANDBOX_GRACE_MAX_FACTOR graces of wall time in all.  A tree that
+ * sleeps or blocks does not wait for a CPU: it gets one grace.  Under
+ * the soak (64 clients on 2 cores) a plot being rendered at its deadline
+ * got a few percent of a CPU, and a wall-clock grace killed it and lost
+ * the session's variables. */
 #define SANDBOX_GRACE_MAX_FACTOR 10
 
 static bool grace_starved(struct sandbox *sb)
 {
-	uint64_t cpu = cgroup_read_cpu(&sb->cg), waited = now_ns() - sb->grace_start_ns;
+	uint64_t cpu = cgroup_read_cpu(&sb->cg), wait = cgroup_read_cpu_wait(&sb->cg);
+	uint64_t waited = now_ns() - sb->grace_start_ns;
+	bool starved = cpu && cpu - sb->grace_cpu_ns < (uint64_t)(sb->grace_s * 0.5e9) &&
+		       wait - sb->grace_wait_ns >= (uint64_t)(sb->grace_s * 0.25e9);
 
-	if (!cpu || (double)waited >= sb->grace_s * SANDBOX_GRACE_MAX_FACTOR * 1e9)
-		return false;
-	return (double)(cpu - sb->grace_cpu_ns) < sb->grace_s * 0.5e9;
+	sb->grace_cpu_ns = cpu;
+	sb->grace_wait_ns = wait;
+	return starved && (double)waited < sb->grace_s * SANDBOX_GRACE_MAX_FACTOR * 1e9;
 }
 
 /* The deadline passed: kill, or (sessions) let the caller interrupt and
@@ -150,6 +156,7 @@ static void on_timer(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 		sb->grace_s = grace;
 		sb->grace_start_ns = now_ns();
 		sb->grace_cpu_ns = cgroup_read_cpu(&sb->cg);
+		sb->grace_wait_ns = cgroup_read_cpu_wait(&sb->cg);
 		if (arm_timer(sb, grace) == 0)
 			return;
 	}

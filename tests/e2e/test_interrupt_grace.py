@@ -53,5 +53,26 @@ def a_cell_that_ignores_the_interrupt_is_still_killed():
         s.stop()
 
 
+@test
+def a_sleeping_cell_that_ignores_the_interrupt_gets_one_grace():
+    """A cell that ignores SIGINT and sleeps waits for no CPU: it is not
+    starved, so it gets one grace, not ten (the review saw a timeout of
+    1 s end after 21 s).  The bound only catches that: the longer grace
+    is ten of them, 20 s."""
+    import time
+    s = Serve("--pool", "0")
+    try:
+        sid = s.session()
+        code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(600)"
+        t0 = time.monotonic()
+        st, r = s.post("/v1/sessions/%s/execute" % sid, {"code": code, "timeout": 1})
+        took = time.monotonic() - t0
+        eq((st, r["status"]), (200, "timeout"), json.dumps(r)[:600])
+        check(r.get("restarted"), "killed after its grace: %r" % r)
+        check(took < 15, "a sleeping cell was given the starved cell's grace: %.1f s" % took)
+    finally:
+        s.stop()
+
+
 if __name__ == "__main__":
     main()

@@ -447,8 +447,11 @@ void cgroup_pressure_ack(const struct cgroup *cg)
 bool cgroup_stat_full(enum cgroup_version v, uint64_t usage, const char *stat, uint64_t limit)
 {
 	bool v1 = v == CGROUP_V1;
+	/* v2 also counts kernel caches reclaim frees (dentries, inodes);
+	 * v1's memory.stat does not list them */
 	uint64_t file = keyed_value(stat, v1 ? "total_active_file" : "active_file") +
-			keyed_value(stat, v1 ? "total_inactive_file" : "inactive_file");
+			keyed_value(stat, v1 ? "total_inactive_file" : "inactive_file") +
+			(v1 ? 0 : keyed_value(stat, "slab_reclaimable"));
 	uint64_t kept = usage > file ? usage - file : 0;
 
 	return limit && kept + CGROUP_FULL_MARGIN(limit) >= limit;

@@ -147,7 +147,8 @@ uint64_t cgroup_read_cpu(struct cgroup *cg);
 #define CGROUP_FULL_MARGIN(limit) ((limit) / 32 > (1u << 20) ? (limit) / 32 : (1u << 20))
 /* Pure (unit-tested): is usage, less the file pages that memory.stat's
  * text (v1: total_active_file, total_inactive_file; v2: active_file,
- * inactive_file) lists, within the margin of limit? */
+ * inactive_file, and the kernel caches of slab_reclaimable) lists, within
+ * the margin of limit? */
 bool cgroup_stat_full(enum cgroup_version v, uint64_t usage, const char *stat, uint64_t limit);
 /* The cgroup's memory now: CGROUP_MEM_FULL when cgroup_stat_full() says
  * so, CGROUP_MEM_AT_LIMIT when only the usage with the page cache is

@@ -257,6 +257,9 @@ static void cgroup_full_counts_only_what_cannot_be_reclaimed(void **state)
 	assert_true(cgroup_stat_full(CGROUP_V1, lim, "active_file 104857600\n", lim));
 	assert_false(cgroup_stat_full(CGROUP_V2, lim, "active_file 104857600\n", lim));
 	assert_true(cgroup_stat_full(CGROUP_V2, lim, "total_active_file 104857600\n", lim));
+	/* v2: reclaimable kernel caches are given back too */
+	assert_true(cgroup_stat_full(CGROUP_V2, lim, "active_file 1\n", lim));
+	assert_false(cgroup_stat_full(CGROUP_V2, lim, "slab_reclaimable 104857600\n", lim));
 	/* no limit, never full; usage below the files reads as 0 kept */
 	assert_false(cgroup_stat_full(CGROUP_V2, lim, "", 0));
 	assert_false(cgroup_stat_full(CGROUP_V2, M, "active_file 104857600\n", lim));

@@ -405,12 +405,13 @@ static PGconn *pg_connect_quiet(const char *conninfo)
 }
 
 /* Terminate b and wait for pg_stat_activity to stop showing it.  true:
- * gone (or never there). */
+ * gone (or never there).  Matched by pid and start time both: a pid alone
+ * may have been reused by another backend by now, and a backend whose
+ * start is unknown is never matched. */
 static bool pg_terminate(PGconn *k, const struct pg_backend *b)
 {
 	static const char sql[] = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-				  "WHERE pid = $1::int AND ($2 = '' OR "
-				  "extract(epoch FROM backend_start)::text = $2)";
+				  "WHERE pid = $1::int AND extract(epoch FROM backend_start)::text = $2";
 	uint64_t until = now_ns() + (uint64_t)(PG_STOP_WAIT_S * 1e9);
 	char pid[16];
 	const char *vals[] = { pid, b->start };
@@ -726,17 +727,23 @@ static PGconn *pg_connect(const struct sql_query *q, struct sql_out *o)
 }
 
 /* Who the connection is: its backend (for pg_end), and whether its role
- * may reach the database host's files and programs, refused unless the
- * database says superuser = on.  0, or -EPERM with o->error. */
+ * may reach the database host's files and programs, or make itself able
+ * to (ADMIN OPTION on one of those roles; CREATEROLE before PostgreSQL
+ * 16, which grants any role), refused unless the database says
+ * superuser = on.  0, or -EPERM with o->error. */
 static int pg_identify(PGconn *c, const struct sql_query *q, struct pg_backend *b,
 		       struct sql_out *o)
 {
 	static const char sql[] =
 		"SELECT (SELECT extract(epoch FROM backend_start)::text FROM pg_stat_activity "
-		"WHERE pid = pg_backend_pid()), session_user, (SELECT string_agg(rolname, ', ' "
-		"ORDER BY rolname) FROM pg_roles WHERE (rolsuper OR rolname IN "
-		"('pg_execute_server_program', 'pg_read_server_files', 'pg_write_server_files')) "
-		"AND pg_has_role(session_user, oid, 'MEMBER'))";
+		"WHERE pid = pg_backend_pid()), session_user, NULLIF(concat_ws(', ', "
+		"(SELECT string_agg(rolname, ', ' ORDER BY rolname) FROM pg_roles WHERE (rolsuper OR "
+		"rolname IN ('pg_execute_server_program', 'pg_read_server_files', "
+		"'pg_write_server_files')) AND (pg_has_role(session_user, oid, 'MEMBER') OR "
+		"pg_has_role(session_user, oid, 'MEMBER WITH ADMIN OPTION'))), "
+		"(SELECT 'CREATEROLE (before PostgreSQL 16 it grants itself any role)' FROM pg_roles "
+		"WHERE rolname = session_user AND rolcreaterole AND "
+		"current_setting('server_version_num')::int < 160000)), '')";
 	PGresult *res = pq.exec(c, sql);
 	char m[SQL_MESSAGE_MAX];
 	int r = 0;

@@ -114,12 +114,16 @@ class Postgres:
                   " (2, 'bob', NULL, NULL, false, NULL, NULL);")
         self.psql("CREATE DATABASE latin ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
                   "TEMPLATE template0")
-        # the tool connects as an ordinary role; postgres (a superuser) and
-        # runner (may run programs on this host) are refused by default
+        # the tool connects as an ordinary role; postgres (a superuser),
+        # runner (may run programs on this host) and maker (CREATEROLE,
+        # which before PostgreSQL 16 grants itself any role, that one
+        # too) are refused by default
         self.psql("CREATE ROLE agent LOGIN PASSWORD '%s';"
                   "GRANT SELECT, INSERT, DELETE ON people TO agent;"
                   "CREATE ROLE runner LOGIN PASSWORD '%s';"
-                  "GRANT pg_execute_server_program TO runner" % (PASSWORD, PASSWORD))
+                  "GRANT pg_execute_server_program TO runner;"
+                  "CREATE ROLE maker LOGIN CREATEROLE PASSWORD '%s'"
+                  % (PASSWORD, PASSWORD, PASSWORD))
 
     def ready(self, sock):
         if not os.path.exists(sock):
@@ -493,15 +497,17 @@ def postgres_holds_at_most_max_connections_backends():
 @skip_without_postgres
 def postgres_refuses_a_role_that_can_run_programs_on_the_database_host():
     copied = os.path.join(pg().dir, "copied")
-    pol = policy_file("[default]\ntools = sql\nsql.databases = su, runner, suok\n"
+    pol = policy_file("[default]\ntools = sql\nsql.databases = su, runner, maker, suok\n"
                       "[database su]\ndriver = postgresql\nconnection = %s\n"
                       "[database runner]\ndriver = postgresql\nconnection = %s\n"
+                      "[database maker]\ndriver = postgresql\nconnection = %s\n"
                       "[database suok]\ndriver = postgresql\nconnection = %s\nsuperuser = on\n"
                       % (pg().conninfo(user="postgres"), pg().conninfo(user="runner"),
+                         pg().conninfo(user="maker"),
                          pg().conninfo(user="postgres")))
     srv = Serve("--policy", pol)
     try:
-        for db in ("su", "runner"):
+        for db in ("maker", "su", "runner"):
             for q in ("COPY (SELECT 'x') TO '%s'" % copied,
                       "COPY (SELECT 'x') TO PROGRAM 'touch %s'" % copied, "SELECT 1"):
                 j = sql(srv, db, q)

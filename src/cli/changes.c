@@ -133,6 +133,9 @@ int cli_changes_show(int upper_fd, const struct changes_base *b, size_t max_byte
 				CHANGES_MAX_ENTRIES);
 		if (!c.l.n)
 			fprintf(f, "no changes to '%s'\n", b->project);
+		else /* what apply's question names: the person can hold one against the other */
+			fprintf(f, "%zu change%s, %" PRIu64 " bytes, sha256 %.16s\n", c.l.n,
+				c.l.n == 1 ? "" : "s", c.bytes, c.sha256);
 	}
 	fflush(f);
 	buf_release(&diff);

@@ -160,6 +160,9 @@ def diff_shows_text_binaries_deletions_new_dirs_and_modes():
             check(want in out, "%r not in the diff:\n%s" % (want, out))
         check("other/o.txt" not in out, "a copy-up with the same bytes is no change")
         j = codecell("diff", "--json", ch).json
+        # the text names the digest that apply's question names
+        check(out.endswith("%d changes, %d bytes, sha256 %s\n" % (
+            len(j["changes"]), j["bytes"], j["changes_sha256"][:16])), out[-200:])
         eq(sorted((c["path"], c["change"], c["type"]) for c in j["changes"]),
            [("README.md", "modified", "file"), ("big.txt", "added", "file"),
             ("docs", "deleted", "dir"),

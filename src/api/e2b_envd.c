@@ -29,6 +29,7 @@
 #include "api/policy.h"
 #include "api/text.h"
 #include "api/e2b.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/macro.h"
@@ -648,27 +649,6 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 
 /* ---- process.Process ---- */
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *base64(const char *s, size_t n)
-{
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)s[i] << 16 | (i + 1 < n ? (unsigned char)s[i + 1] << 8 : 0) |
-			     (i + 2 < n ? (unsigned char)s[i + 2] : 0);
-
-		*o++ = b64[v >> 18 & 63];
-		*o++ = b64[v >> 12 & 63];
-		*o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? b64[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 /* Run a helper call in the sandbox's kernel, as a cell of at most
  * timeout_s: 0 and *res, or -errno. */
 static int helper_for(struct engine_session *e, const char *call, double timeout_s,
@@ -752,7 +732,7 @@ static void frame_output(struct proc_stream *p, const char *key, const char *dat
 		p->res.err_len += n;
 	for (size_t i = 0; i < n; i += PROC_FRAME_DATA) {
 		size_t k = n - i < PROC_FRAME_DATA ? n - i : PROC_FRAME_DATA;
-		char *enc = base64(data + i, k);
+		char *enc = base64_encode(data + i, k);
 
 		if (enc)
 			frame(p, 0, json_pack("{s:{s:{s:s}}}", "event", "data", key, enc));

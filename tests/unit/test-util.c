@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/capture.h"
 #include "util/fs.h"
@@ -287,6 +288,59 @@ static void text_diff_hunks(void **state)
 	buf_release(&small);
 }
 
+/* RFC 4648's test vectors, both ways; then what a strict decoder refuses */
+static void base64_rfc4648(void **state)
+{
+	static const char *const vec[][2] = {
+		{ "", "" },	    { "f", "Zg==" },	    { "fo", "Zm8=" },	       { "foo", "Zm9v" },
+		{ "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" },
+	};
+	static const char *const bad[] = { "Zg", "Zg=", "Z===", "Zm9v\n", "Zm 9", "Zm-_", "=Zm9", "Zg=a",
+					   "Zm9vYg=Y", "Zm9v====" };
+	struct buf b;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+		char *enc = base64_encode(vec[i][0], strlen(vec[i][0]));
+
+		assert_non_null(enc);
+		assert_string_equal(enc, vec[i][1]);
+		free(enc);
+		buf_init(&b, 64);
+		assert_int_equal(base64_decode(vec[i][1], strlen(vec[i][1]), &b), 0);
+		assert_int_equal(b.len, strlen(vec[i][0]));
+		assert_memory_equal(buf_str(&b), vec[i][0], b.len);
+		buf_release(&b);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf_init(&b, 64);
+		assert_int_equal(base64_decode(bad[i], strlen(bad[i]), &b), -EINVAL);
+		buf_release(&b);
+	}
+	/* a NUL inside is not part of the alphabet */
+	buf_init(&b, 64);
+	assert_int_equal(base64_decode("Zm\0v", 4, &b), -EINVAL);
+	buf_release(&b);
+	/* every byte value survives the round trip; the cap holds */
+	{
+		unsigned char all[256];
+		char *enc;
+
+		for (int i = 0; i < 256; i++)
+			all[i] = (unsigned char)i;
+		enc = base64_encode(all, sizeof(all));
+		assert_non_null(enc);
+		buf_init(&b, 256);
+		assert_int_equal(base64_decode(enc, strlen(enc), &b), 0);
+		assert_memory_equal(b.data, all, 256);
+		buf_release(&b);
+		buf_init(&b, 255);
+		assert_int_equal(base64_decode(enc, strlen(enc), &b), -E2BIG);
+		buf_release(&b);
+		free(enc);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +352,7 @@ int main(void)
 		cmocka_unit_test(parse_durations),
 		cmocka_unit_test(parse_integers),
 		cmocka_unit_test(utf8),
+		cmocka_unit_test(base64_rfc4648),
 		cmocka_unit_test(openat_beneath_stays_inside),
 		cmocka_unit_test(outorder_keeps_order_and_the_cut),
 		cmocka_unit_test(outorder_keeps_first_and_last_half),

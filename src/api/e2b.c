@@ -20,6 +20,7 @@
 #include "util/timeutil.h"
 #include "util/macro.h"
 #include "util/parse.h"
+#include "util/percent.h"
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
@@ -598,38 +599,19 @@ json_t *e2b_body(struct api_call *c, struct api_error *e)
 	return j;
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch = (char)(ch | 0x20);
-	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 int e2b_query(struct api_call *c, const char *name, char *out, size_t n, struct api_error *e)
 {
 	const char *v = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
-	size_t o = 0;
+	int r;
 
 	if (!v)
 		return 0;
 	/* the server keeps escapes (server.c keep_escapes): decode here */
-	for (size_t i = 0; v[i]; i++) {
-		char ch = v[i];
-
-		if (ch == '%') {
-			int hi = hexval(v[i + 1]), lo = hi < 0 ? -1 : hexval(v[i + 2]);
-
-			if (hi < 0 || lo < 0 || (hi | lo) == 0)
-				return api_error_set(e, 400, "bad_url", "a bad '%%' escape in '%s'", name);
-			ch = (char)(hi << 4 | lo);
-			i += 2;
-		}
-		if (o + 1 >= n)
-			return api_error_set(e, 400, "invalid_path", "'%s' is too long", name);
-		out[o++] = ch;
-	}
-	out[o] = '\0';
+	r = percent_decode(v, strlen(v), 0, out, n, NULL);
+	if (r == -ENOBUFS)
+		return api_error_set(e, 400, "invalid_path", "'%s' is too long", name);
+	if (r < 0)
+		return api_error_set(e, 400, "bad_url", "a bad '%%' escape in '%s'", name);
 	return 1;
 }
 
@@ -895,21 +877,7 @@ static enum MHD_Result handle_create(struct api_call *c)
  * escape or %00 is kept as it is. */
 static void form_decode(char *s)
 {
-	char *o = s;
-
-	for (; *s; s++) {
-		int hi, lo;
-
-		if (*s == '+') {
-			*o++ = ' ';
-		} else if (*s == '%' && (hi = hexval(s[1])) >= 0 && (lo = hexval(s[2])) >= 0 && (hi | lo)) {
-			*o++ = (char)(hi << 4 | lo);
-			s += 2;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
+	(void)percent_decode(s, strlen(s), PERCENT_PLUS_SPACE | PERCENT_LENIENT, s, strlen(s) + 1, NULL);
 }
 
 /* ?metadata=...: "k=v&k2=v2" as URLSearchParams made it from keys and

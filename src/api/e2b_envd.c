@@ -34,6 +34,7 @@
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/parse.h"
+#include "util/percent.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
@@ -141,24 +142,17 @@ static void upload_fail(struct e2b_call *x, const char *why)
  * escaped as %22, %0D, %0A). */
 static int part_filename(const char *head, char *out, size_t n)
 {
-	const char *p = strcasestr(head, "filename=\"");
-	size_t o = 0;
+	const char *p = strcasestr(head, "filename=\""), *end;
+	int r;
 
 	if (!p)
 		return -ENOENT;
-	for (p += 10; *p && *p != '"'; p++) {
-		char ch = *p;
-
-		if (ch == '%' && (!strncmp(p, "%22", 3) || !strncasecmp(p, "%0D", 3) || !strncasecmp(p, "%0A", 3))) {
-			ch = p[2] == '2' ? '"' : (p[2] | 0x20) == 'd' ? '\r' : '\n';
-			p += 2;
-		}
-		if (o + 1 >= n)
-			return -ENAMETOOLONG;
-		out[o++] = ch;
-	}
-	out[o] = '\0';
-	return *p == '"' ? 0 : -EINVAL;
+	p += 10;
+	end = strchr(p, '"');
+	r = percent_decode(p, end ? (size_t)(end - p) : strlen(p), PERCENT_FORM_NAME, out, n, NULL);
+	if (r < 0)
+		return r == -ENOBUFS ? -ENAMETOOLONG : r;
+	return end ? 0 : -EINVAL;
 }
 
 /* A part's head: "--boundary\r\n", its headers, "\r\n\r\n".  The bytes

@@ -18,6 +18,7 @@
 #include "util/fs.h"
 #include "util/outorder.h"
 #include "util/parse.h"
+#include "util/percent.h"
 #include "util/textdiff.h"
 
 static void buf_append_and_cap(void **state)
@@ -341,6 +342,53 @@ static void base64_rfc4648(void **state)
 	}
 }
 
+static void check_percent(const char *in, unsigned flags, int want, const char *out)
+{
+	char b[64];
+	size_t len = 99;
+
+	assert_int_equal(percent_decode(in, strlen(in), flags, b, sizeof(b), &len), want);
+	if (want == 0) {
+		assert_int_equal(len, strlen(out));
+		assert_string_equal(b, out);
+	}
+}
+
+/* each variant of util/percent.h on what tells them apart */
+static void percent_variants(void **state)
+{
+	char in[] = "a+b%20c%2Fd", small[4];
+
+	(void)state;
+	/* a path or a query value: strict, '+' is itself */
+	check_percent("a+b%20c%2fd%C3%A9", 0, 0, "a+b c/d\xc3\xa9");
+	check_percent("%zz", 0, -EINVAL, NULL);
+	check_percent("a%", 0, -EINVAL, NULL);
+	check_percent("a%4", 0, -EINVAL, NULL);
+	check_percent("a%00b", 0, -EILSEQ, NULL);
+	/* a form: '+' is a space */
+	check_percent("a+b%2B", PERCENT_PLUS_SPACE, 0, "a b+");
+	check_percent("a+%zz", PERCENT_PLUS_SPACE, -EINVAL, NULL);
+	/* URLSearchParams: what is not an escape stays as it stands */
+	check_percent("%zz%00%4%", PERCENT_PLUS_SPACE | PERCENT_LENIENT, 0, "%zz%00%4%");
+	/* FormData's file names: only ", CR and LF were escaped */
+	check_percent("a%22b%0d%0A%41%25%", PERCENT_FORM_NAME, 0, "a\"b\r\n%41%25%");
+	/* a bounded input: an escape past n is not read */
+	{
+		char b[8];
+
+		assert_int_equal(percent_decode("a%41", 2, 0, b, sizeof(b), NULL), -EINVAL);
+	}
+	/* in place, and the size holds */
+	assert_int_equal(percent_decode(in, strlen(in), PERCENT_PLUS_SPACE, in, sizeof(in), NULL), 0);
+	assert_string_equal(in, "a b c/d");
+	assert_int_equal(percent_decode("abcd", 4, 0, small, sizeof(small), NULL), -ENOBUFS);
+	assert_string_equal(small, "abc");
+	assert_int_equal(percent_decode("ab%41", 5, 0, small, sizeof(small), NULL), 0);
+	assert_string_equal(small, "abA");
+	assert_int_equal(percent_decode("", 0, 0, small, 0, NULL), -ENOBUFS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +401,7 @@ int main(void)
 		cmocka_unit_test(parse_integers),
 		cmocka_unit_test(utf8),
 		cmocka_unit_test(base64_rfc4648),
+		cmocka_unit_test(percent_variants),
 		cmocka_unit_test(openat_beneath_stays_inside),
 		cmocka_unit_test(outorder_keeps_order_and_the_cut),
 		cmocka_unit_test(outorder_keeps_first_and_last_half),

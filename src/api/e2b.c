@@ -14,13 +14,13 @@
 #include "api/handlers.h"
 #include "api/metrics.h"
 #include "api/policy.h"
-#include "api/text.h"
 #include "api/e2b.h"
 #include "engine/limits.h"
 #include "util/timeutil.h"
 #include "util/macro.h"
 #include "util/parse.h"
 #include "util/percent.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
@@ -549,7 +549,7 @@ const char *e2b_connect_code(int http)
 enum MHD_Result api_e2b_respond_error(struct api_call *c, const struct api_error *e)
 {
 	size_t len;
-	char *msg = api_utf8_repair(e->message, strlen(e->message), &len);
+	char *msg = utf8_repair(e->message, strlen(e->message), &len);
 	json_t *j;
 
 	if (c->style == API_STYLE_CONNECT)

@@ -33,7 +33,7 @@
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/percent.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
@@ -984,7 +984,7 @@ enum MHD_Result e2b_stream_error(struct api_call *c, const struct api_error *err
 	p->client_fd = -1;
 	p->pidfd = -1;
 	buf_init(&p->out, PROC_PENDING_MAX);
-	msg = api_utf8_repair(err->message, strlen(err->message), &len);
+	msg = utf8_repair(err->message, strlen(err->message), &len);
 	frame_error(p, e2b_connect_code(err->http), msg ? msg : "");
 	free(msg);
 	return stream_answer(c, p);

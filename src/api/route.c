@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/percent.h"
 #include "util/banned.h"
 

@@ -41,7 +41,7 @@
 #include "util/macro.h"
 #include "util/netguard.h"
 #include "util/resolve.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 

@@ -17,7 +17,7 @@
 #include "mcp/internal.h"
 #include "util/base64.h"
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define CODE_MAX (8u << 20) /* the engine's limit on code (ENGINE_CODE_MAX) */

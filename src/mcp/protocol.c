@@ -18,7 +18,7 @@
 
 #include "mcp/internal.h"
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))

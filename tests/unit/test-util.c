@@ -18,6 +18,7 @@
 #include "util/fs.h"
 #include "util/outorder.h"
 #include "util/parse.h"
+#include "util/utf8.h"
 #include "util/percent.h"
 #include "util/textdiff.h"
 
@@ -150,6 +151,40 @@ static void utf8(void **state)
 	assert_false(utf8_valid("\xed\xa0\x80", 3, &off)); /* surrogate */
 	assert_false(utf8_valid("\xe2\x82", 2, &off));	    /* truncated */
 	assert_false(utf8_valid("\xf4\x90\x80\x80", 4, &off)); /* > U+10FFFF */
+}
+
+/* the checker, the chunk cut and the repair agree on every sequence */
+static void utf8_cut_and_repair(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} rep[] = {
+		{ "ok \xc3\xa9", "ok \xc3\xa9" },
+		{ "a\xffz", "a\xef\xbf\xbdz" },
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },		     /* overlong */
+		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
+		{ "x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd" },		     /* cut */
+		{ "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+	};
+	size_t len;
+	char *t;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rep) / sizeof(rep[0]); i++) {
+		t = utf8_repair(rep[i].in, strlen(rep[i].in), &len);
+		assert_non_null(t);
+		assert_string_equal(t, rep[i].out);
+		assert_int_equal(len, strlen(rep[i].out));
+		assert_true(utf8_valid(t, len, NULL));
+		assert_int_equal(utf8_valid(rep[i].in, strlen(rep[i].in), NULL), !strcmp(rep[i].in, rep[i].out));
+		free(t);
+	}
+	/* a character split between chunks waits; a bad byte does not */
+	assert_int_equal(utf8_complete_len("ab\xe2\x82", 4), 2);
+	assert_int_equal(utf8_complete_len("ab\xe2\x82\xac", 5), 5);
+	assert_int_equal(utf8_complete_len("ab\xf0", 3), 2);
+	assert_int_equal(utf8_complete_len("ab\xff", 3), 3);
+	assert_int_equal(utf8_complete_len("", 0), 0);
 }
 
 static void openat_beneath_stays_inside(void **state)
@@ -400,6 +435,7 @@ int main(void)
 		cmocka_unit_test(parse_durations),
 		cmocka_unit_test(parse_integers),
 		cmocka_unit_test(utf8),
+		cmocka_unit_test(utf8_cut_and_repair),
 		cmocka_unit_test(base64_rfc4648),
 		cmocka_unit_test(percent_variants),
 		cmocka_unit_test(openat_beneath_stays_inside),

@@ -17,6 +17,7 @@
 #include "api/e2b.h"
 #include "engine/limits.h"
 #include "util/timeutil.h"
+#include "util/envname.h"
 #include "util/macro.h"
 #include "util/parse.h"
 #include "util/percent.h"
@@ -721,8 +722,7 @@ static int get_env(json_t *body, char **env, size_t max, size_t *ret_n, struct a
 			return api_error_set(e, 400, "invalid_value",
 					     "envVars '%.64s' must be a string without NUL of at most %u bytes", k,
 					     API_ENV_VALUE_MAX);
-		if (!kl || kl > 128 || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != kl ||
-		    (k[0] >= '0' && k[0] <= '9'))
+		if (env_name_check(k, kl, ENV_NAME_IDENTIFIER) < 0)
 			return api_error_set(e, 400, "invalid_value",
 					     "envVars: '%.64s' is not a variable name (letters, digits and '_')", k);
 		if (asprintf(&env[*ret_n], "%s=%s", k, json_string_value(v)) < 0)

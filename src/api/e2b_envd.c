@@ -31,6 +31,7 @@
 #include "api/e2b.h"
 #include "util/base64.h"
 #include "util/buf.h"
+#include "util/envname.h"
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/utf8.h"
@@ -1034,9 +1035,12 @@ static int start_call(json_t *req, char **ret_call, struct api_error *e)
 		if (!json_is_object(envs) || json_object_size(envs) > SESSION_MAX_ENV)
 			return api_error_set(e, 400, "invalid_argument", "'process.envs' must be an object of strings");
 		json_object_foreach(envs, k, v)
-			if (!json_is_string(v) || !*k || strchr(k, '=') ||
+			if (!json_is_string(v) || env_name_check(k, strlen(k), ENV_NAME_ANY) < 0 ||
 			    strlen(json_string_value(v)) != json_string_length(v))
-				return api_error_set(e, 400, "invalid_argument", "'process.envs' must be strings without NUL, names without '='");
+				return api_error_set(e, 400, "invalid_argument",
+						     "'process.envs' must be strings without NUL, names without '=' "
+						     "of 1 to %d bytes",
+						     ENV_NAME_MAX);
 	}
 	if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/' ||
 					  strlen(json_string_value(cwd)) != json_string_length(cwd)))

@@ -15,6 +15,7 @@
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/capture.h"
+#include "util/envname.h"
 #include "util/fs.h"
 #include "util/outorder.h"
 #include "util/parse.h"
@@ -424,6 +425,37 @@ static void percent_variants(void **state)
 	assert_int_equal(percent_decode("", 0, 0, small, 0, NULL), -ENOBUFS);
 }
 
+/* the two rules of util/envname.h, on what tells them apart */
+static void env_name_rules(void **state)
+{
+	static const char *const ident_ok[] = { "A", "_", "a1_B", "_9", "PATH" };
+	static const char *const any_only[] = { "1A", "A-B", "A B", "\xc3\x89", "a.b", "%" };
+	static const char *const neither[] = { "", "A=B", "=" };
+	char longest[ENV_NAME_MAX + 2];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ident_ok) / sizeof(ident_ok[0]); i++) {
+		assert_int_equal(env_name_check(ident_ok[i], strlen(ident_ok[i]), ENV_NAME_IDENTIFIER), 0);
+		assert_int_equal(env_name_check(ident_ok[i], strlen(ident_ok[i]), ENV_NAME_ANY), 0);
+	}
+	for (size_t i = 0; i < sizeof(any_only) / sizeof(any_only[0]); i++) {
+		assert_int_equal(env_name_check(any_only[i], strlen(any_only[i]), ENV_NAME_IDENTIFIER), -EINVAL);
+		assert_int_equal(env_name_check(any_only[i], strlen(any_only[i]), ENV_NAME_ANY), 0);
+	}
+	for (size_t i = 0; i < sizeof(neither) / sizeof(neither[0]); i++) {
+		assert_int_equal(env_name_check(neither[i], strlen(neither[i]), ENV_NAME_IDENTIFIER), -EINVAL);
+		assert_int_equal(env_name_check(neither[i], strlen(neither[i]), ENV_NAME_ANY), -EINVAL);
+	}
+	/* a NUL inside the length is no name's */
+	assert_int_equal(env_name_check("A\0B", 3, ENV_NAME_ANY), -EINVAL);
+	/* the cap is the same for both */
+	memset(longest, 'A', sizeof(longest));
+	assert_int_equal(env_name_check(longest, ENV_NAME_MAX, ENV_NAME_IDENTIFIER), 0);
+	assert_int_equal(env_name_check(longest, ENV_NAME_MAX, ENV_NAME_ANY), 0);
+	assert_int_equal(env_name_check(longest, ENV_NAME_MAX + 1, ENV_NAME_IDENTIFIER), -EINVAL);
+	assert_int_equal(env_name_check(longest, ENV_NAME_MAX + 1, ENV_NAME_ANY), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +470,7 @@ int main(void)
 		cmocka_unit_test(utf8_cut_and_repair),
 		cmocka_unit_test(base64_rfc4648),
 		cmocka_unit_test(percent_variants),
+		cmocka_unit_test(env_name_rules),
 		cmocka_unit_test(openat_beneath_stays_inside),
 		cmocka_unit_test(outorder_keeps_order_and_the_cut),
 		cmocka_unit_test(outorder_keeps_first_and_last_half),

@@ -18,6 +18,7 @@
 #include "engine/limits.h"
 #include "util/timeutil.h"
 #include "util/envname.h"
+#include "util/json.h"
 #include "util/macro.h"
 #include "util/parse.h"
 #include "util/percent.h"
@@ -582,19 +583,11 @@ enum MHD_Result e2b_respond_empty(struct api_call *c, unsigned status)
 
 json_t *e2b_body(struct api_call *c, struct api_error *e)
 {
-	json_error_t je;
+	struct json_body_error je;
 	json_t *j;
 
-	if (c->body_len == 0)
-		return json_object();
-	j = json_loadb(c->body, c->body_len, JSON_REJECT_DUPLICATES, &je);
-	if (!j) {
-		api_error_set(e, 400, "bad_json", "the body is not valid JSON: %s", je.text);
-		return NULL;
-	}
-	if (!json_is_object(j)) {
-		json_decref(j);
-		api_error_set(e, 400, "bad_json", "the body must be a JSON object");
+	if (json_body_read(c->body, c->body_len, JSON_BODY_EMPTY_OBJECT, &j, &je) < 0) {
+		api_error_json(e, &je);
 		return NULL;
 	}
 	return j;

@@ -33,6 +33,7 @@
 #include "util/buf.h"
 #include "util/envname.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/macro.h"
 #include "util/utf8.h"
 #include "util/percent.h"
@@ -1081,6 +1082,7 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	struct proc_stream *p;
 	struct engine_session *e = NULL;
 	struct run_result res;
+	struct json_body_error jerr;
 	enum MHD_Result ret;
 	char call[64];
 	bool known;
@@ -1089,7 +1091,8 @@ static enum MHD_Result proc_connect(struct api_call *c)
 
 	if (connect_unwrap((const unsigned char *)c->body, c->body_len, E2B_JSON_MAX, &msg, &len, &why) < 0)
 		return stream_errorf(c, 400, "%s", why);
-	req = json_loadb((const char *)msg, len, JSON_REJECT_DUPLICATES, NULL);
+	if (json_body_read((const char *)msg, len, 0, &req, &jerr) < 0)
+		return stream_errorf(c, 400, "%s", jerr.message);
 	pid = json_object_get(json_object_get(req, "process"), "pid");
 	if (!json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 1 << 22) {
 		json_decref(req);
@@ -1193,6 +1196,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	struct proc_stream *p;
 	struct run_result res;
 	struct api_error err;
+	struct json_body_error jerr;
 	struct engine_verdict v = { 0 };
 	enum MHD_Result ret;
 	size_t len;
@@ -1203,11 +1207,8 @@ static enum MHD_Result proc_start(struct api_call *c)
 
 	if (connect_unwrap((const unsigned char *)c->body, c->body_len, E2B_JSON_MAX, &msg, &len, &why) < 0)
 		return stream_errorf(c, 400, "%s", why);
-	req = json_loadb((const char *)msg, len, JSON_REJECT_DUPLICATES, NULL);
-	if (!json_is_object(req)) {
-		json_decref(req);
-		return stream_errorf(c, 400, "the Connect message is not a JSON object");
-	}
+	if (json_body_read((const char *)msg, len, 0, &req, &jerr) < 0)
+		return stream_errorf(c, 400, "the Connect message: %s", jerr.message);
 	r = start_call(req, &call, &err);
 	p = r < 0 ? NULL : calloc(1, sizeof(*p));
 	if (p && !(p->code = command_text(req))) {

@@ -17,6 +17,7 @@
 #include "util/capture.h"
 #include "util/envname.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/outorder.h"
 #include "util/parse.h"
 #include "util/utf8.h"
@@ -456,6 +457,54 @@ static void env_name_rules(void **state)
 	assert_int_equal(env_name_check(longest, ENV_NAME_MAX + 1, ENV_NAME_ANY), -EINVAL);
 }
 
+static int read_json(const char *s, unsigned flags, struct json_body_error *err)
+{
+	json_t *j = NULL;
+	int r = json_body_read(s, strlen(s), flags, &j, err);
+
+	assert_true(r == 0 ? j != NULL : j == NULL);
+	json_decref(j);
+	return r;
+}
+
+/* one reader: a key twice is refused at any depth, and says which */
+static void json_body_reader(void **state)
+{
+	struct json_body_error err;
+	json_t *j = NULL;
+
+	(void)state;
+	assert_int_equal(read_json("{\"a\": 1, \"b\": {\"c\": [1, {\"d\": 2}]}}", 0, &err), 0);
+	assert_int_equal(read_json("{\"a\": 1, \"a\": 2}", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_DUPLICATE);
+	assert_non_null(strstr(err.message, "\"a\" appears twice"));
+	assert_int_equal(read_json("{\"x\": {\"k\": 1, \"k\": 1}}", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_DUPLICATE);
+	assert_non_null(strstr(err.message, "\"k\""));
+	assert_int_equal(read_json("[{\"k\": 1, \"k\": 2}]", JSON_BODY_ANY_VALUE, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_DUPLICATE);
+	/* what else a body can be refused for */
+	assert_int_equal(read_json("", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_EMPTY);
+	assert_int_equal(json_body_read("", 0, JSON_BODY_EMPTY_OBJECT, &j, &err), 0);
+	assert_true(json_is_object(j) && json_object_size(j) == 0);
+	json_decref(j);
+	assert_int_equal(read_json("[1]", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_NOT_OBJECT);
+	assert_int_equal(read_json("[1]", JSON_BODY_ANY_VALUE, &err), 0);
+	assert_int_equal(read_json("{\"a\": 1} x", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_SYNTAX);
+	assert_int_equal(read_json("{\"a\": \"\xff\"}", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_UTF8);
+	assert_int_equal(read_json("{\"a\": \"x\\u0000\"}", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_NUL);
+	assert_int_equal(read_json("{\"a\": \"x\\u0000\"}", JSON_BODY_ALLOW_NUL, &err), 0);
+	assert_int_equal(read_json("{\"a\\u0000\": 1}", JSON_BODY_ALLOW_NUL, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_NUL);
+	/* err may be NULL */
+	assert_int_equal(read_json("{\"a\": 1, \"a\": 1}", 0, NULL), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +520,7 @@ int main(void)
 		cmocka_unit_test(base64_rfc4648),
 		cmocka_unit_test(percent_variants),
 		cmocka_unit_test(env_name_rules),
+		cmocka_unit_test(json_body_reader),
 		cmocka_unit_test(openat_beneath_stays_inside),
 		cmocka_unit_test(outorder_keeps_order_and_the_cut),
 		cmocka_unit_test(outorder_keeps_first_and_last_half),

@@ -866,41 +866,6 @@ static enum MHD_Result handle_create(struct api_call *c)
 	return api_respond_json(c, 201, j);
 }
 
-/* Percent-decode s in place ('+' is a space, as in a form); a bad
- * escape or %00 is kept as it is. */
-static void form_decode(char *s)
-{
-	(void)percent_decode(s, strlen(s), PERCENT_PLUS_SPACE | PERCENT_LENIENT, s, strlen(s) + 1, NULL);
-}
-
-/* ?metadata=...: "k=v&k2=v2" as URLSearchParams made it from keys and
- * values the SDK had URL-encoded first; every pair must match. */
-static bool metadata_matches(const json_t *meta, const char *q)
-{
-	char pair[2048];
-
-	while (*q) {
-		size_t n = strcspn(q, "&");
-		char *eq;
-		const json_t *v;
-
-		snprintf(pair, sizeof(pair), "%.*s", (int)n, q);
-		q += n + (q[n] == '&');
-		eq = strchr(pair, '=');
-		if (!eq)
-			return false;
-		*eq = '\0';
-		form_decode(pair);
-		form_decode(eq + 1);
-		form_decode(pair);
-		form_decode(eq + 1);
-		v = json_object_get(meta, pair);
-		if (!json_is_string(v) || strcmp(json_string_value(v), eq + 1) != 0)
-			return false;
-	}
-	return true;
-}
-
 static enum MHD_Result handle_list(struct api_call *c)
 {
 	struct e2b_state *st = c->srv->e2b;
@@ -916,7 +881,7 @@ static enum MHD_Result handle_list(struct api_call *c)
 	pthread_mutex_lock(&st->lock);
 	for (struct e2b_sandbox *sb = st->head; sb; sb = sb->next)
 		if (e2b_sandbox_alive(sb, epoch_ms()) && api_sees(c, sb->entry) &&
-		    (!has_meta || metadata_matches(sb->metadata, meta)))
+		    (!has_meta || e2b_metadata_matches(sb->metadata, meta)))
 			json_array_append_new(arr, sandbox_json(sb, false));
 	pthread_mutex_unlock(&st->lock);
 	return api_respond_json(c, 200, arr);

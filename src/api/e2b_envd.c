@@ -36,7 +36,6 @@
 #include "util/json.h"
 #include "util/macro.h"
 #include "util/utf8.h"
-#include "util/percent.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
@@ -98,7 +97,6 @@ int e2b_upload_start(struct api_call *c, struct api_error *e)
 	const char *type = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Type");
 	const char *enc = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Encoding");
 	char path[API_PATH_MAX + 64];
-	const char *b;
 	int k;
 
 	memcpy(c->route.session_id, x->id, sizeof(c->route.session_id));
@@ -112,17 +110,11 @@ int e2b_upload_start(struct api_call *c, struct api_error *e)
 	if (k < 0 || (k == 1 && e2b_path(path, &c->route, e) < 0))
 		return -EINVAL;
 	x->path_from_part = k == 0;
-	if (type && !strncasecmp(type, "multipart/form-data", 19) && (b = strcasestr(type, "boundary="))) {
-		size_t n;
-
-		b += 9;
-		if (*b == '"')
-			b++;
-		n = strcspn(b, "\";");
-		if (n == 0 || n > E2B_BOUNDARY_MAX)
-			return api_error_set(e, 400, "bad_multipart", "the multipart boundary is empty or too long");
+	k = e2b_multipart_delim(type, x->mp.delim, sizeof(x->mp.delim), &x->mp.delim_len);
+	if (k < 0)
+		return api_error_set(e, 400, "bad_multipart", "the multipart boundary is empty or too long");
+	if (k == 1) {
 		x->multipart = true;
-		x->mp.delim_len = (size_t)snprintf(x->mp.delim, sizeof(x->mp.delim), "\r\n--%.*s", (int)n, b);
 		x->mp.state = MP_HEAD;
 		return 0;
 	}
@@ -138,23 +130,6 @@ static void upload_fail(struct e2b_call *x, const char *why)
 		x->upload_err = -EINVAL;
 		snprintf(x->upload_why, sizeof(x->upload_why), "%s", why);
 	}
-}
-
-/* The part's file name, as WHATWG's FormData writes it (", CR and LF
- * escaped as %22, %0D, %0A). */
-static int part_filename(const char *head, char *out, size_t n)
-{
-	const char *p = strcasestr(head, "filename=\""), *end;
-	int r;
-
-	if (!p)
-		return -ENOENT;
-	p += 10;
-	end = strchr(p, '"');
-	r = percent_decode(p, end ? (size_t)(end - p) : strlen(p), PERCENT_FORM_NAME, out, n, NULL);
-	if (r < 0)
-		return r == -ENOBUFS ? -ENAMETOOLONG : r;
-	return end ? 0 : -EINVAL;
 }
 
 /* A part's head: "--boundary\r\n", its headers, "\r\n\r\n".  The bytes
@@ -183,7 +158,7 @@ static size_t mp_head(struct api_call *c, const char *data, size_t len)
 	}
 	*end = '\0';
 	if (c->e2b->path_from_part) {
-		if (part_filename(m->head, name, sizeof(name)) < 0) {
+		if (e2b_part_filename(m->head, name, sizeof(name)) < 0) {
 			upload_fail(c->e2b, "the multipart part has no file name (and there is no ?path=)");
 			return len;
 		}

@@ -30,6 +30,7 @@
 #include "engine/engine.h"
 #include "engine/policy.h"
 #include "util/buf.h"
+#include "util/json.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
@@ -196,14 +197,16 @@ static void stream_free(void *cls)
 
 static int parse_body(struct api_call *c, struct agent_job *j, struct api_error *e)
 {
-	json_t *b = json_loadb(c->body, c->body_len, JSON_REJECT_DUPLICATES, NULL), *v;
+	struct json_body_error je;
 	const char *key, *lang = "python";
+	json_t *b, *v;
 	char why[256];
 	int r = 0;
 
-	if (!json_is_object(b))
-		return json_decref(b),
-		       api_error_set(e, 400, "bad_json", "the body must be a JSON object with a 'question'");
+	if (json_body_read(c->body, c->body_len, 0, &b, &je) < 0)
+		return je.problem == JSON_BODY_EMPTY || je.problem == JSON_BODY_NOT_OBJECT
+			       ? api_error_set(e, 400, "bad_json", "the body must be a JSON object with a 'question'")
+			       : api_error_json(e, &je);
 	json_object_foreach(b, key, v) {
 		if (!strcmp(key, "question") && json_is_string(v) && json_string_length(v))
 			j->question = strdup(json_string_value(v));

@@ -10,6 +10,7 @@
 #include "api/http.h"
 #include "api/server.h"
 #include "engine/approval.h"
+#include "util/json.h"
 #include "util/banned.h"
 
 static bool is_operator(const struct api_call *c)
@@ -50,12 +51,16 @@ enum MHD_Result api_handle_approval_get(struct api_call *c)
 
 enum MHD_Result api_handle_approval_decide(struct api_call *c)
 {
-	json_t *body = c->body_len ? json_loadb(c->body, c->body_len, JSON_REJECT_DUPLICATES, NULL)
-				   : NULL;
-	const char *d = json_string_value(json_object_get(body, "decision"));
-	bool approve = d && !strcmp(d, "approve");
+	struct json_body_error je;
+	json_t *body = NULL;
+	const char *d;
+	bool approve;
 	int r;
 
+	if (json_body_read(c->body, c->body_len, 0, &body, &je) < 0 && je.problem == JSON_BODY_DUPLICATE)
+		return api_respond_errorf(c, 400, "bad_json", "%s", je.message);
+	d = json_string_value(json_object_get(body, "decision"));
+	approve = d && !strcmp(d, "approve");
 	if (!d || (!approve && strcmp(d, "deny")) || json_object_size(body) != 1) {
 		json_decref(body);
 		return api_respond_errorf(c, 400, "invalid_value",

@@ -16,6 +16,7 @@
 #include "engine/policy.h"
 #include "session/changes.h"
 #include "util/macro.h"
+#include "util/json.h"
 #include "util/parse.h"
 #include "util/sha256.h"
 #include "util/banned.h"
@@ -117,15 +118,16 @@ enum MHD_Result api_handle_changes(struct api_call *c)
 
 /* The body's "changes_sha256", if any: the changes the caller (and the
  * person who approved) saw. */
-static int expected_digest(struct api_call *c, char out[2 * SHA256_LEN + 1])
+static int expected_digest(struct api_call *c, char out[2 * SHA256_LEN + 1], struct json_body_error *je)
 {
-	json_t *o, *v;
+	json_t *o = NULL, *v;
 	int r = 0;
 
 	out[0] = '\0';
 	if (!c->body_len)
 		return 0;
-	o = json_loadb(c->body, c->body_len, 0, NULL);
+	if (json_body_read(c->body, c->body_len, 0, &o, je) < 0)
+		return -EINVAL;
 	v = json_object_get(o, "changes_sha256");
 	if (!json_is_object(o) || json_object_size(o) != (v ? 1u : 0u) ||
 	    (v && (!json_is_string(v) || json_string_length(v) != 2 * SHA256_LEN)))
@@ -139,6 +141,7 @@ static int expected_digest(struct api_call *c, char out[2 * SHA256_LEN + 1])
 enum MHD_Result api_handle_changes_apply(struct api_call *c)
 {
 	struct engine_session_error err;
+	struct json_body_error je = { 0 };
 	struct engine_session *e;
 	struct engine_caller cl;
 	char want[2 * SHA256_LEN + 1];
@@ -146,7 +149,10 @@ enum MHD_Result api_handle_changes_apply(struct api_call *c)
 	size_t n = 0;
 	int r;
 
-	if (expected_digest(c, want) < 0)
+	r = expected_digest(c, want, &je);
+	if (r < 0 && je.problem == JSON_BODY_DUPLICATE)
+		return api_respond_errorf(c, 400, "bad_json", "%s", je.message);
+	if (r < 0)
 		return api_respond_errorf(c, 400, "invalid_value",
 					  "the body is {} or {\"changes_sha256\": \"<64 hex digits from GET "
 					  ".../changes>\"}");

@@ -14,12 +14,15 @@
 #include "api/handlers.h"
 #include "api/metrics.h"
 #include "api/policy.h"
-#include "api/text.h"
 #include "api/e2b.h"
 #include "engine/limits.h"
 #include "util/timeutil.h"
+#include "util/envname.h"
+#include "util/json.h"
 #include "util/macro.h"
 #include "util/parse.h"
+#include "util/percent.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
@@ -548,7 +551,7 @@ const char *e2b_connect_code(int http)
 enum MHD_Result api_e2b_respond_error(struct api_call *c, const struct api_error *e)
 {
 	size_t len;
-	char *msg = api_utf8_repair(e->message, strlen(e->message), &len);
+	char *msg = utf8_repair(e->message, strlen(e->message), &len);
 	json_t *j;
 
 	if (c->style == API_STYLE_CONNECT)
@@ -580,56 +583,29 @@ enum MHD_Result e2b_respond_empty(struct api_call *c, unsigned status)
 
 json_t *e2b_body(struct api_call *c, struct api_error *e)
 {
-	json_error_t je;
+	struct json_body_error je;
 	json_t *j;
 
-	if (c->body_len == 0)
-		return json_object();
-	j = json_loadb(c->body, c->body_len, JSON_REJECT_DUPLICATES, &je);
-	if (!j) {
-		api_error_set(e, 400, "bad_json", "the body is not valid JSON: %s", je.text);
-		return NULL;
-	}
-	if (!json_is_object(j)) {
-		json_decref(j);
-		api_error_set(e, 400, "bad_json", "the body must be a JSON object");
+	if (json_body_read(c->body, c->body_len, JSON_BODY_EMPTY_OBJECT, &j, &je) < 0) {
+		api_error_json(e, &je);
 		return NULL;
 	}
 	return j;
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch = (char)(ch | 0x20);
-	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
 int e2b_query(struct api_call *c, const char *name, char *out, size_t n, struct api_error *e)
 {
 	const char *v = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
-	size_t o = 0;
+	int r;
 
 	if (!v)
 		return 0;
 	/* the server keeps escapes (server.c keep_escapes): decode here */
-	for (size_t i = 0; v[i]; i++) {
-		char ch = v[i];
-
-		if (ch == '%') {
-			int hi = hexval(v[i + 1]), lo = hi < 0 ? -1 : hexval(v[i + 2]);
-
-			if (hi < 0 || lo < 0 || (hi | lo) == 0)
-				return api_error_set(e, 400, "bad_url", "a bad '%%' escape in '%s'", name);
-			ch = (char)(hi << 4 | lo);
-			i += 2;
-		}
-		if (o + 1 >= n)
-			return api_error_set(e, 400, "invalid_path", "'%s' is too long", name);
-		out[o++] = ch;
-	}
-	out[o] = '\0';
+	r = percent_decode(v, strlen(v), 0, out, n, NULL);
+	if (r == -ENOBUFS)
+		return api_error_set(e, 400, "invalid_path", "'%s' is too long", name);
+	if (r < 0)
+		return api_error_set(e, 400, "bad_url", "a bad '%%' escape in '%s'", name);
 	return 1;
 }
 
@@ -739,8 +715,7 @@ static int get_env(json_t *body, char **env, size_t max, size_t *ret_n, struct a
 			return api_error_set(e, 400, "invalid_value",
 					     "envVars '%.64s' must be a string without NUL of at most %u bytes", k,
 					     API_ENV_VALUE_MAX);
-		if (!kl || kl > 128 || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != kl ||
-		    (k[0] >= '0' && k[0] <= '9'))
+		if (env_name_check(k, kl, ENV_NAME_IDENTIFIER) < 0)
 			return api_error_set(e, 400, "invalid_value",
 					     "envVars: '%.64s' is not a variable name (letters, digits and '_')", k);
 		if (asprintf(&env[*ret_n], "%s=%s", k, json_string_value(v)) < 0)
@@ -891,55 +866,6 @@ static enum MHD_Result handle_create(struct api_call *c)
 	return api_respond_json(c, 201, j);
 }
 
-/* Percent-decode s in place ('+' is a space, as in a form); a bad
- * escape or %00 is kept as it is. */
-static void form_decode(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		int hi, lo;
-
-		if (*s == '+') {
-			*o++ = ' ';
-		} else if (*s == '%' && (hi = hexval(s[1])) >= 0 && (lo = hexval(s[2])) >= 0 && (hi | lo)) {
-			*o++ = (char)(hi << 4 | lo);
-			s += 2;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
-}
-
-/* ?metadata=...: "k=v&k2=v2" as URLSearchParams made it from keys and
- * values the SDK had URL-encoded first; every pair must match. */
-static bool metadata_matches(const json_t *meta, const char *q)
-{
-	char pair[2048];
-
-	while (*q) {
-		size_t n = strcspn(q, "&");
-		char *eq;
-		const json_t *v;
-
-		snprintf(pair, sizeof(pair), "%.*s", (int)n, q);
-		q += n + (q[n] == '&');
-		eq = strchr(pair, '=');
-		if (!eq)
-			return false;
-		*eq = '\0';
-		form_decode(pair);
-		form_decode(eq + 1);
-		form_decode(pair);
-		form_decode(eq + 1);
-		v = json_object_get(meta, pair);
-		if (!json_is_string(v) || strcmp(json_string_value(v), eq + 1) != 0)
-			return false;
-	}
-	return true;
-}
-
 static enum MHD_Result handle_list(struct api_call *c)
 {
 	struct e2b_state *st = c->srv->e2b;
@@ -955,7 +881,7 @@ static enum MHD_Result handle_list(struct api_call *c)
 	pthread_mutex_lock(&st->lock);
 	for (struct e2b_sandbox *sb = st->head; sb; sb = sb->next)
 		if (e2b_sandbox_alive(sb, epoch_ms()) && api_sees(c, sb->entry) &&
-		    (!has_meta || metadata_matches(sb->metadata, meta)))
+		    (!has_meta || e2b_metadata_matches(sb->metadata, meta)))
 			json_array_append_new(arr, sandbox_json(sb, false));
 	pthread_mutex_unlock(&st->lock);
 	return api_respond_json(c, 200, arr);

@@ -29,10 +29,13 @@
 #include "api/policy.h"
 #include "api/text.h"
 #include "api/e2b.h"
+#include "util/base64.h"
 #include "util/buf.h"
+#include "util/envname.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
@@ -94,7 +97,6 @@ int e2b_upload_start(struct api_call *c, struct api_error *e)
 	const char *type = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Type");
 	const char *enc = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Encoding");
 	char path[API_PATH_MAX + 64];
-	const char *b;
 	int k;
 
 	memcpy(c->route.session_id, x->id, sizeof(c->route.session_id));
@@ -108,17 +110,11 @@ int e2b_upload_start(struct api_call *c, struct api_error *e)
 	if (k < 0 || (k == 1 && e2b_path(path, &c->route, e) < 0))
 		return -EINVAL;
 	x->path_from_part = k == 0;
-	if (type && !strncasecmp(type, "multipart/form-data", 19) && (b = strcasestr(type, "boundary="))) {
-		size_t n;
-
-		b += 9;
-		if (*b == '"')
-			b++;
-		n = strcspn(b, "\";");
-		if (n == 0 || n > E2B_BOUNDARY_MAX)
-			return api_error_set(e, 400, "bad_multipart", "the multipart boundary is empty or too long");
+	k = e2b_multipart_delim(type, x->mp.delim, sizeof(x->mp.delim), &x->mp.delim_len);
+	if (k < 0)
+		return api_error_set(e, 400, "bad_multipart", "the multipart boundary is empty or too long");
+	if (k == 1) {
 		x->multipart = true;
-		x->mp.delim_len = (size_t)snprintf(x->mp.delim, sizeof(x->mp.delim), "\r\n--%.*s", (int)n, b);
 		x->mp.state = MP_HEAD;
 		return 0;
 	}
@@ -134,30 +130,6 @@ static void upload_fail(struct e2b_call *x, const char *why)
 		x->upload_err = -EINVAL;
 		snprintf(x->upload_why, sizeof(x->upload_why), "%s", why);
 	}
-}
-
-/* The part's file name, as WHATWG's FormData writes it (", CR and LF
- * escaped as %22, %0D, %0A). */
-static int part_filename(const char *head, char *out, size_t n)
-{
-	const char *p = strcasestr(head, "filename=\"");
-	size_t o = 0;
-
-	if (!p)
-		return -ENOENT;
-	for (p += 10; *p && *p != '"'; p++) {
-		char ch = *p;
-
-		if (ch == '%' && (!strncmp(p, "%22", 3) || !strncasecmp(p, "%0D", 3) || !strncasecmp(p, "%0A", 3))) {
-			ch = p[2] == '2' ? '"' : (p[2] | 0x20) == 'd' ? '\r' : '\n';
-			p += 2;
-		}
-		if (o + 1 >= n)
-			return -ENAMETOOLONG;
-		out[o++] = ch;
-	}
-	out[o] = '\0';
-	return *p == '"' ? 0 : -EINVAL;
 }
 
 /* A part's head: "--boundary\r\n", its headers, "\r\n\r\n".  The bytes
@@ -186,7 +158,7 @@ static size_t mp_head(struct api_call *c, const char *data, size_t len)
 	}
 	*end = '\0';
 	if (c->e2b->path_from_part) {
-		if (part_filename(m->head, name, sizeof(name)) < 0) {
+		if (e2b_part_filename(m->head, name, sizeof(name)) < 0) {
 			upload_fail(c->e2b, "the multipart part has no file name (and there is no ?path=)");
 			return len;
 		}
@@ -648,27 +620,6 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 
 /* ---- process.Process ---- */
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *base64(const char *s, size_t n)
-{
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)s[i] << 16 | (i + 1 < n ? (unsigned char)s[i + 1] << 8 : 0) |
-			     (i + 2 < n ? (unsigned char)s[i + 2] : 0);
-
-		*o++ = b64[v >> 18 & 63];
-		*o++ = b64[v >> 12 & 63];
-		*o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? b64[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 /* Run a helper call in the sandbox's kernel, as a cell of at most
  * timeout_s: 0 and *res, or -errno. */
 static int helper_for(struct engine_session *e, const char *call, double timeout_s,
@@ -752,7 +703,7 @@ static void frame_output(struct proc_stream *p, const char *key, const char *dat
 		p->res.err_len += n;
 	for (size_t i = 0; i < n; i += PROC_FRAME_DATA) {
 		size_t k = n - i < PROC_FRAME_DATA ? n - i : PROC_FRAME_DATA;
-		char *enc = base64(data + i, k);
+		char *enc = base64_encode(data + i, k);
 
 		if (enc)
 			frame(p, 0, json_pack("{s:{s:{s:s}}}", "event", "data", key, enc));
@@ -1010,7 +961,7 @@ enum MHD_Result e2b_stream_error(struct api_call *c, const struct api_error *err
 	p->client_fd = -1;
 	p->pidfd = -1;
 	buf_init(&p->out, PROC_PENDING_MAX);
-	msg = api_utf8_repair(err->message, strlen(err->message), &len);
+	msg = utf8_repair(err->message, strlen(err->message), &len);
 	frame_error(p, e2b_connect_code(err->http), msg ? msg : "");
 	free(msg);
 	return stream_answer(c, p);
@@ -1060,9 +1011,12 @@ static int start_call(json_t *req, char **ret_call, struct api_error *e)
 		if (!json_is_object(envs) || json_object_size(envs) > SESSION_MAX_ENV)
 			return api_error_set(e, 400, "invalid_argument", "'process.envs' must be an object of strings");
 		json_object_foreach(envs, k, v)
-			if (!json_is_string(v) || !*k || strchr(k, '=') ||
+			if (!json_is_string(v) || env_name_check(k, strlen(k), ENV_NAME_ANY) < 0 ||
 			    strlen(json_string_value(v)) != json_string_length(v))
-				return api_error_set(e, 400, "invalid_argument", "'process.envs' must be strings without NUL, names without '='");
+				return api_error_set(e, 400, "invalid_argument",
+						     "'process.envs' must be strings without NUL, names without '=' "
+						     "of 1 to %d bytes",
+						     ENV_NAME_MAX);
 	}
 	if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/' ||
 					  strlen(json_string_value(cwd)) != json_string_length(cwd)))
@@ -1103,6 +1057,7 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	struct proc_stream *p;
 	struct engine_session *e = NULL;
 	struct run_result res;
+	struct json_body_error jerr;
 	enum MHD_Result ret;
 	char call[64];
 	bool known;
@@ -1111,7 +1066,8 @@ static enum MHD_Result proc_connect(struct api_call *c)
 
 	if (connect_unwrap((const unsigned char *)c->body, c->body_len, E2B_JSON_MAX, &msg, &len, &why) < 0)
 		return stream_errorf(c, 400, "%s", why);
-	req = json_loadb((const char *)msg, len, JSON_REJECT_DUPLICATES, NULL);
+	if (json_body_read((const char *)msg, len, 0, &req, &jerr) < 0)
+		return stream_errorf(c, 400, "%s", jerr.message);
 	pid = json_object_get(json_object_get(req, "process"), "pid");
 	if (!json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 1 << 22) {
 		json_decref(req);
@@ -1215,6 +1171,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 	struct proc_stream *p;
 	struct run_result res;
 	struct api_error err;
+	struct json_body_error jerr;
 	struct engine_verdict v = { 0 };
 	enum MHD_Result ret;
 	size_t len;
@@ -1225,11 +1182,8 @@ static enum MHD_Result proc_start(struct api_call *c)
 
 	if (connect_unwrap((const unsigned char *)c->body, c->body_len, E2B_JSON_MAX, &msg, &len, &why) < 0)
 		return stream_errorf(c, 400, "%s", why);
-	req = json_loadb((const char *)msg, len, JSON_REJECT_DUPLICATES, NULL);
-	if (!json_is_object(req)) {
-		json_decref(req);
-		return stream_errorf(c, 400, "the Connect message is not a JSON object");
-	}
+	if (json_body_read((const char *)msg, len, 0, &req, &jerr) < 0)
+		return stream_errorf(c, 400, "the Connect message: %s", jerr.message);
 	r = start_call(req, &call, &err);
 	p = r < 0 ? NULL : calloc(1, sizeof(*p));
 	if (p && !(p->code = command_text(req))) {

@@ -133,6 +133,22 @@ json_t *e2b_body(struct api_call *c, struct api_error *e);
  * -EINVAL with e set. */
 int e2b_query(struct api_call *c, const char *name, char *out, size_t n, struct api_error *e);
 enum MHD_Result e2b_respond_empty(struct api_call *c, unsigned status);
+
+/* e2b_parse.c: the door's parsers of client bytes that need no server,
+ * fuzzed by tests/fuzz/fuzz-e2b-forms.c */
+/* Whether every "k=v" pair of q (?metadata=, as URLSearchParams wrote it
+ * from keys and values the SDK had URL-encoded first) is a string of
+ * meta's.  Pairs are cut at 2047 bytes. */
+bool e2b_metadata_matches(const json_t *meta, const char *q);
+/* The file name of a multipart part's headers (filename="..."), as
+ * WHATWG's FormData escapes it, into out (n bytes).  0, -ENOENT (none),
+ * -ENAMETOOLONG, -EINVAL (no closing quote). */
+int e2b_part_filename(const char *head, char *out, size_t n);
+/* The delimiter ("\r\n--" boundary) of a Content-Type (may be NULL) into
+ * out (n bytes) and *ret_len: 1; 0 for a type that is not
+ * multipart/form-data with a boundary; -EINVAL for a boundary empty or
+ * over E2B_BOUNDARY_MAX bytes (or over n). */
+int e2b_multipart_delim(const char *type, char *out, size_t n, size_t *ret_len);
 /* Connect's code for an HTTP status ("not_found" for 404, ...). */
 const char *e2b_connect_code(int http);
 

@@ -17,6 +17,7 @@
 #include "api/exec.h"
 #include "api/metrics.h"
 #include "api/policy.h"
+#include "util/envname.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
@@ -144,9 +145,10 @@ static int opt_env(json_t *body, json_t **ret, struct api_error *e)
 	if (!json_is_object(o))
 		return api_error_set(e, 400, "invalid_type", "'env_vars' must be an object of strings");
 	json_object_foreach(o, k, v)
-		if (!json_is_string(v) || !*k || strlen(k) > 128 || strchr(k, '='))
+		if (!json_is_string(v) || env_name_check(k, strlen(k), ENV_NAME_ANY) < 0)
 			return api_error_set(e, 400, "invalid_value",
-					     "env_vars '%.64s': names without '=', values strings", k);
+					     "env_vars '%.64s': names without '=' of 1 to %d bytes, values strings", k,
+					     ENV_NAME_MAX);
 	*ret = o;
 	return 0;
 }

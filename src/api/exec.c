@@ -34,6 +34,7 @@
 #include "util/buf.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
@@ -634,10 +635,10 @@ static void emit_output(struct exec_job *j, int i, const char *data, size_t n, b
 	memcpy(joined, j->carry[i], j->carry_len[i]);
 	memcpy(joined + j->carry_len[i], data, n);
 	len = j->carry_len[i] + n;
-	done = last ? len : api_utf8_complete_len(joined, len);
+	done = last ? len : utf8_complete_len(joined, len);
 	j->carry_len[i] = len - done;
 	memcpy(j->carry[i], joined + done, j->carry_len[i]);
-	text = done ? api_utf8_repair(joined, done, &tlen) : NULL;
+	text = done ? utf8_repair(joined, done, &tlen) : NULL;
 	if (text && j->e2b)
 		e2b_lines(j, i, text, tlen);
 	else if (text)

@@ -298,14 +298,21 @@ static enum MHD_Result answer(struct api_call *c, struct mcp_conn *conn, const c
 
 static enum MHD_Result handle_post(struct api_call *c, struct api_mcp *m, const char *sid)
 {
-	json_t *msg = json_loadb(c->body, c->body_len, 0, NULL);
-	const char *version = header(c, "MCP-Protocol-Version");
-	const char *method = json_string_value(json_object_get(msg, "method"));
+	const char *version = header(c, "MCP-Protocol-Version"), *method;
+	struct json_body_error je;
 	struct mcp_http_conn *hc;
 	struct mcp_conn *conn;
 	enum MHD_Result ret;
+	json_t *msg = NULL;
 	char why[256];
 
+	/* a key twice is refused here, before anything reads one of them
+	 * (the method, the headers' check); other malformed bodies are the
+	 * core's to answer, as on stdio */
+	if (json_body_read(c->body, c->body_len, MCP_JSON_FLAGS, &msg, &je) < 0 &&
+	    je.problem == JSON_BODY_DUPLICATE)
+		return rpc_error(c, 400, NULL, -32700, "parse error: %s", je.message);
+	method = json_string_value(json_object_get(msg, "method"));
 	if (version && !mcp_version_known(version)) {
 		ret = rpc_error(c, 400, json_object_get(msg, "id"), -32600,
 				"unsupported MCP-Protocol-Version '%.40s'", version);
@@ -336,7 +343,9 @@ static enum MHD_Result handle_post(struct api_call *c, struct api_mcp *m, const 
 
 		conn = mcp_conn_new(m->srv);
 		reply = conn ? mcp_conn_handle(conn, c->body, c->body_len, &len) : NULL;
-		rj = reply ? json_loadb(reply, len, 0, NULL) : NULL;
+		rj = NULL;
+		if (reply)
+			(void)json_body_read(reply, len, MCP_JSON_FLAGS, &rj, NULL);
 		if (json_object_get(rj, "result")) {
 			const char *id = add_conn(m, conn);
 

@@ -10,6 +10,7 @@
 #include "api/server.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
+#include "util/json.h"
 #include "util/sha256.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
@@ -63,13 +64,11 @@ enum MHD_Result api_reject(struct api_call *c, const struct engine_verdict *v,
  * the route's session and path. */
 static json_t *held_args(struct api_call *c)
 {
-	json_t *o = c->body_len ? json_loadb(c->body, c->body_len, 0, NULL) : NULL;
-	json_t *code;
+	json_t *o = NULL, *code;
 
-	if (!json_is_object(o)) {
-		json_decref(o);
+	/* the body's handler refuses what this cannot read */
+	if (json_body_read(c->body, c->body_len, JSON_BODY_EMPTY_OBJECT, &o, NULL) < 0)
 		o = json_object();
-	}
 	code = json_object_get(o, "code");
 	if (json_is_string(code)) {
 		char d[2 * SHA256_LEN + 1];

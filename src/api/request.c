@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "util/buf.h"
+#include "util/json.h"
 #include "util/macro.h"
 #include "util/parse.h"
 #include "util/banned.h"
@@ -27,6 +28,20 @@ int api_error_set(struct api_error *e, int http, const char *code, const char *f
 	vsnprintf(e->message, sizeof(e->message), fmt, ap);
 	va_end(ap);
 	return -EINVAL;
+}
+
+int api_error_json(struct api_error *e, const struct json_body_error *je)
+{
+	switch (je->problem) {
+	case JSON_BODY_UTF8:
+		return api_error_set(e, 400, "invalid_utf8", "%s", je->message);
+	case JSON_BODY_NUL:
+		return api_error_set(e, 400, "invalid_value", "%s", je->message);
+	case JSON_BODY_NOMEM:
+		return api_error_set(e, 500, "internal", "%s", je->message);
+	default:
+		return api_error_set(e, 400, "bad_json", "%s", je->message);
+	}
 }
 
 static int bad_type(struct api_error *e, const char *name, const char *want)
@@ -276,21 +291,6 @@ static const char *known_fields(enum api_body kind, char *out, size_t n)
 	return out;
 }
 
-static int load_error(const json_error_t *je, struct api_error *e)
-{
-	switch (json_error_code(je)) {
-	case json_error_invalid_utf8:
-		return api_error_set(e, 400, "invalid_utf8",
-				     "the body is not valid UTF-8 (at byte %d): send text as UTF-8, files with PUT .../files/{path}",
-				     je->position);
-	case json_error_null_character:
-		return api_error_set(e, 400, "invalid_value", "a string holds a NUL character (\\u0000)");
-	default:
-		return api_error_set(e, 400, "bad_json", "malformed JSON at line %d, column %d: %s",
-				     je->line, je->column, je->text);
-	}
-}
-
 static int parse_object(enum api_body kind, json_t *root, struct api_request *r,
 			struct api_error *e)
 {
@@ -324,21 +324,19 @@ int api_request_parse(enum api_body kind, const char *body, size_t len, struct a
 		      struct api_error *e)
 {
 	struct api_request r = { 0 };
-	json_error_t je;
+	struct json_body_error je;
 	json_t *root;
 	int k;
 
 	if (len > API_BODY_MAX)
 		return api_error_set(e, 413, "body_too_large", "the body is %zu bytes: the limit is %u",
 				     len, API_BODY_MAX);
-	if (len == 0)
-		return api_error_set(e, 400, "bad_json", "the body is empty: send a JSON object");
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!root)
-		return load_error(&je, e);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return api_error_set(e, 400, "bad_json", "the body must be a JSON object");
+	if (json_body_read(body, len, 0, &root, &je) < 0) {
+		if (je.problem == JSON_BODY_UTF8)
+			return api_error_set(e, 400, "invalid_utf8",
+					     "the body is not valid UTF-8 (at byte %d): send text as UTF-8, files with PUT .../files/{path}",
+					     je.position);
+		return api_error_json(e, &je);
 	}
 	k = parse_object(kind, root, &r, e);
 	json_decref(root);

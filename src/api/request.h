@@ -38,6 +38,12 @@ struct api_error {
 int api_error_set(struct api_error *e, int http, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+struct json_body_error;
+/* A body util/json.h refused, as e with its message: 400 invalid_utf8,
+ * invalid_value (a NUL) or bad_json (malformed, a duplicate key, empty,
+ * not an object), 500 internal for ENOMEM.  Returns -EINVAL. */
+int api_error_json(struct api_error *e, const struct json_body_error *je);
+
 /* Which body is being parsed; a field lists the bodies it belongs to. */
 enum api_body {
 	API_BODY_EXECUTE = 1 << 0,	   /* POST /v1/execute (one-shot) */

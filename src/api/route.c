@@ -7,47 +7,20 @@
 #include <string.h>
 
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
+#include "util/percent.h"
 #include "util/banned.h"
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Percent-decode src[0..n) into out (room for n + 1).  A %00 or a
  * malformed escape is an error: a NUL would cut the path short. */
-static int percent_decode(const char *src, size_t n, char *out, size_t *ret_len,
-			  struct api_error *e)
+static int path_decode(const char *src, size_t n, char *out, size_t *ret_len, struct api_error *e)
 {
-	size_t o = 0;
+	int r = percent_decode(src, n, 0, out, n + 1, ret_len);
 
-	for (size_t i = 0; i < n; i++) {
-		int hi, lo;
-
-		if (src[i] != '%') {
-			out[o++] = src[i];
-			continue;
-		}
-		if (i + 2 >= n)
-			return api_error_set(e, 400, "bad_url", "a '%%' escape is cut short");
-		hi = hexval(src[i + 1]);
-		lo = hi < 0 ? -1 : hexval(src[i + 2]);
-		if (hi < 0 || lo < 0)
-			return api_error_set(e, 400, "bad_url", "a '%%' is not followed by two hex digits");
-		if (hi == 0 && lo == 0)
-			return api_error_set(e, 400, "bad_url", "%%00 (a NUL byte) is not allowed in a path");
-		out[o++] = (char)(hi << 4 | lo);
-		i += 2;
-	}
-	out[o] = '\0';
-	*ret_len = o;
+	if (r == -EILSEQ)
+		return api_error_set(e, 400, "bad_url", "%%00 (a NUL byte) is not allowed in a path");
+	if (r < 0)
+		return api_error_set(e, 400, "bad_url", "a '%%' is not followed by two hex digits");
 	return 0;
 }
 
@@ -170,7 +143,7 @@ int api_route_parse(const char *url, struct api_route *ret, struct api_error *e)
 	memset(ret, 0, sizeof(*ret));
 	if (raw > API_URL_MAX)
 		return api_error_set(e, 414, "url_too_long", "the path is over %d bytes", API_URL_MAX);
-	if (percent_decode(url, raw, path, &n, e) < 0)
+	if (path_decode(url, raw, path, &n, e) < 0)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
 		if (!strcmp(path, fixed[i].path)) {

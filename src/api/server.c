@@ -31,6 +31,7 @@
 #include "util/buf.h"
 #include "util/macro.h"
 #include "util/parse.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
@@ -258,7 +259,7 @@ enum MHD_Result api_respond_error(struct api_call *c, const struct api_error *e)
 	if (c->style != API_STYLE_V1)
 		return api_e2b_respond_error(c, e);
 	/* messages quote what the client sent, which may be any bytes */
-	msg = api_utf8_repair(e->message, strlen(e->message), &len);
+	msg = utf8_repair(e->message, strlen(e->message), &len);
 	j = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", msg ? msg : "");
 
 	free(msg);

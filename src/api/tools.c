@@ -15,6 +15,7 @@
 #include "engine/sessions.h"
 #include "engine/approval.h"
 #include "engine/tool.h"
+#include "util/json.h"
 #include "util/banned.h"
 
 enum MHD_Result api_handle_tools_list(struct api_call *c)
@@ -115,7 +116,8 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 
 enum MHD_Result api_handle_tool_call(struct api_call *c)
 {
-	json_t *body = json_loadb(c->body, c->body_len, 0, NULL), *args, *res = NULL;
+	json_t *body = NULL, *args, *res = NULL;
+	struct json_body_error je;
 	struct engine_tool_ctx ctx;
 	struct engine_tool_request rq = { .name = c->route.path, .audit = c->srv->cfg.audit,
 					  .request_id = c->request_id, .approve = api_tool_approve,
@@ -124,6 +126,13 @@ enum MHD_Result api_handle_tool_call(struct api_call *c)
 	enum MHD_Result ret = MHD_NO;
 	int http = 500, k;
 
+	if (json_body_read(c->body, c->body_len, 0, &body, &je) < 0 &&
+	    je.problem != JSON_BODY_EMPTY && je.problem != JSON_BODY_NOT_OBJECT) {
+		struct api_error e;
+
+		api_error_json(&e, &je);
+		return api_respond_error(c, &e);
+	}
 	args = json_object_get(body, "arguments");
 	if (!json_is_object(body) || (args && !json_is_object(args))) {
 		json_decref(body);

@@ -248,7 +248,8 @@ static void check_cancel(struct inbox *in, const struct buf *line)
 
 	if (!in->inflight || in->cancelled || !memmem(line->data, line->len, needle, sizeof(needle) - 1))
 		return;
-	m = json_loadb(line->data, line->len, 0, NULL);
+	m = NULL;
+	(void)json_body_read(line->data, line->len, MCP_JSON_FLAGS, &m, NULL);
 	id = json_object_get(json_object_get(m, "params"), "requestId");
 	if (json_is_string(json_object_get(m, "method")) &&
 	    !strcmp(json_string_value(json_object_get(m, "method")), needle) && id &&
@@ -376,8 +377,11 @@ static bool blank(const struct item *it)
 /* The id a request asks to be answered with (a batch: none). */
 static json_t *request_id(const struct item *it)
 {
-	json_t *m = json_loadb(it->data, it->len, JSON_DECODE_ANY, NULL);
-	json_t *id = json_is_object(m) ? json_incref(json_object_get(m, "id")) : NULL;
+	json_t *m = NULL, *id;
+
+	/* refused as the core refuses it: no id to answer with */
+	(void)json_body_read(it->data, it->len, MCP_JSON_FLAGS, &m, NULL);
+	id = json_is_object(m) ? json_incref(json_object_get(m, "id")) : NULL;
 
 	json_decref(m);
 	return id;

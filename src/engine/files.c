@@ -15,7 +15,7 @@
 #include "session/session.h"
 #include "util/fs.h"
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 int engine_ws_of_session(const struct session *s, struct engine_ws *w)

@@ -2,7 +2,6 @@
  * door (CLI, API, MCP, policy files). */
 #include "engine/limits.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/envname.h"
 #include "util/macro.h"
 #include "util/parse.h"
 #include "util/banned.h"
@@ -268,12 +268,7 @@ void engine_limit_from_sandbox(const struct sandbox_limits *l, struct engine_lim
 
 int engine_env_key_check(const char *key, size_t len, char *err, size_t n)
 {
-	bool ok = len > 0 && len <= ENGINE_ENV_KEY_MAX &&
-		  (isalpha((unsigned char)key[0]) || key[0] == '_');
-
-	for (size_t i = 0; ok && i < len; i++)
-		ok = isalnum((unsigned char)key[i]) || key[i] == '_';
-	if (ok)
+	if (env_name_check(key, len, ENV_NAME_IDENTIFIER) == 0)
 		return 0;
 	snprintf(err, n,
 		 "\"%.*s\" is not a variable name: a letter or _, then letters, digits and _, "

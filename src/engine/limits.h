@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "sandbox/sandbox.h"
+#include "util/envname.h"
 
 /* The timeout's bounds, as constants for tables that need them (MCP's
  * argument schema); the table below holds the same. */
@@ -83,9 +84,10 @@ void engine_limit_to_sandbox(const struct engine_limit_values *lv, struct sandbo
 void engine_limit_from_sandbox(const struct sandbox_limits *l, struct engine_limit_values *lv);
 
 /* An environment variable for the sandbox, "KEY=VALUE" or just the KEY
- * (key_len: the key's length): a letter or _, then letters, digits, _,
- * at most 128 bytes.  0 or -EINVAL with a message. */
-#define ENGINE_ENV_KEY_MAX 128
+ * (key_len: the key's length): util/envname.h's ENV_NAME_IDENTIFIER (a
+ * letter or _, then letters, digits, _, at most 128 bytes).  0 or -EINVAL
+ * with a message. */
+#define ENGINE_ENV_KEY_MAX ENV_NAME_MAX
 int engine_env_key_check(const char *key, size_t key_len, char *err, size_t n);
 
 #endif

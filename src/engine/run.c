@@ -21,7 +21,7 @@
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define MAX_ARGV (ENGINE_MAX_ARGS + 16)

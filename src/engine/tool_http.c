@@ -36,12 +36,13 @@
 #include <time.h>
 
 #include "engine/tool.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/curl.h"
 #include "util/macro.h"
 #include "util/netguard.h"
 #include "util/resolve.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
@@ -833,26 +834,6 @@ static json_t *headers_json(const struct buf *raw)
 	return o;
 }
 
-static char *base64(const unsigned char *p, size_t n)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
-			     (i + 2 < n ? p[i + 2] : 0);
-
-		*o++ = tab[v >> 18 & 63];
-		*o++ = tab[v >> 12 & 63];
-		*o++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? tab[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 static bool is_json_type(json_t *headers)
 {
 	const char *ct = json_string_value(json_object_get(headers, "content-type"));
@@ -884,7 +865,7 @@ static int body_json(json_t *res, json_t *headers, const struct buf *b)
 	}
 	if (!memchr(p, '\0', b->len) && utf8_valid(p, b->len, &bad))
 		return json_object_set_new(res, "text", json_stringn(p, b->len));
-	if (!(enc = base64((const unsigned char *)p, b->len)))
+	if (!(enc = base64_encode(p, b->len)))
 		return -ENOMEM;
 	json_object_set_new(res, "base64", json_string(enc));
 	free(enc);

@@ -40,6 +40,7 @@
 #include "engine/tool_sql_internal.h"
 #include "sandbox/sandbox.h"
 #include "session/workspace.h"
+#include "util/base64.h"
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
@@ -79,29 +80,9 @@ bool sql_out_room(struct sql_out *o, uint64_t n)
 	return true;
 }
 
-static char *base64(const unsigned char *in, size_t n)
-{
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((n + 2) / 3 * 4 + 1), *p = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-			     (i + 2 < n ? in[i + 2] : 0);
-
-		*p++ = t[v >> 18 & 63];
-		*p++ = t[v >> 12 & 63];
-		*p++ = i + 1 < n ? t[v >> 6 & 63] : '=';
-		*p++ = i + 2 < n ? t[v & 63] : '=';
-	}
-	*p = '\0';
-	return out;
-}
-
 json_t *sql_binary(const void *p, size_t n)
 {
-	char *b = base64(p, n);
+	char *b = base64_encode(p, n);
 	json_t *j = b ? json_pack("{s:s}", "base64", b) : NULL;
 
 	free(b);

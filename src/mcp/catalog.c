@@ -15,8 +15,9 @@
 #include "engine/engine.h"
 #include "engine/tool.h"
 #include "mcp/internal.h"
+#include "util/base64.h"
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define CODE_MAX (8u << 20) /* the engine's limit on code (ENGINE_CODE_MAX) */
@@ -186,60 +187,6 @@ static const char write_schema[] =
 	"\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
 	"\"replaced\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"size\"]}";
 
-/* ---- base64 ---- */
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *base64_encode(const unsigned char *in, size_t n)
-{
-	char *out = malloc(((n + 2) / 3) * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-			     (i + 2 < n ? in[i + 2] : 0);
-
-		*o++ = b64[v >> 18 & 63];
-		*o++ = b64[v >> 12 & 63];
-		*o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? b64[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
-/* Strict: the alphabet, padding only at the end, no whitespace.  0 or
- * -EINVAL. */
-static int base64_decode(const char *in, size_t n, struct buf *out)
-{
-	unsigned v = 0, bits = 0;
-	size_t pad = 0;
-
-	if (n % 4)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		const char *p = in[i] ? strchr(b64, in[i]) : NULL;
-
-		if (in[i] == '=' && i >= n - 2) {
-			pad++;
-			continue;
-		}
-		if (!p || pad)
-			return -EINVAL;
-		v = v << 6 | (unsigned)(p - b64);
-		bits += 6;
-		if (bits >= 8) {
-			char c = (char)(v >> (bits - 8) & 0xff);
-
-			bits -= 8;
-			if (buf_append(out, &c, 1) < 0)
-				return -E2BIG;
-		}
-	}
-	return 0;
-}
-
 /* ---- calls ---- */
 
 enum { RUN_CODE, RUN_LANG, RUN_SESSION, RUN_TIMEOUT, RUN_SEED };
@@ -310,7 +257,7 @@ static int call_read(struct mcp_tools *t, const struct args *a, json_t **ret, st
 		json_object_set_new(*ret, "encoding", json_string("text"));
 		json_object_set_new(*ret, "content", json_stringn(buf_str(&data), data.len));
 	} else {
-		char *enc = base64_encode((const unsigned char *)buf_str(&data), data.len);
+		char *enc = base64_encode(buf_str(&data), data.len);
 
 		json_object_set_new(*ret, "encoding", json_string("base64"));
 		json_object_set_new(*ret, "content", enc ? json_string(enc) : json_string(""));
@@ -330,8 +277,9 @@ static int call_write(struct mcp_tools *t, const struct args *a, json_t **ret, s
 	buf_init(&data, MCP_FILE_MAX);
 	r = base64_decode(a->s[2], a->len[2], &data);
 	if (r < 0) {
-		(void)buf_puts(msg, r == -E2BIG ? "content is over the 16 MiB limit of write_file"
-						: "content is not valid base64 (RFC 4648 alphabet, padded, no whitespace)");
+		(void)buf_puts(msg, r == -E2BIG	   ? "content is over the 16 MiB limit of write_file"
+				    : r == -ENOMEM ? "out of memory: try again, or write a smaller file"
+						   : "content is not valid base64 (RFC 4648 alphabet, padded, no whitespace)");
 	} else {
 		r = mcp_tools_write_file(t, a->s[0], a->s[1], buf_str(&data), data.len, ret, msg);
 	}

@@ -23,9 +23,13 @@
 
 #include "engine/limits.h"
 #include "sandbox/sandbox.h"
+#include "util/json.h"
 
 /* Named limits on what a client may send. */
 #define MCP_MESSAGE_MAX (16u << 20) /* one JSON-RPC message (a stdio line) */
+/* how util/json.h reads a message: a batch is an array, a string may hold
+ * NUL (write_file's text); whoever peeks at one reads it the same way */
+#define MCP_JSON_FLAGS (JSON_BODY_ANY_VALUE | JSON_BODY_ALLOW_NUL)
 #define MCP_BATCH_MAX 256	    /* messages in one batch (2025-03-26) */
 #define MCP_REPLY_MAX (96u << 20)   /* one reply; over it, a tool error */
 #define MCP_FILE_MAX (16u << 20)    /* read_file / write_file contents */

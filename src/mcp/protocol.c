@@ -17,8 +17,9 @@
 #include <string.h>
 
 #include "mcp/internal.h"
+#include "util/json.h"
 #include "util/macro.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
@@ -451,17 +452,15 @@ static char *too_large(json_t *reply, size_t len, size_t *ret_len)
 
 char *mcp_conn_handle(struct mcp_conn *c, const char *msg, size_t len, size_t *ret_len)
 {
-	json_error_t jerr;
+	struct json_body_error jerr;
 	json_t *m, *reply;
 	char *text;
 
 	errno = 0;
-	m = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
-	if (!m) {
-		char why[256];
+	if (json_body_read(msg, len, MCP_JSON_FLAGS, &m, &jerr) < 0) {
+		char why[300];
 
-		snprintf(why, sizeof(why), "parse error: %s (line %d, column %d)", jerr.text, jerr.line,
-			 jerr.column);
+		snprintf(why, sizeof(why), "parse error: %s", jerr.message);
 		return mcp_parse_error_reply(why, ret_len);
 	}
 	reply = json_is_array(m) ? handle_batch(c, m) : handle_one(c, m, false);

@@ -6,36 +6,24 @@
 
 #include "session/result.h"
 #include "sandbox/sandbox.h"
-#include "util/buf.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 /* Program output is bytes; JSON wants UTF-8.  Invalid sequences become
  * U+FFFD so nothing is dropped silently and the object stays valid. */
 static json_t *json_text(const char *s, size_t n)
 {
-	struct buf b;
-	uint64_t off = 0;
+	char *t;
+	size_t len;
 	json_t *j;
 
 	if (!s)
 		return json_string("");
 	if (utf8_valid(s, n, NULL))
 		return json_stringn(s, n);
-	buf_init(&b, n * 3 + 16);
-	while (off < n) {
-		uint64_t bad;
-
-		if (utf8_valid(s + off, n - off, &bad)) {
-			(void)buf_append(&b, s + off, n - off);
-			break;
-		}
-		(void)buf_append(&b, s + off, bad);
-		(void)buf_append(&b, "\xef\xbf\xbd", 3);
-		off += bad + 1;
-	}
-	j = json_stringn(buf_str(&b), b.len);
-	buf_release(&b);
+	t = utf8_repair(s, n, &len);
+	j = t ? json_stringn(t, len) : NULL;
+	free(t);
 	return j;
 }
 

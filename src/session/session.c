@@ -23,7 +23,7 @@
 #include "session/workspace.h"
 #include "util/buf.h"
 #include "util/capture.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/timeutil.h"

@@ -14,8 +14,5 @@ int parse_size(const char *s, uint64_t *ret);
 /* Seconds, with optional fraction and unit: "2", "0.5", "1500ms", "2s",
  * "1m".  Must be > 0.  Returns 0, -EINVAL, -ERANGE. */
 int parse_duration(const char *s, double *ret_seconds);
-/* Check that s[0..n) is valid UTF-8 (no overlongs, no surrogates).
- * On failure *ret_offset is the offset of the first bad byte. */
-bool utf8_valid(const char *s, uint64_t n, uint64_t *ret_offset);
 
 #endif

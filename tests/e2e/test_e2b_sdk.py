@@ -267,6 +267,35 @@ def connect_envelope_framing_errors_end_the_stream_with_invalid_argument():
 
 
 @test
+def duplicate_keys_are_refused_in_every_e2b_body():
+    # the control plane, the code interpreter, envd's unary calls and its
+    # Connect stream: a key twice is a 400 that names it, never the last
+    srv = server()
+    sb = create(srv)
+    sid = sb["sandboxID"]
+    try:
+        for path, body, h in (
+                ("/sandboxes", b'{"templateID": "base", "templateID": "other"}', {}),
+                ("/sandboxes/%s/timeout" % sid, b'{"timeout": 60, "timeout": 1}', {}),
+                ("/execute", b'{"code": "1", "code": "2"}', to(sid, JUPYTER)),
+                ("/contexts", b'{"language": "python", "language": "bash"}', to(sid, JUPYTER)),
+                ("/filesystem.Filesystem/ListDir", b'{"path": "/home/user", "path": "/"}',
+                 to(sid, ENVD))):
+            st, j = srv.request("POST", path, body, dict(h, **{"Content-Type": "application/json"}))
+            eq(st, 400, (path, j))
+            check("twice" in json.dumps(j) and "send each key once" in json.dumps(j), (path, j))
+        msg = b'{"process": {"cmd": "/bin/echo", "cmd": "/bin/sh", "args": ["hi"]}}'
+        st, data = srv.request("POST", "/process.Process/Start", b"\x00" + struct.pack(">I", len(msg)) + msg,
+                               to(sid, ENVD, **{"Content-Type": "application/connect+json"}))
+        eq(st, 200)
+        fr = frames(data)
+        eq(fr[0][1]["error"]["code"], "invalid_argument", fr)
+        check('"cmd"' in fr[0][1]["error"]["message"] and "twice" in fr[0][1]["error"]["message"], fr)
+    finally:
+        kill(srv, sid)
+
+
+@test
 def multipart_uploads_are_framed_strictly():
     srv = server()
     sb = create(srv)

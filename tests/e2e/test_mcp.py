@@ -227,6 +227,21 @@ def malformed_json_is_a_parse_error_and_the_server_goes_on():
 
 
 @test
+def a_key_twice_is_a_parse_error_that_names_it():
+    m = Mcp()
+    for bad, key in ((b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "method": "tools/list"}', '"method"'),
+                     (b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": '
+                      b'{"name": "run_code", "arguments": {"code": "1", "code": "2"}}}', '"code"')):
+        m.send_raw(bad + b"\n")
+        r = m.recv()
+        eq(r["error"]["code"], -32700, bad)
+        eq(r["id"], None)
+        check(key in r["error"]["message"] and "send each key once" in r["error"]["message"], r)
+    eq(m.request("ping")["result"], {})
+    eq(m.close(), 0)
+
+
+@test
 def a_line_over_16_mib_is_a_parse_error_and_the_server_goes_on():
     m = Mcp()
     big = b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"x": "' + \

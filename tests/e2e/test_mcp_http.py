@@ -181,6 +181,30 @@ def malformed_bodies_get_json_rpc_errors():
 
 
 @test
+def a_key_twice_is_400_before_anything_reads_either():
+    # the door peeked at the method with the last "method" while the core
+    # refused the message: now both refuse it, with the key named
+    srv = Serve("--pool", "0")
+    try:
+        dup = ('{"jsonrpc": "2.0", "id": 3, "method": "tools/list", "method": "initialize", '
+               '"params": {"protocolVersion": "2025-11-25", "capabilities": {}, '
+               '"clientInfo": {"name": "raw", "version": "1"}}}')
+        st, hs, j = post(srv, None, raw=dup)
+        eq(st, 400, j)
+        eq(j["error"]["code"], -32700, j)
+        check('"method"' in j["error"]["message"] and "twice" in j["error"]["message"], j)
+        check("mcp-session-id" not in hs, hs)
+        h = initialize(srv)
+        st, _, j = post(srv, None, h, raw='{"jsonrpc": "2.0", "id": 4, "id": 5, "method": "ping"}')
+        eq(st, 400, j)
+        check('"id"' in j["error"]["message"] and "twice" in j["error"]["message"], j)
+        st, _, j = post(srv, {"jsonrpc": "2.0", "id": 6, "method": "ping"}, h)
+        eq((st, j["result"]), (200, {}))
+    finally:
+        srv.stop()
+
+
+@test
 def the_servers_token_and_origin_rules_apply():
     with scratch() as d:
         tok = write(os.path.join(d, "token"), "s3cret-token-0123456789\n", 0o600)

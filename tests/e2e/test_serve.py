@@ -239,6 +239,25 @@ def bad_bodies_get_json_errors():
 
 
 @test
+def duplicate_keys_are_refused_by_every_body():
+    # a key twice: jansson took the last, so a check and a use could read
+    # different ones; every /v1 body refuses it, naming the key
+    s = srv()
+    for path, body in (("/v1/execute", '{"code": "1", "code": "2"}'),
+                       ("/v1/execute", '{"code": "1", "env": {"A": "1", "A": "2"}}'),
+                       ("/v1/sessions", '{"language": "python", "language": "bash"}'),
+                       ("/v1/tools/sql", '{"arguments": {"sql": "select 1"}, "arguments": {}}'),
+                       ("/v1/tools/sql", '{"arguments": {"sql": "select 1", "sql": "select 2"}}'),
+                       ("/v1/approvals/0123456789abcdef", '{"decision": "deny", "decision": "approve"}'),
+                       ("/v1/sessions/%s/changes/apply" % ("a" * 32),
+                        '{"changes_sha256": "%s", "changes_sha256": "%s"}' % ("0" * 64, "1" * 64))):
+        msg = err(s.post(path, body), 400, "bad_json")
+        check("twice" in msg and "send each key once" in msg, (path, msg))
+    msg = err(s.post("/v1/execute", '{"code": "1", "code": "2"}'), 400, "bad_json")
+    check('"code"' in msg, msg)
+
+
+@test
 def unknown_routes_and_methods():
     s = srv()
     err(s.get("/v2/nothing"), 404, "not_found")

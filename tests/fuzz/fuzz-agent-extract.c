@@ -14,7 +14,7 @@
 
 #include "../../src/agent/extract.c"
 #include "engine/result_text.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,8 +8,7 @@
 
 #include "api/request.h"
 #include "api/route.h"
-#include "api/text.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -55,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (e.http < 400 || e.http > 599 || !e.code) {
 		abort();
 	}
-	keep = api_utf8_complete_len((const char *)data, size);
-	text = api_utf8_repair((const char *)data, keep, &len);
+	keep = utf8_complete_len((const char *)data, size);
+	text = utf8_repair((const char *)data, keep, &len);
 	if (keep > size || (text && !utf8_valid(text, len, &bad)))
 		abort();
 	free(text);

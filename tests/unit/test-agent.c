@@ -12,7 +12,7 @@
 
 #include "agent/agent.h"
 #include "engine/result_text.h"
-#include "util/parse.h"
+#include "util/utf8.h"
 
 static char *code_of(const char *reply, const char *lang, const char **ret_source, bool *ret_cut)
 {

@@ -12,11 +12,16 @@
 
 #include <cmocka.h>
 
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/capture.h"
+#include "util/envname.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/outorder.h"
 #include "util/parse.h"
+#include "util/utf8.h"
+#include "util/percent.h"
 #include "util/textdiff.h"
 
 static void buf_append_and_cap(void **state)
@@ -148,6 +153,40 @@ static void utf8(void **state)
 	assert_false(utf8_valid("\xed\xa0\x80", 3, &off)); /* surrogate */
 	assert_false(utf8_valid("\xe2\x82", 2, &off));	    /* truncated */
 	assert_false(utf8_valid("\xf4\x90\x80\x80", 4, &off)); /* > U+10FFFF */
+}
+
+/* the checker, the chunk cut and the repair agree on every sequence */
+static void utf8_cut_and_repair(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} rep[] = {
+		{ "ok \xc3\xa9", "ok \xc3\xa9" },
+		{ "a\xffz", "a\xef\xbf\xbdz" },
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },		     /* overlong */
+		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
+		{ "x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd" },		     /* cut */
+		{ "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+	};
+	size_t len;
+	char *t;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rep) / sizeof(rep[0]); i++) {
+		t = utf8_repair(rep[i].in, strlen(rep[i].in), &len);
+		assert_non_null(t);
+		assert_string_equal(t, rep[i].out);
+		assert_int_equal(len, strlen(rep[i].out));
+		assert_true(utf8_valid(t, len, NULL));
+		assert_int_equal(utf8_valid(rep[i].in, strlen(rep[i].in), NULL), !strcmp(rep[i].in, rep[i].out));
+		free(t);
+	}
+	/* a character split between chunks waits; a bad byte does not */
+	assert_int_equal(utf8_complete_len("ab\xe2\x82", 4), 2);
+	assert_int_equal(utf8_complete_len("ab\xe2\x82\xac", 5), 5);
+	assert_int_equal(utf8_complete_len("ab\xf0", 3), 2);
+	assert_int_equal(utf8_complete_len("ab\xff", 3), 3);
+	assert_int_equal(utf8_complete_len("", 0), 0);
 }
 
 static void openat_beneath_stays_inside(void **state)
@@ -287,6 +326,185 @@ static void text_diff_hunks(void **state)
 	buf_release(&small);
 }
 
+/* RFC 4648's test vectors, both ways; then what a strict decoder refuses */
+static void base64_rfc4648(void **state)
+{
+	static const char *const vec[][2] = {
+		{ "", "" },	    { "f", "Zg==" },	    { "fo", "Zm8=" },	       { "foo", "Zm9v" },
+		{ "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" },
+	};
+	static const char *const bad[] = { "Zg", "Zg=", "Z===", "Zm9v\n", "Zm 9", "Zm-_", "=Zm9", "Zg=a",
+					   "Zm9vYg=Y", "Zm9v====" };
+	struct buf b;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+		char *enc = base64_encode(vec[i][0], strlen(vec[i][0]));
+
+		assert_non_null(enc);
+		assert_string_equal(enc, vec[i][1]);
+		free(enc);
+		buf_init(&b, 64);
+		assert_int_equal(base64_decode(vec[i][1], strlen(vec[i][1]), &b), 0);
+		assert_int_equal(b.len, strlen(vec[i][0]));
+		assert_memory_equal(buf_str(&b), vec[i][0], b.len);
+		buf_release(&b);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf_init(&b, 64);
+		assert_int_equal(base64_decode(bad[i], strlen(bad[i]), &b), -EINVAL);
+		buf_release(&b);
+	}
+	/* a NUL inside is not part of the alphabet */
+	buf_init(&b, 64);
+	assert_int_equal(base64_decode("Zm\0v", 4, &b), -EINVAL);
+	buf_release(&b);
+	/* every byte value survives the round trip; the cap holds */
+	{
+		unsigned char all[256];
+		char *enc;
+
+		for (int i = 0; i < 256; i++)
+			all[i] = (unsigned char)i;
+		enc = base64_encode(all, sizeof(all));
+		assert_non_null(enc);
+		buf_init(&b, 256);
+		assert_int_equal(base64_decode(enc, strlen(enc), &b), 0);
+		assert_memory_equal(b.data, all, 256);
+		buf_release(&b);
+		buf_init(&b, 255);
+		assert_int_equal(base64_decode(enc, strlen(enc), &b), -E2BIG);
+		buf_release(&b);
+		free(enc);
+	}
+}
+
+static void check_percent(const char *in, unsigned flags, int want, const char *out)
+{
+	char b[64];
+	size_t len = 99;
+
+	assert_int_equal(percent_decode(in, strlen(in), flags, b, sizeof(b), &len), want);
+	if (want == 0) {
+		assert_int_equal(len, strlen(out));
+		assert_string_equal(b, out);
+	}
+}
+
+/* each variant of util/percent.h on what tells them apart */
+static void percent_variants(void **state)
+{
+	char in[] = "a+b%20c%2Fd", small[4];
+
+	(void)state;
+	/* a path or a query value: strict, '+' is itself */
+	check_percent("a+b%20c%2fd%C3%A9", 0, 0, "a+b c/d\xc3\xa9");
+	check_percent("%zz", 0, -EINVAL, NULL);
+	check_percent("a%", 0, -EINVAL, NULL);
+	check_percent("a%4", 0, -EINVAL, NULL);
+	check_percent("a%00b", 0, -EILSEQ, NULL);
+	/* a form: '+' is a space */
+	check_percent("a+b%2B", PERCENT_PLUS_SPACE, 0, "a b+");
+	check_percent("a+%zz", PERCENT_PLUS_SPACE, -EINVAL, NULL);
+	/* URLSearchParams: what is not an escape stays as it stands */
+	check_percent("%zz%00%4%", PERCENT_PLUS_SPACE | PERCENT_LENIENT, 0, "%zz%00%4%");
+	/* FormData's file names: only ", CR and LF were escaped */
+	check_percent("a%22b%0d%0A%41%25%", PERCENT_FORM_NAME, 0, "a\"b\r\n%41%25%");
+	/* a bounded input: an escape past n is not read */
+	{
+		char b[8];
+
+		assert_int_equal(percent_decode("a%41", 2, 0, b, sizeof(b), NULL), -EINVAL);
+	}
+	/* in place, and the size holds */
+	assert_int_equal(percent_decode(in, strlen(in), PERCENT_PLUS_SPACE, in, sizeof(in), NULL), 0);
+	assert_string_equal(in, "a b c/d");
+	assert_int_equal(percent_decode("abcd", 4, 0, small, sizeof(small), NULL), -ENOBUFS);
+	assert_string_equal(small, "abc");
+	assert_int_equal(percent_decode("ab%41", 5, 0, small, sizeof(small), NULL), 0);
+	assert_string_equal(small, "abA");
+	assert_int_equal(percent_decode("", 0, 0, small, 0, NULL), -ENOBUFS);
+}
+
+/* the two rules of util/envname.h, on what tells them apart */
+static void env_name_rules(void **state)
+{
+	static const char *const ident_ok[] = { "A", "_", "a1_B", "_9", "PATH" };
+	static const char *const any_only[] = { "1A", "A-B", "A B", "\xc3\x89", "a.b", "%" };
+	static const char *const neither[] = { "", "A=B", "=" };
+	char longest[ENV_NAME_MAX + 2];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ident_ok) / sizeof(ident_ok[0]); i++) {
+		assert_int_equal(env_name_check(ident_ok[i], strlen(ident_ok[i]), ENV_NAME_IDENTIFIER), 0);
+		assert_int_equal(env_name_check(ident_ok[i], strlen(ident_ok[i]), ENV_NAME_ANY), 0);
+	}
+	for (size_t i = 0; i < sizeof(any_only) / sizeof(any_only[0]); i++) {
+		assert_int_equal(env_name_check(any_only[i], strlen(any_only[i]), ENV_NAME_IDENTIFIER), -EINVAL);
+		assert_int_equal(env_name_check(any_only[i], strlen(any_only[i]), ENV_NAME_ANY), 0);
+	}
+	for (size_t i = 0; i < sizeof(neither) / sizeof(neither[0]); i++) {
+		assert_int_equal(env_name_check(neither[i], strlen(neither[i]), ENV_NAME_IDENTIFIER), -EINVAL);
+		assert_int_equal(env_name_check(neither[i], strlen(neither[i]), ENV_NAME_ANY), -EINVAL);
+	}
+	/* a NUL inside the length is no name's */
+	assert_int_equal(env_name_check("A\0B", 3, ENV_NAME_ANY), -EINVAL);
+	/* the cap is the same for both */
+	memset(longest, 'A', sizeof(longest));
+	assert_int_equal(env_name_check(longest, ENV_NAME_MAX, ENV_NAME_IDENTIFIER), 0);
+	assert_int_equal(env_name_check(longest, ENV_NAME_MAX, ENV_NAME_ANY), 0);
+	assert_int_equal(env_name_check(longest, ENV_NAME_MAX + 1, ENV_NAME_IDENTIFIER), -EINVAL);
+	assert_int_equal(env_name_check(longest, ENV_NAME_MAX + 1, ENV_NAME_ANY), -EINVAL);
+}
+
+static int read_json(const char *s, unsigned flags, struct json_body_error *err)
+{
+	json_t *j = NULL;
+	int r = json_body_read(s, strlen(s), flags, &j, err);
+
+	assert_true(r == 0 ? j != NULL : j == NULL);
+	json_decref(j);
+	return r;
+}
+
+/* one reader: a key twice is refused at any depth, and says which */
+static void json_body_reader(void **state)
+{
+	struct json_body_error err;
+	json_t *j = NULL;
+
+	(void)state;
+	assert_int_equal(read_json("{\"a\": 1, \"b\": {\"c\": [1, {\"d\": 2}]}}", 0, &err), 0);
+	assert_int_equal(read_json("{\"a\": 1, \"a\": 2}", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_DUPLICATE);
+	assert_non_null(strstr(err.message, "\"a\" appears twice"));
+	assert_int_equal(read_json("{\"x\": {\"k\": 1, \"k\": 1}}", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_DUPLICATE);
+	assert_non_null(strstr(err.message, "\"k\""));
+	assert_int_equal(read_json("[{\"k\": 1, \"k\": 2}]", JSON_BODY_ANY_VALUE, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_DUPLICATE);
+	/* what else a body can be refused for */
+	assert_int_equal(read_json("", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_EMPTY);
+	assert_int_equal(json_body_read("", 0, JSON_BODY_EMPTY_OBJECT, &j, &err), 0);
+	assert_true(json_is_object(j) && json_object_size(j) == 0);
+	json_decref(j);
+	assert_int_equal(read_json("[1]", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_NOT_OBJECT);
+	assert_int_equal(read_json("[1]", JSON_BODY_ANY_VALUE, &err), 0);
+	assert_int_equal(read_json("{\"a\": 1} x", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_SYNTAX);
+	assert_int_equal(read_json("{\"a\": \"\xff\"}", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_UTF8);
+	assert_int_equal(read_json("{\"a\": \"x\\u0000\"}", 0, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_NUL);
+	assert_int_equal(read_json("{\"a\": \"x\\u0000\"}", JSON_BODY_ALLOW_NUL, &err), 0);
+	assert_int_equal(read_json("{\"a\\u0000\": 1}", JSON_BODY_ALLOW_NUL, &err), -EINVAL);
+	assert_int_equal(err.problem, JSON_BODY_NUL);
+	/* err may be NULL */
+	assert_int_equal(read_json("{\"a\": 1, \"a\": 1}", 0, NULL), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +516,11 @@ int main(void)
 		cmocka_unit_test(parse_durations),
 		cmocka_unit_test(parse_integers),
 		cmocka_unit_test(utf8),
+		cmocka_unit_test(utf8_cut_and_repair),
+		cmocka_unit_test(base64_rfc4648),
+		cmocka_unit_test(percent_variants),
+		cmocka_unit_test(env_name_rules),
+		cmocka_unit_test(json_body_reader),
 		cmocka_unit_test(openat_beneath_stays_inside),
 		cmocka_unit_test(outorder_keeps_order_and_the_cut),
 		cmocka_unit_test(outorder_keeps_first_and_last_half),

@@ -15,7 +15,6 @@
 #include "engine/tool_sql_internal.h"
 #include "sandbox/sandbox.h"
 #include "session/workspace.h"
-#include "util/base64.h"
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/banned.h"

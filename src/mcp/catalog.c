@@ -18,6 +18,7 @@
 #include "util/base64.h"
 #include "util/macro.h"
 #include "util/utf8.h"
+#include "util/json.h"
 #include "util/banned.h"
 
 #define CODE_MAX (8u << 20) /* the engine's limit on code (ENGINE_CODE_MAX) */
@@ -291,7 +292,7 @@ static int call_write(struct mcp_tools *t, const struct args *a, json_t **ret, s
 
 static json_t *text_block(const char *text, size_t len)
 {
-	return json_pack("{s:s, s:o}", "type", "text", "text", mcp_text(text, len));
+	return json_pack("{s:s, s:o}", "type", "text", "text", json_utf8_prefix(text, len));
 }
 
 static const char *str_at(json_t *o, const char *a, const char *b)

@@ -81,11 +81,6 @@ json_t *mcp_tools_engine_list(struct mcp_tools *t);
 int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, json_t **ret,
 			  struct buf *msg);
 
-/* A JSON string of s[0..n), cut before the first byte that is not
- * UTF-8 (a message that quotes the client may have split a character).
- * New reference. */
-json_t *mcp_text(const char *s, size_t n);
-
 /* ---- catalog.c: the tools as the protocol sees them ---- */
 
 /* The array of tool definitions for tools/list.  structured: the

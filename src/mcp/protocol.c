@@ -317,20 +317,10 @@ static int dispatch(struct mcp_conn *c, const char *name, json_t *params, struct
 
 /* ---- messages ---- */
 
-json_t *mcp_text(const char *s, size_t n)
-{
-	uint64_t bad;
-
-	/* messages quote what the client sent, cut to a length that may
-	 * split a character: keep the valid prefix */
-	if (!utf8_valid(s, n, &bad))
-		n = (size_t)bad;
-	return json_stringn(s, n);
-}
 
 static json_t *error_reply(json_t *id, int code, const char *msg, json_t *data)
 {
-	json_t *err = json_pack("{s:i, s:o}", "code", code, "message", mcp_text(msg, strlen(msg)));
+	json_t *err = json_pack("{s:i, s:o}", "code", code, "message", json_utf8_prefix(msg, strlen(msg)));
 
 	if (data)
 		json_object_set(err, "data", data);

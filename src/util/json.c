@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/json.h"
+#include "util/utf8.h"
 #include "util/banned.h"
 
 static int fail(struct json_body_error *err, enum json_body_problem p, const json_error_t *je,
@@ -96,4 +97,13 @@ int json_body_read(const char *data, size_t len, unsigned flags, json_t **ret,
 	}
 	*ret = j;
 	return 0;
+}
+
+json_t *json_utf8_prefix(const char *s, size_t n)
+{
+	uint64_t bad;
+
+	if (!utf8_valid(s, n, &bad))
+		n = (size_t)bad;
+	return json_stringn(s, n);
 }

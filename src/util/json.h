@@ -44,4 +44,9 @@ struct json_body_error {
 int json_body_read(const char *data, size_t len, unsigned flags, json_t **ret,
 		   struct json_body_error *err);
 
+/* A JSON string of s[0..n), cut before the first byte that is not UTF-8
+ * (a message that quotes a client may have split a character).  New
+ * reference, or NULL without memory. */
+json_t *json_utf8_prefix(const char *s, size_t n);
+
 #endif

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/banned.h"
+
+static bool retry_pending(void);
 
 static const char *const ctrl_names[_CGROUP_CTRL_MAX] = {
 	[CGROUP_CTRL_MEMORY] = "memory",
@@ -652,6 +655,7 @@ int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory
 	char v[32];
 	int r = 0;
 
+	(void)retry_pending();
 	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
 		const char *shared;
 
@@ -925,6 +929,57 @@ bool cgroup_remove_dirs(const struct cgroup *cg)
 	return gone;
 }
 
+/* Directories that cgroup_destroy() could not remove within its second
+ * (a task still leaving: on a host at a load of 120, a killed tree's last
+ * task took longer, and the soak found a memory cgroup left behind).
+ * They are tried again whenever a cgroup is made, and at exit for up to
+ * two seconds more.  Bounded: past CGROUP_PENDING_MAX the oldest is
+ * given up to the next process's sweep (cgroup_host_sweep). */
+#define CGROUP_PENDING_MAX 64
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *pending[CGROUP_PENDING_MAX];
+static size_t n_pending;
+
+static void defer_rmdir(char *path)
+{
+	pthread_mutex_lock(&pending_lock);
+	if (n_pending == CGROUP_PENDING_MAX) {
+		free(pending[0]);
+		memmove(pending, pending + 1, (CGROUP_PENDING_MAX - 1) * sizeof(pending[0]));
+		n_pending--;
+	}
+	pending[n_pending++] = path;
+	pthread_mutex_unlock(&pending_lock);
+}
+
+/* Try each deferred directory once; true if none is left. */
+static bool retry_pending(void)
+{
+	size_t kept = 0;
+	bool none;
+
+	pthread_mutex_lock(&pending_lock);
+	for (size_t i = 0; i < n_pending; i++) {
+		if (rmdir(pending[i]) == 0 || errno != EBUSY)
+			free(pending[i]);
+		else
+			pending[kept++] = pending[i];
+	}
+	n_pending = kept;
+	none = !kept;
+	pthread_mutex_unlock(&pending_lock);
+	return none;
+}
+
+__attribute__((destructor)) static void pending_at_exit(void)
+{
+	for (int i = 0; i < 200 && !retry_pending(); i++) {
+		struct timespec ts = { 0, 10000000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 void cgroup_destroy(struct cgroup *cg)
 {
 	for (int i = 0; i < CGROUP_STAT_FILES; i++)
@@ -937,13 +992,17 @@ void cgroup_destroy(struct cgroup *cg)
 			continue;
 		/* Tasks killed a moment ago may still be leaving: retry
 		 * EBUSY for up to a second. */
+		bool busy = false;
+
 		for (int i = 0; i < 1000; i++) {
 			struct timespec ts = { 0, 1000000 };
 
+			busy = false;
 			if (rmdir(cg->path[c]) == 0 || errno == ENOENT)
 				break;
 			if (errno != EBUSY)
 				break;
+			busy = true;
 			nanosleep(&ts, NULL);
 		}
 		/* v2 shares one directory between all slots */
@@ -952,7 +1011,10 @@ void cgroup_destroy(struct cgroup *cg)
 				free(cg->path[d]);
 				cg->path[d] = NULL;
 			}
-		free(cg->path[c]);
+		if (busy)
+			defer_rmdir(cg->path[c]);
+		else
+			free(cg->path[c]);
 		cg->path[c] = NULL;
 	}
 	close_fd(&cg->oom_efd);

@@ -156,7 +156,7 @@ static void pool_metrics(struct buf *b, const struct session_pool_health *h)
 		st->cell_failures);
 }
 
-static const char *const door_names[API_DOOR_COUNT] = { "api", "e2b", "mcp" };
+static const char *const door_names[API_DOOR_COUNT] = { "api", "e2b", "mcp", "agent" };
 
 enum api_door api_door_of(const char *door)
 {

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "session/session.h"
+#include "engine/sessions.h"
 #include "util/buf.h"
 
 /* Named limits. */

@@ -14,6 +14,7 @@
 #include "engine/audit.h"
 #include "engine/sessions.h"
 #include "engine/policy.h"
+#include "engine/setup.h"
 #include "engine/result_text.h"
 #include "engine/tool.h"
 #include "util/macro.h"
@@ -44,7 +45,7 @@ void agent_config_init(struct agent_config *c)
 	c->stop_fd = -1;
 	c->stop_w = -1;
 	c->door = DOOR_CLI;
-	session_opts_init(&c->session);
+	engine_session_opts_init(&c->session);
 }
 
 int agent_observation(json_t *result, struct buf *b)

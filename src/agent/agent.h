@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "session/session.h"
+#include "engine/sessions.h"
 #include "util/buf.h"
 
 /* Named limits. */
@@ -87,6 +87,19 @@ struct agent_config {
 	 * records it; codecell agent --policy, before the model is asked):
 	 * the loop makes it without a second check; its steps are checked */
 	bool session_checked;
+	/* The server's table of sessions (POST /v1/agent; borrowed), or
+	 * NULL: one of the run's own (codecell agent).  In the server's, the
+	 * run's session is one of every door's (door "agent"): listed,
+	 * counted against its cap, and open to another door of the same
+	 * client, whose cells wait for the session's lock as any two
+	 * clients' do; a delete ends the run (AGENT_STOPPED).  The caller
+	 * has reserved a place in it and, with session_checked, holds
+	 * client's session slot: the run takes both over (the session's, or
+	 * given back when it makes none).  stop_w, the write end of
+	 * stop_fd's pipe, becomes the session's stop pipe with it, so that
+	 * another door's interrupt or delete reaches the running cell. */
+	struct engine_sessions *sessions;
+	int stop_w;
 	/* Each event as it happens (see agent_run); borrowed.  NULL: none. */
 	void (*on_event)(void *userdata, json_t *event);
 	void *userdata;

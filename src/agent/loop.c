@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/internal.h"
 #include "engine/engine.h"
 #include "engine/audit.h"
 #include "engine/sessions.h"
 #include "engine/policy.h"
+#include "engine/setup.h"
 #include "engine/result_text.h"
 #include "engine/tool.h"
 #include "util/macro.h"
@@ -41,8 +43,9 @@ void agent_config_init(struct agent_config *c)
 	c->retries = AGENT_DEFAULT_RETRIES;
 	c->retry_delay_s = AGENT_RETRY_DELAY_S;
 	c->stop_fd = -1;
+	c->stop_w = -1;
 	c->door = DOOR_CLI;
-	session_opts_init(&c->session);
+	engine_session_opts_init(&c->session);
 }
 
 int agent_observation(json_t *result, struct buf *b)
@@ -64,21 +67,33 @@ struct loop {
 	const struct agent_config *cfg;
 	const char *lang;
 	struct llm *llm;
-	/* the session, the engine's (a registry of one, as the shell's):
-	 * made, run and closed through engine/sessions.h's pipeline */
-	struct engine_sessions reg;
+	/* the session, the engine's: in the server's table (cfg->sessions)
+	 * or in one of its own (a registry of one, as the shell's); made,
+	 * run and closed through engine/sessions.h's pipeline.  Another door
+	 * may end it in the server's: e is held by the loop's reference, and
+	 * its kernel and workspace are only reached through the engine,
+	 * under e's lock. */
+	struct engine_sessions own, *reg;
 	struct engine_session *e;
 	struct engine_caller cl; /* each step: the client, the door, the record */
-	struct session *s;	 /* e->s */
 	json_t *messages, *steps, *transcript;
 	bool tools; /* offer the tool in requests */
 	unsigned executed, empty;
 	struct buf err;
 };
 
+/* The caller's stop, or the session ended by another door. */
 static bool stopped(const struct loop *L)
 {
-	return L->cfg->stop_flag && __atomic_load_n(L->cfg->stop_flag, __ATOMIC_SEQ_CST);
+	return (L->cfg->stop_flag && __atomic_load_n(L->cfg->stop_flag, __ATOMIC_SEQ_CST)) ||
+	       (L->e && engine_session_gone(L->e));
+}
+
+/* engine_caller.claim: a cell starts only if the run was not stopped
+ * (the stop record may have been drained with earlier ones). */
+static bool claim(void *cls)
+{
+	return !stopped(cls);
 }
 
 /* Hand an event to the caller; steals ev. */
@@ -260,10 +275,15 @@ static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 	json_decref(args);
 	*ret_exec_ms = res.status == RESULT_REJECTED ? 0 : (double)(now_ns() - t0) / 1e6;
 	if (k < 0) {
+		bool ended = k == -ECANCELED || k == -ESRCH;
+
 		run_result_release(&res);
 		return json_pack("{s:s, s:{s:s, s:s, s:s}}", "status", "error", "error", "name",
-				 "SessionError", "value", err.message[0] ? err.message : strerror(-k),
-				 "traceback", "the session cannot go on: its kernel could not be restarted");
+				 "SessionError", "value",
+				 k == -ECANCELED ? "the run was stopped"
+				 : err.message[0] ? err.message : strerror(-k),
+				 "traceback", ended ? "the run was stopped, or its session closed"
+					 : "the session cannot go on: its kernel could not be restarted");
 	}
 	j = run_result_to_json(&res);
 	run_result_release(&res);
@@ -281,14 +301,21 @@ static json_t *run_tool(struct loop *L, const struct call *c, double *ret_ms)
 	char msg[TOOL_MSG_MAX];
 	uint64_t t0 = now_ns();
 	json_t *res = NULL;
-	int http, k;
+	int http, k, ws;
 
 	engine_tool_ctx_init(&ctx, (enum engine_door)L->cfg->door);
 	ctx.client = L->cfg->client;
 	ctx.policies = L->cfg->policies;
 	ctx.stop_flag = L->cfg->stop_flag;
-	ctx.workspace_fd = session_workspace_fd(L->s);
-	k = engine_tool_call(&ctx, &rq, &res, &http, msg, sizeof(msg));
+	/* a fd of our own: the session's lock is not held while the tool
+	 * runs, and another door may end the session meanwhile */
+	ws = engine_session_workspace_fd(L->e);
+	ctx.workspace_fd = ws < 0 ? -1 : ws;
+	k = ws < 0 ? (snprintf(msg, sizeof(msg), "the session has no workspace now: %s",
+			       ws == -ESRCH ? "it was closed" : "run code in it first"), ws)
+		   : engine_tool_call(&ctx, &rq, &res, &http, msg, sizeof(msg));
+	if (ws >= 0)
+		close(ws);
 	*ret_ms = (double)(now_ns() - t0) / 1e6;
 	if (k < 0)
 		res = json_pack("{s:{s:s, s:s}}", "error", "name", "ToolError", "value", msg);
@@ -417,6 +444,9 @@ enum turn { TURN_AGAIN, TURN_DONE };
 
 static enum turn finish(struct loop *L, enum agent_outcome o, const char *answer, int *ret)
 {
+	if (o == AGENT_STOPPED && L->e && engine_session_gone(L->e) && !L->err.len)
+		(void)buf_printf(&L->err, "the session '%s' was closed by another client or door "
+					  "(DELETE /v1/sessions/ID): the run cannot go on", L->e->id);
 	json_object_set_new(L->transcript, "outcome", json_string(agent_outcome_name(o)));
 	if (answer)
 		json_object_set_new(L->transcript, "answer", json_string(answer));
@@ -570,21 +600,37 @@ static enum turn turn(struct loop *L, int *ret)
 
 static int start(struct loop *L, const char *question)
 {
-	struct engine_session_spec spec = { .so = L->cfg->session };
+	struct engine_session_spec spec = { .so = L->cfg->session, .door = "agent" };
 	struct engine_session_error err;
 	int r;
 
 	r = llm_new(L->cfg, &L->llm, &L->err);
-	if (r < 0)
+	if (r < 0) {
+		/* what the caller held for the session goes back */
+		if (L->cfg->sessions)
+			engine_session_unhold(L->reg, L->cfg->session_checked ? L->cfg->client : NULL);
 		return r;
+	}
+	if (L->cfg->sessions) {
+		/* the caller reserved its place (and with session_checked,
+		 * took the client's slot); the run ends it, not the reaper
+		 * while the model thinks */
+		spec.held = true;
+		spec.so.idle_timeout_s = 0;
+		spec.has_stop = L->cfg->stop_w >= 0;
+		spec.stop_r = L->cfg->stop_fd;
+		spec.stop_w = L->cfg->stop_w;
+	}
 	/* the door checked the session (agent.h, session_checked): made
 	 * here without a second check, which would count it twice */
 	if (L->cfg->session_checked) {
 		struct engine_caller door = { .door = (enum engine_door)L->cfg->door };
 
-		r = engine_session_new(&L->reg, &door, &spec, &L->e, &err);
+		if (L->cfg->sessions)
+			door.client = L->cfg->client; /* its slot goes with the entry */
+		r = engine_session_new(L->reg, &door, &spec, &L->e, &err);
 	} else {
-		r = engine_session_new(&L->reg, &L->cl, &spec, &L->e, &err);
+		r = engine_session_new(L->reg, &L->cl, &spec, &L->e, &err);
 	}
 	if (r < 0) {
 		(void)buf_printf(&L->err, "cannot start the %s session: %s", L->lang,
@@ -592,7 +638,6 @@ static int start(struct loop *L, const char *question)
 				 : err.message[0] ? err.message : strerror(-r));
 		return r;
 	}
-	L->s = L->e->s;
 	json_array_append_new(L->messages, system_prompt(L));
 	json_array_append_new(L->messages,
 			      json_pack("{s:s, s:s}", "role", "user", "content", question));
@@ -612,7 +657,11 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 	L.cl.door = (enum engine_door)cfg->door;
 	L.cl.audit = cfg->audit;
 	L.cl.request_id = cfg->request_id;
-	(void)engine_sessions_init(&L.reg, 1); /* a failure shows at the session's start */
+	L.cl.claim = claim;
+	L.cl.claim_cls = &L;
+	/* a failure shows at the session's start */
+	(void)engine_sessions_init(&L.own, 1);
+	L.reg = cfg->sessions ? cfg->sessions : &L.own;
 	L.messages = json_array();
 	L.steps = json_array();
 	L.transcript = json_pack("{s:s, s:s, s:s, s:i, s:O, s:O}", "question", question, "model",
@@ -634,7 +683,7 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 	 * another run on reading it finds the session slot free */
 	if (L.e) {
 		/* its close recorded where its start was checked here */
-		engine_session_close(&L.reg, cfg->session_checked ? NULL : &L.cl, L.e);
+		engine_session_close(L.reg, cfg->session_checked ? NULL : &L.cl, L.e);
 		engine_session_unref(TAKE_PTR(L.e));
 	}
 	emit(&L, json_pack("{s:s, s:O, s:O, s:O, s:i}", "type", "done", "outcome",
@@ -645,7 +694,7 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 			   json_object_get(L.transcript, "error") ? json_object_get(L.transcript, "error")
 								  : json_null(),
 			   "steps", (int)L.executed));
-	engine_sessions_release(&L.reg);
+	engine_sessions_release(&L.own);
 	llm_free(L.llm);
 	buf_release(&L.err);
 	json_decref(L.messages);

@@ -6,8 +6,9 @@
  * The loop runs on a thread of its own; its events are queued (capped)
  * and the connection's thread sends them.  A client that goes away
  * raises the loop's stop flag: the model request or the cell in progress
- * stops and the session is closed.  The loop's session counts against
- * --max-sessions while it runs. */
+ * stops and the session is closed.  The loop's session is one of the
+ * server's (door "agent"): it counts against --max-sessions, is listed
+ * by GET /v1/sessions and /metrics, and a DELETE of it ends the run. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -86,10 +87,6 @@ static void on_event(void *userdata, json_t *ev)
 	}
 	if (!line)
 		return;
-	/* the run's session is closed before its "done": the slots it held
-	 * are free before the client reads that */
-	if (!strcmp(json_string_value(json_object_get(ev, "type")) ?: "", "done"))
-		job_give_back(j);
 	pthread_mutex_lock(&j->lock);
 	if (buf_append(&j->queue, line, n) == 0 && buf_append(&j->queue, "\n", 1) < 0)
 		j->queue.len -= n;
@@ -319,6 +316,7 @@ enum MHD_Result api_handle_agent(struct api_call *c)
 	struct agent_job *j;
 	struct api_error e;
 	enum MHD_Result ret;
+	bool held;
 
 	if (!c->srv->cfg.agent_model || !c->srv->cfg.agent_base_url)
 		return api_respond_errorf(c, 404, "agent_not_configured",
@@ -347,10 +345,18 @@ enum MHD_Result api_handle_agent(struct api_call *c)
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)
 		j->client_fd = ci->connect_fd;
+	/* the run takes over the place and the client's slot (agent.h):
+	 * they go with its session, which it closes before its "done" */
+	j->cfg.sessions = &c->srv->reg;
+	j->cfg.stop_w = j->stop[1];
+	held = j->holds_session;
+	j->reserved = j->holds_session = false;
 	errno = pthread_create(&j->thread, NULL, job_main, j);
 	if (errno) {
 		int err = errno;
 
+		j->reserved = true;
+		j->holds_session = held;
 		job_free(j);
 		return api_respond_errorf(c, 500, "internal", "cannot start the agent: %s",
 					  strerror(err));

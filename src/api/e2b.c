@@ -16,6 +16,7 @@
 #include "api/policy.h"
 #include "api/e2b.h"
 #include "engine/limits.h"
+#include "engine/setup.h"
 #include "util/timeutil.h"
 #include "util/envname.h"
 #include "util/json.h"
@@ -794,7 +795,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 		struct engine_caller cl;
 		uint64_t t0;
 
-		session_opts_init(&spec.so);
+		engine_session_opts_init(&spec.so);
 		spec.so.preload = srv->preload;
 		spec.so.pool = srv->pool;
 		spec.so.env = n_env ? (const char *const *)env : NULL;

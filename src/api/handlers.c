@@ -13,6 +13,7 @@
 #include "api/metrics.h"
 #include "api/policy.h"
 #include "api/server.h"
+#include "engine/setup.h"
 #include "engine/sessions.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
@@ -70,7 +71,7 @@ enum MHD_Result api_handle_healthz(struct api_call *c)
 	json_t *j;
 
 	if (srv->pool)
-		session_pool_health(srv->pool, &h);
+		engine_pool_health(srv->pool, &h);
 	j = json_pack("{s:s, s:i, s:i, s:i}", "status",
 		      srv->pool && h.degraded ? "degraded" : "ok", "sessions",
 		      (int)engine_sessions_count(&srv->reg), "max_sessions", (int)srv->cfg.max_sessions,
@@ -103,7 +104,7 @@ enum MHD_Result api_handle_metrics(struct api_call *c)
 		struct session_pool_health h;
 
 		if (srv->pool)
-			session_pool_health(srv->pool, &h);
+			engine_pool_health(srv->pool, &h);
 		text = api_metrics_text(&srv->metrics, n, srv->cfg.max_sessions, busy, by_door,
 					srv->pool ? &h : NULL, &len);
 	}
@@ -199,7 +200,7 @@ enum MHD_Result api_handle_session_get(struct api_call *c)
 static int session_options(struct api_server *srv, const struct api_request *req,
 			   struct session_opts *so, struct api_error *e)
 {
-	session_opts_init(so);
+	engine_session_opts_init(so);
 	/* the parser refused languages without sessions */
 	if (req->set & API_SET_LANG)
 		(void)engine_lang_session(req->lang, &so->lang);
@@ -378,7 +379,7 @@ static void log_pool(struct api_server *srv)
 
 	if (!srv->pool)
 		return;
-	session_pool_health(srv->pool, &h);
+	engine_pool_health(srv->pool, &h);
 	if (h.stats.template_deaths != srv->pool_deaths_logged) {
 		api_log(srv, "warning",
 			"the warm pool's template died (%llu so far): %s; sessions start cold until a new one is up",

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "api/metrics.h"
-#include "sandbox/sandbox.h"
+#include "engine/setup.h"
 #include "util/buf.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
@@ -156,7 +156,7 @@ static void pool_metrics(struct buf *b, const struct session_pool_health *h)
 		st->cell_failures);
 }
 
-static const char *const door_names[API_DOOR_COUNT] = { "api", "e2b", "mcp" };
+static const char *const door_names[API_DOOR_COUNT] = { "api", "e2b", "mcp", "agent" };
 
 enum api_door api_door_of(const char *door)
 {
@@ -201,9 +201,9 @@ char *api_metrics_text(struct api_metrics *m, unsigned sessions, unsigned max_se
 	(void)buf_puts(&b, "# HELP codecell_limits_hit_total Executions that ran into a limit, by limit.\n"
 			   "# TYPE codecell_limits_hit_total counter\n");
 	for (unsigned bit = 0; bit < 16; bit++) {
-		const char *name = sandbox_limit_name(1u << bit);
+		const char *name = engine_limit_hit_name(1u << bit);
 
-		if (name && (1u << bit) != SANDBOX_LIMIT_LANDLOCK)
+		if (name)
 			(void)buf_printf(&b, "codecell_limits_hit_total{limit=\"%s\"} %llu\n", name,
 					 (unsigned long long)m->limits_hit[bit]);
 	}

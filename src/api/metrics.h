@@ -42,7 +42,7 @@ void api_metrics_add(struct api_metrics *m, uint64_t *counter);
 void api_metrics_session_op(struct api_metrics *m, enum api_session_op op, uint64_t start_ns);
 /* The doors whose sessions the server's table holds (an entry's door:
  * "api", "e2b", "mcp"), for codecell_sessions_by_door. */
-enum api_door { API_DOOR_V1, API_DOOR_E2B, API_DOOR_MCP, API_DOOR_COUNT };
+enum api_door { API_DOOR_V1, API_DOOR_E2B, API_DOOR_MCP, API_DOOR_AGENT, API_DOOR_COUNT };
 enum api_door api_door_of(const char *door);
 
 /* The Prometheus text exposition format.  Owned by the caller. */

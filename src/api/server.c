@@ -24,10 +24,10 @@
 #include "api/metrics.h"
 #include "api/server.h"
 #include "api/text.h"
+#include "engine/setup.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
 #include "engine/tool.h"
-#include "sandbox/sandbox.h"
 #include "util/buf.h"
 #include "util/macro.h"
 #include "util/parse.h"
@@ -696,9 +696,9 @@ static int start_pool(struct api_server *srv)
 
 	if (!srv->cfg.pool_size)
 		return 0;
-	session_opts_init(&so);
+	engine_session_opts_init(&so);
 	so.preload = srv->preload;
-	r = session_pool_new(&so, srv->cfg.pool_size, &srv->pool, &msg);
+	r = engine_pool_new(&so, srv->cfg.pool_size, &srv->pool, &msg);
 	if (r < 0) {
 		api_log(srv, "warning", "--pool %u: no warm pool (%s); sessions start cold",
 			srv->cfg.pool_size, msg ? msg : strerror(-r));
@@ -846,7 +846,6 @@ static void set_listen_host(struct api_server *srv)
 int api_server_new(const struct api_config *c, struct api_server **ret, char **ret_error)
 {
 	struct api_server *srv;
-	struct sandbox_host_info hi;
 	int r;
 
 	*ret_error = NULL;
@@ -904,7 +903,7 @@ int api_server_new(const struct api_config *c, struct api_server **ret, char **r
 		return r;
 	}
 	/* the process-wide cgroup probe, once, before any thread needs it */
-	sandbox_host_info(&hi);
+	engine_host_probe();
 	start_pool(srv);
 	r = pthread_create(&srv->reaper, NULL, api_reaper_main, srv);
 	if (r != 0) {
@@ -973,7 +972,7 @@ void api_server_free(struct api_server *srv)
 		pthread_join(srv->reaper, NULL);
 	engine_sessions_close_all(&srv->reg); /* any made while the daemon stopped */
 	api_mcp_free(srv->mcp);
-	session_pool_free(srv->pool);
+	engine_pool_free(srv->pool);
 	api_e2b_free(srv);
 	engine_sessions_release(&srv->reg);
 	api_jobs_free(srv->jobs);

@@ -242,6 +242,27 @@ int engine_session_process_open(struct engine_session *e, pid_t pid)
 	return r;
 }
 
+bool engine_session_gone(const struct engine_session *e)
+{
+	return __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST) != 0;
+}
+
+int engine_session_workspace_fd(struct engine_session *e)
+{
+	int fd = -ESRCH;
+
+	pthread_mutex_lock(&e->lock);
+	if (e->s && !engine_session_gone(e)) {
+		fd = session_workspace_fd(e->s);
+		if (fd < 0)
+			fd = -ENOENT;
+		else if ((fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+			fd = -errno;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return fd;
+}
+
 int engine_process_status(int pidfd, int *ret_wstatus)
 {
 	return sandbox_process_status(pidfd, ret_wstatus);
@@ -456,6 +477,27 @@ static void describe_entry(struct engine_session *e, const struct session_opts *
 	e->project = so->project_dir ? strdup(so->project_dir) : NULL;
 }
 
+/* The caller's stop pipe as e's (spec->has_stop). */
+static int use_stop_pipe(struct engine_session *e, const struct engine_session_spec *spec)
+{
+	int r = fcntl(spec->stop_r, F_DUPFD_CLOEXEC, 3), w;
+
+	if (r < 0)
+		return -errno;
+	w = fcntl(spec->stop_w, F_DUPFD_CLOEXEC, 3);
+	if (w < 0) {
+		int k = -errno;
+
+		close(r);
+		return k;
+	}
+	close_fd(&e->stop_r);
+	close_fd(&e->stop_w);
+	e->stop_r = r;
+	e->stop_w = w;
+	return 0;
+}
+
 /* The kernel started: note how fast and what it imported; register it. */
 static void started(struct engine_sessions *reg, struct engine_session *e, uint64_t t0)
 {
@@ -508,6 +550,13 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 		return r;
 	}
 	describe_entry(e, &so);
+	r = spec->has_stop ? use_stop_pipe(e, spec) : 0;
+	if (r < 0) {
+		engine_env_free(seeded);
+		engine_session_unref(e);
+		err_set(err, 500, "internal", "cannot make a session: %s", strerror(-r));
+		return r;
+	}
 	r = session_new(&so, &e->s, &msg);
 	engine_env_free(seeded);
 	if (r < 0) {
@@ -537,6 +586,17 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 	int r;
 
 	memset(err, 0, sizeof(*err));
+	if (spec->held) {
+		struct engine_caller quiet = *cl;
+
+		/* checked and recorded by the caller; what it holds goes with
+		 * the entry, or back */
+		quiet.audit = NULL;
+		r = start_session(reg, &quiet, spec, ret, err);
+		if (r < 0)
+			engine_session_unhold(reg, cl->client);
+		return r;
+	}
 	if (engine_sessions_reserve(reg) < 0) {
 		err_set(err, 429, "too_many_sessions",
 			"%u sessions are open, the most this server allows (--max-sessions): delete one first",
@@ -560,6 +620,13 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 	if (r < 0)
 		engine_sessions_unreserve(reg);
 	return r;
+}
+
+void engine_session_unhold(struct engine_sessions *reg, struct engine_client *client)
+{
+	engine_sessions_unreserve(reg);
+	if (client)
+		engine_release(client, ACTION_SESSION_CREATE);
 }
 
 int engine_session_check(struct engine_caller *cl, struct engine_session *e,
@@ -776,9 +843,11 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 	}
 	if (r < 0)
 		return r;
-	r = engine_session_cell(e, code, len, &o, NULL, NULL, ret, err);
+	r = engine_session_cell(e, code, len, &o, cl->claim, cl->claim_cls, ret, err);
 	if (cl->client)
 		engine_release(cl->client, ACTION_SESSION_EXEC);
+	if (r == -ECANCELED)
+		return r;
 	rec.duration_ms = (double)(now_ns() - t0) / 1e6;
 	rec.res = r == 0 ? ret : NULL;
 	rec.status = r == 0 ? NULL : "error";

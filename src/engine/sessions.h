@@ -64,7 +64,7 @@ struct engine_session {
 	char *audit_client;
 	enum engine_door audit_door;
 	/* the door that made it, for listings and for the doors that keep
-	 * to their own ("api", "e2b", "mcp"; static) */
+	 * to their own ("api", "e2b", "mcp", "agent"; static) */
 	const char *door;
 };
 
@@ -110,6 +110,14 @@ void engine_session_end(struct engine_session *e);
 void engine_session_note_preload(struct engine_session *e);
 /* Under e->lock: an execution is over. */
 void engine_session_touch(struct engine_session *e);
+/* Whether e was deleted or expired (another door, the reaper, a
+ * shutdown): nothing more will run in it.  Without e->lock. */
+bool engine_session_gone(const struct engine_session *e);
+/* e's workspace directory as a fd of the caller's (O_CLOEXEC), taken
+ * under e->lock so that a close by another door cannot free it
+ * meanwhile: -ESRCH when e is gone, -ENOENT when it has no sandbox now,
+ * -errno. */
+int engine_session_workspace_fd(struct engine_session *e);
 /* A pidfd (the caller's) of the process pid in e's sandbox, seen from
  * outside it (session_process_open), taking e->lock: -ESRCH when the
  * session or the process is gone, -errno. */
@@ -144,6 +152,12 @@ struct engine_caller {
 	int (*approve)(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		       char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
 	void *approve_cls;
+	/* Whether the caller still wants a cell to start, asked under the
+	 * session's lock after earlier stop records were drained (a stop
+	 * raised just before is not lost with them): NULL, or false and
+	 * engine_session_run() returns -ECANCELED, nothing run. */
+	bool (*claim)(void *cls);
+	void *claim_cls;
 	int audit_err; /* out: the last record that could not be written, -errno */
 };
 
@@ -167,6 +181,19 @@ struct engine_session_spec {
 	const char *door; /* the entry's door (static), NULL: the caller's door's name */
 	bool has_seed;
 	uint64_t seed;
+	/* The caller checked the session itself and holds what a create
+	 * takes: a place in reg (engine_sessions_reserve) and, with
+	 * cl->client, the client's session slot (engine_check_session).  No
+	 * second check or reservation; both go with the new entry, and are
+	 * given back when it cannot be made.  Nothing is recorded (the
+	 * caller recorded its check). */
+	bool held;
+	/* The caller's stop pipe (both ends, dup'd) as the entry's, so that
+	 * the caller's own stop records and another door's interrupt or
+	 * delete (engine_session_signal) reach the same cells; false: a
+	 * pipe of its own. */
+	bool has_stop;
+	int stop_r, stop_w;
 };
 
 /* The errors of the calls below: 0, or -EPERM (the policy, verdict
@@ -179,6 +206,10 @@ struct engine_session_spec {
 int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 		       struct engine_session_spec *spec, struct engine_session **ret,
 		       struct engine_session_error *err);
+/* Give back what a spec->held create would have taken, when the caller
+ * makes no session after all: reg's place, client's session slot (client
+ * NULL: none). */
+void engine_session_unhold(struct engine_sessions *reg, struct engine_client *client);
 /* The policy check and record of action a on e alone (E2B's process
  * signals, a project's apply): 0, -EPERM or -EINPROGRESS. */
 int engine_session_check(struct engine_caller *cl, struct engine_session *e,
@@ -202,6 +233,7 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
  * first), the record (args: the call's arguments for it, borrowed, or
  * NULL).  0 with *ret the result, a refusal by the policy included
  * (status rejected, naming the rule); -EINPROGRESS (held, no result),
+ * -ECANCELED (cl->claim said no; nothing run, nothing recorded),
  * -ESRCH (e was closed), -EBUSY (e is being restarted), another -errno
  * (the session cannot go on): err says so. */
 int engine_session_run(struct engine_caller *cl, struct engine_session *e, const char *code,

@@ -33,11 +33,10 @@
 #include "engine/engine.h"
 #include "engine/files.h"
 #include "engine/policy.h"
+#include "engine/setup.h"
 #include "engine/sessions.h"
 #include "engine/tool.h"
 #include "mcp/internal.h"
-#include "session/session.h"
-#include "session/workspace.h"
 #include "util/fs.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
@@ -76,7 +75,7 @@ static void log_msg(const struct mcp_tools *t, const char *level, const char *fm
 
 static void base_opts(const struct mcp_tools *t, struct session_opts *so)
 {
-	session_opts_init(so);
+	engine_session_opts_init(so);
 	so->limits = t->cfg.limits;
 	so->output_limit = t->cfg.output_limit;
 	so->net = t->cfg.net;
@@ -92,7 +91,7 @@ static void *pool_main(void *arg)
 	struct session_opts so;
 
 	base_opts(t, &so);
-	t->pool_err = session_pool_new(&so, t->cfg.pool_size, &t->pool, &t->pool_msg);
+	t->pool_err = engine_pool_new(&so, t->cfg.pool_size, &t->pool, &t->pool_msg);
 	return NULL;
 }
 
@@ -196,7 +195,7 @@ void mcp_tools_free(struct mcp_tools *t)
 		engine_sessions_release(&t->own);
 	}
 	pool_wait(t);
-	session_pool_free(t->pool);
+	engine_pool_free(t->pool);
 	free(t->pool_msg);
 	free(t->preload);
 	free(t);
@@ -420,18 +419,25 @@ static int parse_session_lang(const char *name, enum session_lang *ret, const ch
 	return 0;
 }
 
-/* Under e->lock. */
-static json_t *session_json(const struct engine_session *e)
+/* Under e->lock: what the kernel imported is the entry's note of it
+ * (engine_session_note_preload, under e->info). */
+static json_t *session_json(struct engine_session *e)
 {
+	json_t *j;
+
 	if (!e->s)
 		return json_pack("{s:s, s:s, s:b, s:n, s:s, s:s, s:n}", "session_id", e->id, "language",
 				 lang_name(e), "pooled", e->pooled, "preload", "preloaded", "",
 				 "preload_failed", "", "project");
-	return json_pack("{s:s, s:s, s:b, s:o, s:s, s:s, s:o}", "session_id", e->id, "language",
-			 lang_name(e), "pooled", e->pooled, "preload",
-			 e->preload ? json_string(e->preload) : json_null(), "preloaded",
-			 session_preloaded(e->s), "preload_failed", session_preload_failed(e->s),
-			 "project", e->project ? json_string(e->project) : json_null());
+	pthread_mutex_lock(&e->info);
+	j = json_pack("{s:s, s:s, s:b, s:o, s:s, s:s, s:o}", "session_id", e->id, "language",
+		      lang_name(e), "pooled", e->pooled, "preload",
+		      e->preload ? json_string(e->preload) : json_null(), "preloaded",
+		      e->preloaded ? e->preloaded : "", "preload_failed",
+		      e->preload_failed ? e->preload_failed : "", "project",
+		      e->project ? json_string(e->project) : json_null());
+	pthread_mutex_unlock(&e->info);
+	return j;
 }
 
 int mcp_tools_create_session(struct mcp_tools *t, const char *language, const char *preload,
@@ -759,10 +765,8 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 			return -ENOENT;
 		/* a fd of our own: the session's lock is not held while the
 		 * tool runs, and another door may end the session meanwhile */
-		pthread_mutex_lock(&e->lock);
-		fd = e->s ? session_workspace_fd(e->s) : -1;
-		fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
-		pthread_mutex_unlock(&e->lock);
+		fd = engine_session_workspace_fd(e);
+		fd = fd < 0 ? -1 : fd;
 		engine_session_unref(e);
 		if (fd < 0)
 			return buf_printf(msg, "session '%s' has no workspace now (its kernel is not "

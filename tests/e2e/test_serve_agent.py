@@ -139,4 +139,58 @@ def a_client_that_goes_away_stops_the_loop_and_its_session():
         eq(len(m.requests), 1)
 
 
+def read_until(r, needle):
+    seen = b""
+    while needle not in seen:
+        line = r.fp.readline()
+        check(line, "stream ended: %r" % seen)
+        seen += line
+    return seen
+
+
+def by_door(srv, door):
+    st, text = srv.request("GET", "/metrics")
+    eq(st, 200)
+    for line in text.decode().splitlines():
+        if line.startswith('codecell_sessions_by_door{door="%s"} ' % door):
+            return int(line.split()[-1])
+    check(False, "no codecell_sessions_by_door for %s" % door)
+
+
+@test
+def the_runs_session_is_listed_counted_and_a_delete_ends_the_run():
+    with StandIn(["<execute_python>import time\ntime.sleep(300)</execute_python>", "x"]) as m, \
+            serve_with_model(m, "--pool", "0", "--max-sessions", "1") as srv:
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        c.request("POST", "/v1/agent", body=json.dumps({"question": "q"}),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        read_until(r, b'"type":"code"')
+        # one of the server's sessions: listed with its door, counted
+        st, j = srv.request("GET", "/v1/sessions")
+        eq(st, 200, j)
+        eq([s["door"] for s in j["sessions"]], ["agent"], j)
+        sid = j["sessions"][0]["id"]
+        eq(by_door(srv, "agent"), 1)
+        st, j = srv.request("POST", "/v1/sessions", {"language": "python"})
+        eq(st, 429, j)     # it holds the one place --max-sessions allows
+        # a delete from /v1 kills the running cell and ends the run
+        st, j = srv.request("DELETE", "/v1/sessions/" + sid)
+        check(st in (200, 204), (st, j))
+        # the stream read raw, as above: its chunks' size lines skipped
+        rest = read_until(r, b'"type":"done"').decode()
+        c.close()
+        evs = [json.loads(line) for line in rest.splitlines() if line.startswith("{")]
+        eq(evs[-1]["type"], "done", evs)
+        eq(evs[-1]["outcome"], "stopped", evs[-1])
+        check("closed by another client" in evs[-1]["error"], evs[-1])
+        eq(len(m.requests), 1)      # the model is not asked again
+        st, j = srv.request("GET", "/v1/sessions")
+        eq(j["sessions"], [], j)
+        eq(by_door(srv, "agent"), 0)
+        st, j = srv.request("GET", "/healthz")
+        eq(st, 200, j)
+        eq(j["sessions"], 0, j)
+
+
 main()

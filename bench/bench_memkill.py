@@ -14,14 +14,17 @@ With --vs, the same rounds run against OTHER_BUILD's codecell in turn,
 for the before and after of a change.  Loopback only; every process it
 starts it stops."""
 import argparse
-import contextlib
 import http.client
 import json
 import os
 import re
 import statistics
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
+from cctest import cpus_busy  # noqa: E402
 
 LIMIT_MB = 256
 CODE = ("import sys, time\nb = []\n"
@@ -30,18 +33,6 @@ CODE = ("import sys, time\nb = []\n"
         "    if i == %d:\n"
         "        print(repr(time.time()), flush=True)\n" % (LIMIT_MB + 256, LIMIT_MB - 32))
 TIMEOUT_S = 60
-
-
-@contextlib.contextmanager
-def cpus_busy(on):
-    spin = [subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
-            for _ in range(os.cpu_count() or 2)] if on else []
-    try:
-        yield
-    finally:
-        for p in spin:
-            p.kill()
-            p.wait()
 
 
 class Server:

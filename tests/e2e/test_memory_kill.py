@@ -12,32 +12,17 @@ the kernel's timing: with the kernel's OOM killer turned off for the
 session's cgroup (v1's memory.oom_control), only codecell can stop the
 cell before its deadline.  How long the kill takes is a figure of
 bench/bench_memkill.py, not a check here."""
-import contextlib
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (Serve, check, cgroup_parents, codecell, eq, main,  # noqa: E402
+from cctest import (Serve, check, cgroup_parents, codecell, cpus_busy, eq, main,  # noqa: E402
                     sandbox_cgroups, test)
 
 LIMIT = "128M"
 # written page by page: the pages are really used
 GROW = "b = bytearray(400 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\nlen(b)"
-
-
-@contextlib.contextmanager
-def cpus_busy():
-    """Both CPUs spinning, in processes of this test's own."""
-    spin = [subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
-            for _ in range(os.cpu_count() or 2)]
-    try:
-        yield
-    finally:
-        for p in spin:
-            p.kill()
-            p.wait()
 
 
 def out_of_memory(r, what):

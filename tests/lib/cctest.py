@@ -523,3 +523,17 @@ def main():
                 print("#   " + line, flush=True)
     print("1..%d" % len(_tests), flush=True)
     sys.exit(1 if failed else 0)
+
+
+@contextlib.contextmanager
+def cpus_busy(on=True):
+    """Every CPU spinning, in processes of the caller's own (killed at the
+    end): a loaded machine made by the test, not found on the host."""
+    spin = [subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
+            for _ in range(os.cpu_count() or 2)] if on else []
+    try:
+        yield
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()

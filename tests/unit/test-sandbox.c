@@ -265,6 +265,19 @@ static void cgroup_full_counts_only_what_cannot_be_reclaimed(void **state)
 	assert_false(cgroup_stat_full(CGROUP_V2, M, "active_file 104857600\n", lim));
 }
 
+/* This process's cgroups, as a sandbox would get them; root only. */
+static void host_cgroups(struct cgroup_host *h)
+{
+	struct buf self;
+
+	buf_init(&self, 65536);
+	assert_int_equal(buf_read_file(&self, "/proc/self/cgroup"), 0);
+	cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), NULL, h);
+	buf_release(&self);
+	if (geteuid() != 0 || h->version == CGROUP_NONE)
+		fail_msg("needs root and a usable cgroup hierarchy (%s)", h->why ? h->why : "?");
+}
+
 /* A cgroup whose last task is still there when cgroup_destroy() gives up
  * (its second of retries) is not left behind: the next cgroup made
  * removes it once the task is gone.  The soak, at a load of 120, left
@@ -273,18 +286,12 @@ static void cgroup_busy_at_destroy_is_removed_later(void **state)
 {
 	struct cgroup_host h;
 	struct cgroup cg, next;
-	struct buf self;
 	char name[64], path[4096];
 	pid_t pid;
 	int s;
 
 	(void)state;
-	buf_init(&self, 65536);
-	assert_int_equal(buf_read_file(&self, "/proc/self/cgroup"), 0);
-	cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), NULL, &h);
-	buf_release(&self);
-	if (geteuid() != 0 || h.version == CGROUP_NONE)
-		fail_msg("needs root and a usable cgroup hierarchy (%s)", h.why ? h.why : "?");
+	host_cgroups(&h);
 	snprintf(name, sizeof(name), "unit-busy-%d", (int)getpid());
 	assert_int_equal(cgroup_create(&h, name, 64u << 20, 0, 0, &cg), 0);
 	pid = fork();
@@ -309,19 +316,13 @@ static void cgroup_lifecycle_on_host(void **state)
 {
 	struct cgroup_host h;
 	struct cgroup cg;
-	struct buf self;
 	struct cgroup_stats st;
 	char v[64], path[4096];
 	pid_t pid;
 	int s, sync[2];
 
 	(void)state;
-	buf_init(&self, 65536);
-	assert_int_equal(buf_read_file(&self, "/proc/self/cgroup"), 0);
-	cgroup_host_probe("/sys/fs/cgroup", buf_str(&self), NULL, &h);
-	buf_release(&self);
-	if (geteuid() != 0 || h.version == CGROUP_NONE)
-		fail_msg("needs root and a usable cgroup hierarchy (%s)", h.why ? h.why : "?");
+	host_cgroups(&h);
 	snprintf(v, sizeof(v), "unit-test-%d", (int)getpid());
 	assert_int_equal(cgroup_create(&h, v, 64u << 20, 17, 0.5, &cg), 0);
 	snprintf(path, sizeof(path), "%s/%s", cg.path[CGROUP_CTRL_PIDS], "pids.max");

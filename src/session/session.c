@@ -237,7 +237,7 @@ static bool finished(void *ud)
 	return ((struct exchange *)ud)->finished;
 }
 
-static double interrupt_cell(void *ud)
+static double session_interrupt_cell(void *ud)
 {
 	struct exchange *x = ud;
 
@@ -245,8 +245,8 @@ static double interrupt_cell(void *ud)
 	return interrupt_exchange(x) == 0 ? SESSION_GRACE_S : 0;
 }
 
-static int exchange_init(struct exchange *x, struct session *s, int want_id, int live_out,
-			 int live_err)
+static int session_exchange_init(struct exchange *x, struct session *s, int want_id,
+				 int live_out, int live_err)
 {
 	memset(x, 0, sizeof(*x));
 	x->s = s;
@@ -266,7 +266,7 @@ static int exchange_init(struct exchange *x, struct session *s, int want_id, int
 /* A cell's exchange: its results count against result_limit, and no
  * event line can be longer than what the result could hold (the results
  * and an error event's text, which fill_done caps at output_limit). */
-static void exchange_for_cell(struct exchange *x)
+static void session_exchange_for_cell(struct exchange *x)
 {
 	const struct session_opts *o = &x->s->opts;
 
@@ -276,7 +276,7 @@ static void exchange_for_cell(struct exchange *x)
 	event_reader_set_max(&x->s->events, session_event_line_max(o));
 }
 
-static void exchange_release(struct exchange *x)
+static void session_exchange_release(struct exchange *x)
 {
 	capture_release(&x->out);
 	capture_release(&x->err);
@@ -289,8 +289,8 @@ static void exchange_release(struct exchange *x)
 }
 
 /* Pump until the exchange finishes or the sandbox ends. */
-static int pump(struct session *s, struct exchange *x, double deadline,
-		double (*on_deadline)(void *), struct sandbox_exit *ret)
+static int session_pump(struct session *s, struct exchange *x, double deadline,
+			double (*on_deadline)(void *), struct sandbox_exit *ret)
 {
 	struct sandbox_wait_opts o = {
 		.channel_fds = { s->out_fd, s->err_fd, s->ev_fd },
@@ -341,7 +341,7 @@ static int pump(struct session *s, struct exchange *x, double deadline,
 	return r;
 }
 
-static int send_request(struct session *s, json_t *req)
+static int session_send_request(struct session *s, json_t *req)
 {
 	char *line = json_dumps(req, JSON_COMPACT);
 	size_t len, off = 0;
@@ -366,10 +366,10 @@ static int send_request(struct session *s, json_t *req)
 	return r;
 }
 
-/* send_request() of a request built for it (NULL: out of memory). */
-static int send_json(struct session *s, json_t *req)
+/* session_send_request() of a request built for it (NULL: out of memory). */
+static int session_send_json(struct session *s, json_t *req)
 {
-	int r = req ? send_request(s, req) : -ENOMEM;
+	int r = req ? session_send_request(s, req) : -ENOMEM;
 
 	json_decref(req);
 	return r;
@@ -377,7 +377,7 @@ static int send_json(struct session *s, json_t *req)
 
 /* ---- starting and stopping the kernel ---- */
 
-static void close_channels(struct session *s)
+static void session_close_channels(struct session *s)
 {
 	close_fd(&s->req_fd);
 	close_fd(&s->out_fd);
@@ -425,9 +425,9 @@ static int kernel_argv(const struct session *s, const char **argv)
 	return n;
 }
 
-static void tpl_unref(struct pool_tpl *t);
-static const struct sandbox *tpl_sandbox(const struct pool_tpl *t);
-static int tpl_fd(const struct pool_tpl *t);
+static void session_tpl_unref(struct pool_tpl *t);
+static const struct sandbox *session_tpl_sandbox(const struct pool_tpl *t);
+static int session_tpl_fd(const struct pool_tpl *t);
 
 /* Append n events (and dropped more) to l, at most EGRESS_EVENTS_MAX
  * kept: the rest are counted in l->dropped. */
@@ -484,7 +484,7 @@ int session_egress_final(struct session *s, struct egress_log *out)
 
 /* Put sb in s->sb; the old one is returned, no other thread can reach
  * it any more. */
-static struct sandbox *swap_sb(struct session *s, struct sandbox *sb)
+static struct sandbox *session_swap_sb(struct session *s, struct sandbox *sb)
 {
 	struct sandbox *old;
 
@@ -502,17 +502,18 @@ static int make_sandbox(struct session *s, struct sandbox_config *cfg, const cha
 {
 	struct sandbox *sb = NULL;
 	int r = s->kind == KERNEL_CELL
-			? sandbox_new_cell(cfg, tpl_sandbox(s->tpl), tpl_fd(s->tpl), &sb, ret_step)
+			? sandbox_new_cell(cfg, session_tpl_sandbox(s->tpl), session_tpl_fd(s->tpl),
+					   &sb, ret_step)
 			: sandbox_new(cfg, &sb, ret_step);
 
 	if (r == 0)
-		(void)swap_sb(s, sb);
+		(void)session_swap_sb(s, sb);
 	return r;
 }
 
 /* The new kernel's workspace: from_ws's files (a restart: the previous
  * sandbox's workspace), or else the caller's inputs, once. */
-static int fill_workspace(struct session *s, int from_ws, char **ret_error)
+static int session_fill_workspace(struct session *s, int from_ws, char **ret_error)
 {
 	struct ws_owner o = { .chown = geteuid() == 0 };
 	char *msg = NULL;
@@ -553,7 +554,7 @@ static int fill_workspace(struct session *s, int from_ws, char **ret_error)
 
 /* Make the sandbox with the kernel, copy from_ws (a previous sandbox's
  * workspace) in if given, start it.  The sandbox is s->sb after. */
-static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
+static int session_spawn_kernel(struct session *s, int from_ws, char **ret_error)
 {
 	const char *argv[10], *envp[SESSION_MAX_ENV + 24], *step = NULL;
 	struct sandbox_config cfg = { 0 };
@@ -612,7 +613,7 @@ static int spawn_kernel(struct session *s, int from_ws, char **ret_error)
 			*ret_error = NULL;
 		goto out;
 	}
-	r = fill_workspace(s, from_ws, ret_error);
+	r = session_fill_workspace(s, from_ws, ret_error);
 	if (r < 0)
 		goto out;
 	r = sandbox_start(s->sb);
@@ -634,15 +635,15 @@ out:
 }
 
 /* Wait for the kernel's ready event (its preloads imported). */
-static int await_ready(struct session *s, char **ret_error)
+static int session_await_ready(struct session *s, char **ret_error)
 {
 	struct exchange x;
 	struct sandbox_exit e;
 	json_t *pre;
-	int r = exchange_init(&x, s, 0, -1, -1);
+	int r = session_exchange_init(&x, s, 0, -1, -1);
 
 	if (r == 0)
-		r = pump(s, &x, SESSION_START_TIMEOUT_S, NULL, &e);
+		r = session_pump(s, &x, SESSION_START_TIMEOUT_S, NULL, &e);
 	if (r == 0 && !x.finished) {
 		size_t len;
 		char *err = capture_text(&x.err, &len);
@@ -674,19 +675,20 @@ static int await_ready(struct session *s, char **ret_error)
 			s->preload_failed = buf_detach(&b, NULL);
 		}
 	}
-	exchange_release(&x);
+	session_exchange_release(&x);
 	return r;
 }
 
-static int pool_take(struct session_pool *p, bool warmed, struct session **ret);
-static void pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tpl *t);
-static int request(struct session *s, int id, json_t *req, double timeout_s, json_t **ret_answer);
+static int session_pool_take(struct session_pool *p, bool warmed, struct session **ret);
+static void session_pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tpl *t);
+static int session_request(struct session *s, int id, json_t *req, double timeout_s,
+			   json_t **ret_answer);
 
 /* Move the kernel (sandbox, channels, what it said at start) of src, a
  * kernel a pool made, into s; src is freed. */
 static void kernel_move(struct session *s, struct session *src)
 {
-	(void)swap_sb(s, TAKE_PTR(src->sb));
+	(void)session_swap_sb(s, TAKE_PTR(src->sb));
 	s->req_fd = TAKE_FD(src->req_fd);
 	s->out_fd = TAKE_FD(src->out_fd);
 	s->err_fd = TAKE_FD(src->err_fd);
@@ -731,8 +733,8 @@ static int send_env(struct session *s)
 	}
 	id = ++s->next_id;
 	(void)sandbox_set_cpu_weight(s->sb, CONTROL_CPU_WEIGHT);
-	r = request(s, id, json_pack("{s:s, s:i, s:o}", "op", "init", "id", id, "env", env),
-		    SESSION_CONTROL_TIMEOUT_S, NULL);
+	r = session_request(s, id, json_pack("{s:s, s:i, s:o}", "op", "init", "id", id, "env", env),
+			    SESSION_CONTROL_TIMEOUT_S, NULL);
 	(void)sandbox_set_cpu_weight(s->sb, 0);
 	return r;
 }
@@ -745,13 +747,13 @@ static int start_from_pool(struct session *s, char **ret_error)
 	struct sandbox *old;
 	struct pool_tpl *old_tpl;
 	struct session *k;
-	int r = pool_take(s->pool, s->for_fork, &k);
+	int r = session_pool_take(s->pool, s->for_fork, &k);
 
 	if (r < 0)
 		return r;
-	old = swap_sb(s, NULL);
+	old = session_swap_sb(s, NULL);
 	old_tpl = TAKE_PTR(s->tpl);
-	close_channels(s);
+	session_close_channels(s);
 	/* killed, not waited for: tearing down a kernel's address space
 	 * took most of a restart (~10 ms); a thread of the pool reaps it
 	 * after the workspace is copied (its fd outlives the processes) */
@@ -766,24 +768,24 @@ static int start_from_pool(struct session *s, char **ret_error)
 			if (ret_error && asprintf(ret_error, "cannot %s: %s", EGRESS_STEP, strerror(-r)) < 0)
 				*ret_error = NULL;
 			if (old)
-				pool_bury(s->pool, old, old_tpl);
+				session_pool_bury(s->pool, old, old_tpl);
 			else
-				tpl_unref(old_tpl);
+				session_tpl_unref(old_tpl);
 			return r;
 		}
 	}
-	r = fill_workspace(s, old ? sandbox_workspace_fd(old) : -1, ret_error);
+	r = session_fill_workspace(s, old ? sandbox_workspace_fd(old) : -1, ret_error);
 	if (old)
-		pool_bury(s->pool, old, old_tpl);
+		session_pool_bury(s->pool, old, old_tpl);
 	else
-		tpl_unref(old_tpl);
+		session_tpl_unref(old_tpl);
 	if (r == 0)
 		r = send_env(s);
 	return r;
 }
 
 /* A new kernel; the old sandbox's workspace, if any, carried over. */
-static int start_kernel(struct session *s, char **ret_error)
+static int session_start_kernel(struct session *s, char **ret_error)
 {
 	struct sandbox *old;
 	int r;
@@ -794,21 +796,21 @@ static int start_kernel(struct session *s, char **ret_error)
 			goto done;
 		s->kind = KERNEL_COLD; /* no pool to give one: start cold */
 	}
-	old = swap_sb(s, NULL);
-	close_channels(s);
+	old = session_swap_sb(s, NULL);
+	session_close_channels(s);
 	if (old)
 		sandbox_stop(old);
 	s->carry_upper = old ? sandbox_upper_fd(old) : -1;
-	r = spawn_kernel(s, old ? sandbox_workspace_fd(old) : -1, ret_error);
+	r = session_spawn_kernel(s, old ? sandbox_workspace_fd(old) : -1, ret_error);
 	s->carry_upper = -1;
 	sandbox_free(old);
-	tpl_unref(TAKE_PTR(s->tpl)); /* a cold kernel hangs on no template */
+	session_tpl_unref(TAKE_PTR(s->tpl)); /* a cold kernel hangs on no template */
 	if (r == 0)
-		r = await_ready(s, ret_error);
+		r = session_await_ready(s, ret_error);
 done:
 	if (r < 0) {
-		sandbox_free(swap_sb(s, NULL));
-		close_channels(s);
+		sandbox_free(session_swap_sb(s, NULL));
+		session_close_channels(s);
 	}
 	return r;
 }
@@ -862,8 +864,8 @@ static struct session *session_alloc(const struct session_opts *o)
 	return s;
 }
 
-static bool pool_matches(const struct session_pool *p, const struct session_opts *o);
-static void pool_ref(struct session_pool *p);
+static bool session_pool_matches(const struct session_pool *p, const struct session_opts *o);
+static void session_pool_ref(struct session_pool *p);
 
 /* for_fork: the copy's kernel of a fork, which takes a warmed one from
  * the pool when there is one. */
@@ -905,13 +907,13 @@ static int session_start(const struct session_opts *o, bool for_fork, struct ses
 	 * lo only and gets its proxy's socket later from a thread that
 	 * enters its network namespace, which takes root; a cold start's
 	 * init makes the socket itself (egress.h). */
-	if (o->pool && !o->project_dir && pool_matches(o->pool, o) &&
+	if (o->pool && !o->project_dir && session_pool_matches(o->pool, o) &&
 	    (o->net != SANDBOX_NET_ALLOWLIST || geteuid() == 0)) {
 		s->pool = o->pool;
-		pool_ref(s->pool);
+		session_pool_ref(s->pool);
 	}
 	s->for_fork = for_fork;
-	r = start_kernel(s, ret_error);
+	r = session_start_kernel(s, ret_error);
 	s->for_fork = false; /* its restarts are not forks */
 	if (r < 0) {
 		session_free(s);
@@ -939,7 +941,7 @@ int session_interrupt(struct session *s)
 
 int session_restart(struct session *s)
 {
-	return start_kernel(s, NULL);
+	return session_start_kernel(s, NULL);
 }
 
 bool session_expired(const struct session *s)
@@ -1002,16 +1004,16 @@ const char *session_preload_failed(const struct session *s)
 	return s->preload_failed ? s->preload_failed : "";
 }
 
-static void pool_unref(struct session_pool *p);
+static void session_pool_unref(struct session_pool *p);
 
 void session_free(struct session *s)
 {
 	if (!s)
 		return;
-	close_channels(s);
-	sandbox_free(swap_sb(s, NULL));
+	session_close_channels(s);
+	sandbox_free(session_swap_sb(s, NULL));
 	free(s->egress_kept.ev);
-	tpl_unref(s->tpl);
+	session_tpl_unref(s->tpl);
 	pthread_mutex_destroy(&s->sb_lock);
 	event_reader_release(&s->events);
 	for (size_t i = 0; s->env && s->env[i]; i++)
@@ -1027,13 +1029,13 @@ void session_free(struct session *s)
 	free(s->preloaded);
 	free(s->preload_failed);
 	if (s->pool)
-		pool_unref(s->pool);
+		session_pool_unref(s->pool);
 	free(s);
 }
 
 /* ---- executing ---- */
 
-static int simple_op(struct session *s, const char *op);
+static int session_simple_op(struct session *s, const char *op);
 
 /* A string of the error event, capped at limit as stdout is (head,
  * marker, tail): the cell can forge that event too. */
@@ -1210,7 +1212,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 
 	memset(r, 0, sizeof(*r));
 	if (!s->sb || sandbox_ended(s->sb)) {
-		k = start_kernel(s, NULL);
+		k = session_start_kernel(s, NULL);
 		if (k < 0)
 			return k;
 	}
@@ -1218,7 +1220,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 	id = ++s->next_id;
 	/* limits hit before: as the last cell's end saw them */
 	sandbox_usage_cheap(s->sb, &before);
-	k = exchange_init(&x, s, id, eo ? eo->live_stdout : -1, eo ? eo->live_stderr : -1);
+	k = session_exchange_init(&x, s, id, eo ? eo->live_stdout : -1, eo ? eo->live_stderr : -1);
 	if (k < 0)
 		return k;
 	x.stop_fd = eo ? eo->stop_fd : -1;
@@ -1226,16 +1228,16 @@ int session_exec(struct session *s, const char *code, size_t len,
 	x.hangup_fd = eo ? eo->hangup_fd : -1;
 	x.on_hangup = eo ? eo->on_hangup : NULL;
 	x.userdata = eo ? eo->userdata : NULL;
-	exchange_for_cell(&x);
+	session_exchange_for_cell(&x);
 	req = json_pack("{s:s, s:i, s:s%}", "op", "execute", "id", id, "code", code, len);
-	k = req ? send_request(s, req) : -ENOMEM;
+	k = req ? session_send_request(s, req) : -ENOMEM;
 	json_decref(req);
 	/* a kernel that died while idle (killed from outside): the pump
 	 * below sees the sandbox end and the result says so */
 	if (k == -EPIPE || k == -ECONNRESET)
 		k = 0;
 	if (k == 0)
-		k = pump(s, &x, timeout_s, interrupt_cell, &e);
+		k = session_pump(s, &x, timeout_s, session_interrupt_cell, &e);
 	/* before a "reap" request's exchange clears them */
 	x.counts = s->events;
 	if (k == 0) {
@@ -1257,7 +1259,7 @@ int session_exec(struct session *s, const char *code, size_t len,
 				 * them, and have the kernel reap its dead children
 				 * (zombies still count against the pids limit) */
 				if (sandbox_kill_strays(s->sb) == 0)
-					(void)simple_op(s, "reap");
+					(void)session_simple_op(s, "reap");
 			}
 		} else {
 			fill_ended(s, &e, r);
@@ -1269,16 +1271,16 @@ int session_exec(struct session *s, const char *code, size_t len,
 		r->duration_ms = (double)(now_ns() - t0) / 1e6;
 		r->limits_unenforced = sandbox_limits_unenforced(s->sb);
 	}
-	exchange_release(&x);
+	session_exchange_release(&x);
 	/* before a restart takes the sandbox, and its proxy, away */
 	if (eo && eo->egress_log)
 		(void)session_egress_events(s, eo->egress_log);
 	if (k == 0 && r->restarted)
-		k = start_kernel(s, NULL);
+		k = session_start_kernel(s, NULL);
 	if (k == 0 && r->stopped) {
 		/* the next exec, if any, starts a fresh kernel; the ended
 		 * sandbox's workspace is kept for it (and for a sync) */
-		close_channels(s);
+		session_close_channels(s);
 		sandbox_stop(s->sb);
 	}
 	s->last_used_ns = now_ns();
@@ -1288,7 +1290,8 @@ int session_exec(struct session *s, const char *code, size_t len,
 /* Send req (stolen) and wait up to timeout_s for its answer event;
  * *ret_answer gets a new reference to it.  For the requests that are not
  * cells (complete, reap, init, snapshot, restore). */
-static int request(struct session *s, int id, json_t *req, double timeout_s, json_t **ret_answer)
+static int session_request(struct session *s, int id, json_t *req, double timeout_s,
+			   json_t **ret_answer)
 {
 	struct exchange x;
 	struct sandbox_exit e;
@@ -1296,27 +1299,27 @@ static int request(struct session *s, int id, json_t *req, double timeout_s, jso
 
 	if (!req)
 		return -ENOMEM;
-	k = exchange_init(&x, s, id, -1, -1);
+	k = session_exchange_init(&x, s, id, -1, -1);
 	if (k == 0)
-		k = send_request(s, req);
+		k = session_send_request(s, req);
 	json_decref(req);
 	if (k == 0)
-		k = pump(s, &x, timeout_s, NULL, &e);
+		k = session_pump(s, &x, timeout_s, NULL, &e);
 	if (k == 0 && !x.finished)
 		k = -EIO;
 	if (k == 0 && ret_answer)
 		*ret_answer = json_incref(x.answer);
-	exchange_release(&x);
+	session_exchange_release(&x);
 	return k;
 }
 
 /* A request answered by "done" and nothing else. */
-static int simple_op(struct session *s, const char *op)
+static int session_simple_op(struct session *s, const char *op)
 {
 	int id = ++s->next_id;
 
-	return request(s, id, json_pack("{s:s, s:i}", "op", op, "id", id), SESSION_CONTROL_TIMEOUT_S,
-		       NULL);
+	return session_request(s, id, json_pack("{s:s, s:i}", "op", op, "id", id),
+			       SESSION_CONTROL_TIMEOUT_S, NULL);
 }
 
 int session_complete(struct session *s, const char *code)
@@ -1328,8 +1331,9 @@ int session_complete(struct session *s, const char *code)
 	if (!s->sb)
 		return -ESRCH;
 	id = ++s->next_id;
-	k = request(s, id, json_pack("{s:s, s:i, s:s}", "op", "complete", "id", id, "code", code),
-		    SESSION_CONTROL_TIMEOUT_S, &answer);
+	k = session_request(s, id,
+			    json_pack("{s:s, s:i, s:s}", "op", "complete", "id", id, "code", code),
+			    SESSION_CONTROL_TIMEOUT_S, &answer);
 	if (k < 0)
 		return k;
 	st = json_string_value(json_object_get(answer, "status"));
@@ -1372,8 +1376,9 @@ int session_names(struct session *s, const char *text, char ***ret, size_t *ret_
 	if (!s->sb)
 		return -ESRCH;
 	id = ++s->next_id;
-	k = request(s, id, json_pack("{s:s, s:i, s:s}", "op", "names", "id", id, "text", text), 5,
-		    &answer);
+	k = session_request(s, id,
+			    json_pack("{s:s, s:i, s:s}", "op", "names", "id", id, "text", text), 5,
+			    &answer);
 	if (k < 0)
 		return k;
 	names = json_object_get(answer, "names");
@@ -1427,7 +1432,7 @@ static void warm_child(struct session *child)
 	if (child->kind != KERNEL_CELL || child->warmed)
 		return;
 	id = ++child->next_id;
-	(void)send_json(child, json_pack("{s:s, s:i}", "op", "warm", "id", id));
+	(void)session_send_json(child, json_pack("{s:s, s:i}", "op", "warm", "id", id));
 }
 
 /* The source's half of a fork: its kernel serializes the state while
@@ -1448,9 +1453,9 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 	int id = ++s->next_id, r, k = -EIO;
 
 	(void)sandbox_set_cpu_weight(s->sb, CONTROL_CPU_WEIGHT);
-	r = exchange_init(&x, s, id, -1, -1);
+	r = session_exchange_init(&x, s, id, -1, -1);
 	if (r == 0)
-		r = send_json(s, json_pack("{s:s, s:i}", "op", "snapshot", "id", id));
+		r = session_send_json(s, json_pack("{s:s, s:i}", "op", "snapshot", "id", id));
 	if (r == 0) {
 		k = session_start(o, true, &child, &new_msg);
 		if (k == 0) {
@@ -1459,7 +1464,7 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 		}
 		/* the answer is read whatever became of the take: it must not
 		 * be left for the source's next request */
-		r = pump(s, &x, SESSION_FORK_TIMEOUT_S, NULL, &e);
+		r = session_pump(s, &x, SESSION_FORK_TIMEOUT_S, NULL, &e);
 		if (r == 0 && !x.finished)
 			r = -EIO;
 	}
@@ -1467,7 +1472,7 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 		r = -EIO; /* the kernel answered with an error */
 	if (r == 0)
 		snap = json_incref(x.answer);
-	exchange_release(&x);
+	session_exchange_release(&x);
 	if (r < 0) {
 		if (asprintf(ret_message, "cannot fork: the kernel did not hand over its state (%s)",
 			     strerror(-r)) < 0)
@@ -1513,10 +1518,11 @@ static int fork_restore(struct session *s, struct session *child, json_t *snap, 
 	/* before the send, which blocks while the kernel reads a large
 	 * state: the source's weight must not outlast the fork's work */
 	(void)sandbox_set_cpu_weight(s->sb, 0);
-	r = exchange_init(&x, child, id, -1, -1);
+	r = session_exchange_init(&x, child, id, -1, -1);
 	if (r == 0)
-		r = send_json(child, json_pack("{s:s, s:i, s:O, s:b}", "op", "restore", "id", id, "data",
-					       json_object_get(snap, "data"), "wait", 1));
+		r = session_send_json(child,
+				      json_pack("{s:s, s:i, s:O, s:b}", "op", "restore", "id", id,
+						"data", json_object_get(snap, "data"), "wait", 1));
 	if (r == 0) {
 		child->filled = true;
 		sandbox_workspace_owner(child->sb, &own.uid, &own.gid);
@@ -1526,9 +1532,9 @@ static int fork_restore(struct session *s, struct session *child, json_t *snap, 
 			what = "cannot fork: the workspace was not copied";
 	}
 	if (r == 0)
-		r = send_json(child, json_pack("{s:s, s:i}", "op", "go", "id", id));
+		r = session_send_json(child, json_pack("{s:s, s:i}", "op", "go", "id", id));
 	if (r == 0)
-		r = pump(child, &x, SESSION_FORK_TIMEOUT_S, NULL, &e);
+		r = session_pump(child, &x, SESSION_FORK_TIMEOUT_S, NULL, &e);
 	if (r == 0 && !x.finished)
 		r = -EIO;
 	status = r == 0 ? json_string_value(json_object_get(x.answer, "status")) : NULL;
@@ -1544,7 +1550,7 @@ static int fork_restore(struct session *s, struct session *child, json_t *snap, 
 	}
 	if (r == 0 && ret_done)
 		*ret_done = json_incref(x.answer);
-	exchange_release(&x);
+	session_exchange_release(&x);
 	(void)sandbox_set_cpu_weight(child->sb, 0);
 	if (r < 0 && !*ret_message && asprintf(ret_message, "%s: %s", what, strerror(-r)) < 0)
 		*ret_message = NULL;
@@ -1680,12 +1686,12 @@ struct session_pool {
 	unsigned n_lost;
 };
 
-static void tpl_ref(struct pool_tpl *t)
+static void session_tpl_ref(struct pool_tpl *t)
 {
 	__atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
 }
 
-static void tpl_unref(struct pool_tpl *t)
+static void session_tpl_unref(struct pool_tpl *t)
 {
 	if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL))
 		return;
@@ -1695,12 +1701,12 @@ static void tpl_unref(struct pool_tpl *t)
 	free(t);
 }
 
-static const struct sandbox *tpl_sandbox(const struct pool_tpl *t)
+static const struct sandbox *session_tpl_sandbox(const struct pool_tpl *t)
 {
 	return t->s->sb;
 }
 
-static int tpl_fd(const struct pool_tpl *t)
+static int session_tpl_fd(const struct pool_tpl *t)
 {
 	return t->s->req_fd;
 }
@@ -1709,7 +1715,7 @@ static int tpl_fd(const struct pool_tpl *t)
  * a maker or taker holding a reference may still send on the fd, and a
  * closed number could be reused by another session's socket, which would
  * then receive a cell's fds.  The fd closes with the template's session. */
-static void tpl_close(struct pool_tpl *t)
+static void session_tpl_close(struct pool_tpl *t)
 {
 	if (t->s->req_fd >= 0)
 		(void)shutdown(t->s->req_fd, SHUT_RDWR);
@@ -1723,24 +1729,25 @@ static bool pidfd_exited(int pidfd)
 	return pidfd >= 0 && poll(&f, 1, 0) == 1;
 }
 
-static bool tpl_init_alive(const struct pool_tpl *t)
+static bool session_tpl_init_alive(const struct pool_tpl *t)
 {
 	return t->s->sb && !pidfd_exited(sandbox_pidfd(t->s->sb));
 }
 
-static bool tpl_alive(const struct pool_tpl *t)
+static bool session_tpl_alive(const struct pool_tpl *t)
 {
-	return tpl_init_alive(t) && !pidfd_exited(t->pidfd);
+	return session_tpl_init_alive(t) && !pidfd_exited(t->pidfd);
 }
 
 /* A ready kernel that can still be handed out: its init, its template's
  * init and its channels are there (a kernel killed while it waited in
  * the pool hangs up its request socket and event pipe). */
-static bool kernel_alive(const struct session *k)
+static bool session_kernel_alive(const struct session *k)
 {
 	struct pollfd f[2] = { { k->req_fd, POLLRDHUP, 0 }, { k->ev_fd, 0, 0 } };
 
-	if (!k->sb || pidfd_exited(sandbox_pidfd(k->sb)) || (k->tpl && !tpl_init_alive(k->tpl)))
+	if (!k->sb || pidfd_exited(sandbox_pidfd(k->sb)) ||
+	    (k->tpl && !session_tpl_init_alive(k->tpl)))
 		return false;
 	if (poll(f, 2, 0) < 0)
 		return false;
@@ -1788,7 +1795,7 @@ static uint64_t template_memory(const struct sandbox_limits *l)
 }
 
 /* Start a template, with one reference (the caller's). */
-static int tpl_start(const struct session_pool *p, struct pool_tpl **ret, char **ret_error)
+static int session_tpl_start(const struct session_pool *p, struct pool_tpl **ret, char **ret_error)
 {
 	struct session_opts o = p->opts;
 	struct pool_tpl *t = calloc(1, sizeof(*t));
@@ -1807,7 +1814,7 @@ static int tpl_start(const struct session_pool *p, struct pool_tpl **ret, char *
 	}
 	t->s->kind = KERNEL_TEMPLATE;
 	t->s->filled = true;
-	r = start_kernel(t->s, ret_error);
+	r = session_start_kernel(t->s, ret_error);
 	if (r == 0)
 		r = recv_pidfd(t->s->req_fd, &t->pidfd);
 	if (r == 0)
@@ -1816,21 +1823,21 @@ static int tpl_start(const struct session_pool *p, struct pool_tpl **ret, char *
 		if (ret_error && !*ret_error &&
 		    asprintf(ret_error, "the template did not start: %s", strerror(-r)) < 0)
 			*ret_error = NULL;
-		tpl_unref(t);
+		session_tpl_unref(t);
 		return r;
 	}
 	*ret = t;
 	return 0;
 }
 
-static void pool_ref(struct session_pool *p)
+static void session_pool_ref(struct session_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
 	p->refs++;
 	pthread_mutex_unlock(&p->lock);
 }
 
-static void pool_unref(struct session_pool *p)
+static void session_pool_unref(struct session_pool *p)
 {
 	unsigned left;
 
@@ -1920,7 +1927,7 @@ static bool preload_subset(const char *want, const char *have)
 /* A pool kernel fits a session that asks for Python, some of the pool's
  * preloads (the others are imported too), the same limits (the timeout
  * is per execution), network and strictness. */
-static bool pool_matches(const struct session_pool *p, const struct session_opts *o)
+static bool session_pool_matches(const struct session_pool *p, const struct session_opts *o)
 {
 	return o->lang == SESSION_PYTHON && preload_subset(o->preload, p->preload) &&
 	       same_limits(&p->opts.limits, &o->limits) &&
@@ -1940,24 +1947,24 @@ static int pool_make_kernel(struct session_pool *p, struct pool_tpl *t, bool war
 	if (!k)
 		return -ENOMEM;
 	k->kind = KERNEL_CELL;
-	tpl_ref(t);
+	session_tpl_ref(t);
 	k->tpl = t;
 	k->filled = true;
-	r = spawn_kernel(k, -1, NULL);
+	r = session_spawn_kernel(k, -1, NULL);
 	if (r == 0)
-		r = await_ready(k, NULL);
+		r = session_await_ready(k, NULL);
 	if (r == 0 && warm) {
 		/* an extra: a kernel that could not warm (its answer an error,
 		 * or late: the next exchange skips it by id) is kept unwarmed */
 		json_t *answer = NULL;
 		int id = ++k->next_id;
-		int w = request(k, id, json_pack("{s:s, s:i}", "op", "warm", "id", id),
-				SESSION_CONTROL_TIMEOUT_S, &answer);
+		int w = session_request(k, id, json_pack("{s:s, s:i}", "op", "warm", "id", id),
+					SESSION_CONTROL_TIMEOUT_S, &answer);
 		const char *status = json_string_value(json_object_get(answer, "status"));
 
 		k->warmed = w == 0 && status && !strcmp(status, "ok");
 		json_decref(answer);
-		if (w < 0 && !kernel_alive(k))
+		if (w < 0 && !session_kernel_alive(k))
 			r = w;
 	}
 	if (r < 0) {
@@ -1977,7 +1984,7 @@ static void pool_wake_watcher(struct session_pool *p)
 	(void)!write(p->wake_fd, &one, sizeof(one));
 }
 
-static double backoff_s(unsigned failures)
+static double session_backoff_s(unsigned failures)
 {
 	double b = POOL_BACKOFF_MIN_S;
 
@@ -2002,7 +2009,7 @@ static bool pool_wants_warm(const struct session_pool *p)
 }
 
 /* Remove ready[i] (the last one moves there); the kernel.  Under p->lock. */
-static struct session *pool_unready(struct session_pool *p, unsigned i)
+static struct session *session_pool_unready(struct session_pool *p, unsigned i)
 {
 	struct session *k = p->ready[i];
 
@@ -2030,7 +2037,7 @@ static void cond_wait_s(pthread_cond_t *c, pthread_mutex_t *m, double seconds)
  * Cells that fail three times in a row (a full disk, no cgroups left)
  * pause the refill with backoff instead of spinning; the pool reports
  * it as degraded meanwhile. */
-static void *pool_maker_main(void *arg)
+static void *session_pool_maker_main(void *arg)
 {
 	struct session_pool *p = arg;
 
@@ -2046,17 +2053,17 @@ static void *pool_maker_main(void *arg)
 			continue;
 		}
 		t = p->tpl;
-		tpl_ref(t);
+		session_tpl_ref(t);
 		p->making++;
 		warm = pool_wants_warm(p);
 		p->warming += warm;
 		pthread_mutex_unlock(&p->lock);
 		r = pool_make_kernel(p, t, warm, &k);
-		tpl_unref(t);
+		session_tpl_unref(t);
 		pthread_mutex_lock(&p->lock);
 		p->making--;
 		p->warming -= warm;
-		if (r == 0 && !kernel_alive(k)) {
+		if (r == 0 && !session_kernel_alive(k)) {
 			/* dead as it was made: its template's init died (after
 			 * the sweep), or cells die as they start (a memory
 			 * limit below what one touches): a failure, backed off
@@ -2070,7 +2077,8 @@ static void *pool_maker_main(void *arg)
 		if (r < 0) {
 			p->st.cell_failures++;
 			if (++p->failures >= 3)
-				p->retry_ns = now_ns() + (uint64_t)(backoff_s(p->failures - 2) * 1e9);
+				p->retry_ns = now_ns() +
+					      (uint64_t)(session_backoff_s(p->failures - 2) * 1e9);
 			if (p->failures >= 3 && p->tpl == t)
 				snprintf(p->why, sizeof(p->why), "the template cannot make cells: %s; retrying",
 					 r == -ECHILD ? "they die as they start" : strerror(-r));
@@ -2119,8 +2127,8 @@ static void pool_sweep(struct session_pool *p)
 
 	pthread_mutex_lock(&p->lock);
 	for (unsigned i = p->n_ready; i-- > 0;)
-		if (!kernel_alive(p->ready[i])) {
-			dead[n++] = pool_unready(p, i);
+		if (!session_kernel_alive(p->ready[i])) {
+			dead[n++] = session_pool_unready(p, i);
 			p->st.discarded++;
 		}
 	if (n)
@@ -2132,7 +2140,7 @@ static void pool_sweep(struct session_pool *p)
 
 /* A template the pool lost (the pool's reference, handed over): the
  * watcher keeps it until its init has exited, then reaps the init and
- * removes its cgroups at once (pool_reap_lost), whoever still refers to
+ * removes its cgroups at once (session_pool_reap_lost), whoever still refers to
  * the template: a session not used since, whose kernel died with the
  * init, a maker in the middle of a cell, a grave.  Without that, the
  * init stayed a zombie of the server, and its cgroups stayed, until the
@@ -2140,7 +2148,7 @@ static void pool_sweep(struct session_pool *p)
 static void pool_keep_lost(struct session_pool *p, struct pool_tpl *t)
 {
 	if (p->n_lost == POOL_LOST_MAX)
-		tpl_unref(p->lost[--p->n_lost]); /* the oldest goes as before */
+		session_tpl_unref(p->lost[--p->n_lost]); /* the oldest goes as before */
 	memmove(p->lost + 1, p->lost, p->n_lost * sizeof(*p->lost));
 	p->lost[0] = t;
 	p->n_lost++;
@@ -2148,7 +2156,7 @@ static void pool_keep_lost(struct session_pool *p, struct pool_tpl *t)
 
 /* Reap the lost templates whose init has exited, and let them go once
  * their cgroups are gone too (all of them once the pool stops). */
-static void pool_reap_lost(struct session_pool *p, bool all)
+static void session_pool_reap_lost(struct session_pool *p, bool all)
 {
 	for (unsigned i = p->n_lost; i-- > 0;) {
 		struct pool_tpl *t = p->lost[i];
@@ -2158,14 +2166,14 @@ static void pool_reap_lost(struct session_pool *p, bool all)
 			continue;
 		/* newest first: keep the order (the oldest goes on overflow) */
 		memmove(p->lost + i, p->lost + i + 1, (--p->n_lost - i) * sizeof(*p->lost));
-		tpl_unref(t);
+		session_tpl_unref(t);
 	}
 }
 
 /* The template died: the pool is down until the watcher starts another. */
 static void pool_lost_template(struct session_pool *p, struct pool_tpl *t)
 {
-	bool init_dead = !tpl_init_alive(t);
+	bool init_dead = !session_tpl_init_alive(t);
 
 	pthread_mutex_lock(&p->lock);
 	if (p->tpl == t) {
@@ -2178,7 +2186,7 @@ static void pool_lost_template(struct session_pool *p, struct pool_tpl *t)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (t) {
-		tpl_close(t); /* a live template (its init died first) exits */
+		session_tpl_close(t); /* a live template (its init died first) exits */
 		pool_keep_lost(p, t);
 	}
 	pool_sweep(p);
@@ -2202,9 +2210,9 @@ static bool pool_restart_template(struct session_pool *p, double wait)
 			return false;
 		if (f.revents)
 			break; /* woken: the pool closes (checked above) */
-		pool_reap_lost(p, false);
+		session_pool_reap_lost(p, false);
 	}
-	r = tpl_start(p, &t, NULL);
+	r = session_tpl_start(p, &t, NULL);
 	pthread_mutex_lock(&p->lock);
 	if (r == 0 && !p->stopping) {
 		p->tpl = TAKE_PTR(t);
@@ -2220,8 +2228,8 @@ static bool pool_restart_template(struct session_pool *p, double wait)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (t) {
-		tpl_close(t);
-		tpl_unref(t);
+		session_tpl_close(t);
+		session_tpl_unref(t);
 	}
 	return r == 0;
 }
@@ -2229,7 +2237,7 @@ static bool pool_restart_template(struct session_pool *p, double wait)
 /* The watcher: notices a template's death at once (pidfds), starts a new
  * one with backoff (a template that keeps dying young waits longer), and
  * lets a target raised by misses sink back to the size. */
-static void *pool_watcher_main(void *arg)
+static void *session_pool_watcher_main(void *arg)
 {
 	struct session_pool *p = arg;
 	uint64_t born = now_ns();
@@ -2241,7 +2249,7 @@ static void *pool_watcher_main(void *arg)
 		pthread_mutex_lock(&p->lock);
 		t = p->tpl;
 		if (t)
-			tpl_ref(t);
+			session_tpl_ref(t);
 		if (p->target > p->size &&
 		    now_ns() - p->last_miss_ns > (uint64_t)(POOL_TARGET_DECAY_S * 1e9)) {
 			p->target--;
@@ -2258,14 +2266,14 @@ static void *pool_watcher_main(void *arg)
 			} else {
 				pool_sweep(p); /* once a second */
 			}
-			tpl_unref(t);
-			pool_reap_lost(p, false);
+			session_tpl_unref(t);
+			session_pool_reap_lost(p, false);
 			continue;
 		}
 		/* down: the first attempt at once, unless templates die young */
 		pool_sweep(p);
-		pool_reap_lost(p, false);
-		if (pool_restart_template(p, attempts ? backoff_s(attempts) : 0)) {
+		session_pool_reap_lost(p, false);
+		if (pool_restart_template(p, attempts ? session_backoff_s(attempts) : 0)) {
 			born = now_ns();
 			attempts++;
 		} else {
@@ -2289,17 +2297,17 @@ static unsigned pool_pick(const struct session_pool *p, bool warmed)
 /* Take a live ready kernel (warmed for a fork, if one is), or ask the
  * template for one now; -EAGAIN when the pool has none to give (down,
  * closing): then start cold. */
-static int pool_take(struct session_pool *p, bool warmed, struct session **ret)
+static int session_pool_take(struct session_pool *p, bool warmed, struct session **ret)
 {
 	struct pool_tpl *t;
 	int r;
 
 	pthread_mutex_lock(&p->lock);
 	while (p->n_ready) {
-		struct session *k = pool_unready(p, pool_pick(p, warmed));
+		struct session *k = session_pool_unready(p, pool_pick(p, warmed));
 
 		pthread_cond_signal(&p->want);
-		if (kernel_alive(k)) {
+		if (session_kernel_alive(k)) {
 			p->st.taken_ready++;
 			p->st.taken_warmed += k->warmed;
 			pthread_mutex_unlock(&p->lock);
@@ -2322,10 +2330,10 @@ static int pool_take(struct session_pool *p, bool warmed, struct session **ret)
 		pthread_mutex_unlock(&p->lock);
 		return -EAGAIN;
 	}
-	tpl_ref(t);
+	session_tpl_ref(t);
 	pthread_mutex_unlock(&p->lock);
 	r = pool_make_kernel(p, t, false, ret);
-	tpl_unref(t);
+	session_tpl_unref(t);
 	pthread_mutex_lock(&p->lock);
 	if (r == 0)
 		p->st.taken_direct++;
@@ -2337,7 +2345,7 @@ static int pool_take(struct session_pool *p, bool warmed, struct session **ret)
 
 /* Free a killed kernel's sandbox (and drop its template) in the reaper
  * thread; at once, here, if the pool is closing or out of memory. */
-static void pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tpl *t)
+static void session_pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tpl *t)
 {
 	struct grave *g = malloc(sizeof(*g));
 
@@ -2353,12 +2361,12 @@ static void pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tp
 	pthread_mutex_unlock(&p->lock);
 	free(g);
 	sandbox_free(sb);
-	tpl_unref(t);
+	session_tpl_unref(t);
 }
 
-/* The reaper: frees what pool_bury() left, until the pool closes and
+/* The reaper: frees what session_pool_bury() left, until the pool closes and
  * nothing is left. */
-static void *pool_reaper_main(void *arg)
+static void *session_pool_reaper_main(void *arg)
 {
 	struct session_pool *p = arg;
 
@@ -2375,7 +2383,7 @@ static void *pool_reaper_main(void *arg)
 		p->graves = g->next;
 		pthread_mutex_unlock(&p->lock);
 		sandbox_free(g->sb);
-		tpl_unref(g->tpl);
+		session_tpl_unref(g->tpl);
 		free(g);
 		pthread_mutex_lock(&p->lock);
 	}
@@ -2400,20 +2408,20 @@ static void pool_stop_threads(struct session_pool *p)
 		pthread_join(p->makers[i], NULL);
 	p->watcher_started = false;
 	p->n_makers = 0;
-	pool_reap_lost(p, true); /* the watcher's, now that it has stopped */
+	session_pool_reap_lost(p, true); /* the watcher's, now that it has stopped */
 }
 
 static int pool_start_threads(struct session_pool *p)
 {
-	int r = -pthread_create(&p->watcher, NULL, pool_watcher_main, p);
+	int r = -pthread_create(&p->watcher, NULL, session_pool_watcher_main, p);
 
 	p->watcher_started = r == 0;
 	if (r == 0) {
-		r = -pthread_create(&p->reaper, NULL, pool_reaper_main, p);
+		r = -pthread_create(&p->reaper, NULL, session_pool_reaper_main, p);
 		p->reaper_started = r == 0;
 	}
 	for (unsigned i = 0; r == 0 && i < POOL_MAKERS; i++) {
-		r = -pthread_create(&p->makers[i], NULL, pool_maker_main, p);
+		r = -pthread_create(&p->makers[i], NULL, session_pool_maker_main, p);
 		if (r == 0)
 			p->n_makers++;
 	}
@@ -2461,7 +2469,7 @@ int session_pool_new(const struct session_opts *o, unsigned size, struct session
 		session_pool_free(p);
 		return -ENOMEM;
 	}
-	r = tpl_start(p, &p->tpl, ret_error);
+	r = session_tpl_start(p, &p->tpl, ret_error);
 	if (r == 0) {
 		p->preloaded = strdup(session_preloaded(p->tpl->s));
 		p->preload_failed = strdup(session_preload_failed(p->tpl->s));
@@ -2494,7 +2502,7 @@ void session_pool_health(struct session_pool *p, struct session_pool_health *ret
 	ret->target = p->target;
 	ret->making = p->making;
 	ret->warmed = p->n_warmed;
-	ret->template_alive = p->tpl && tpl_alive(p->tpl);
+	ret->template_alive = p->tpl && session_tpl_alive(p->tpl);
 	if (p->tpl) {
 		ret->template_pid = p->tpl->pid;
 		ret->template_init_pid = sandbox_pid(p->tpl->s->sb);
@@ -2536,15 +2544,15 @@ void session_pool_free(struct session_pool *p)
 		return;
 	pool_stop_threads(p);
 	while (p->n_ready)
-		session_free(pool_unready(p, p->n_ready - 1));
+		session_free(session_pool_unready(p, p->n_ready - 1));
 	pthread_mutex_lock(&p->lock);
 	t = TAKE_PTR(p->tpl);
 	pthread_mutex_unlock(&p->lock);
 	/* the template reads EOF and exits; its init stays while cells
 	 * taken from it live */
 	if (t) {
-		tpl_close(t);
-		tpl_unref(t);
+		session_tpl_close(t);
+		session_tpl_unref(t);
 	}
-	pool_unref(p);
+	session_pool_unref(p);
 }

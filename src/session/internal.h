@@ -108,5 +108,26 @@ struct exchange {
 	void *userdata;
 };
 
+/* exchange.c: one exchange with the kernel.  init and release around
+ * it (want_id 0: the ready event; live_out, live_err: the caller's fds
+ * for output as it comes, or -1); for_cell: a cell's, whose results
+ * count against result_limit.  pump: until the answer or the sandbox's
+ * end (0 with ret->end saying which); on_deadline gets the exchange as
+ * its argument, interrupt_cell is a cell's.  send_request: one request
+ * line; send_json: the same of one built for it (NULL: -ENOMEM), which it
+ * steals.  request: send one and wait up to timeout_s for its answer
+ * (*ret_answer, a new reference); simple_op: one answered by "done". */
+int session_exchange_init(struct exchange *x, struct session *s, int want_id,
+			  int live_out, int live_err);
+void session_exchange_for_cell(struct exchange *x);
+void session_exchange_release(struct exchange *x);
+int session_pump(struct session *s, struct exchange *x, double deadline,
+		 double (*on_deadline)(void *), struct sandbox_exit *ret);
+double session_interrupt_cell(void *ud);
+int session_send_request(struct session *s, json_t *req);
+int session_send_json(struct session *s, json_t *req);
+int session_request(struct session *s, int id, json_t *req, double timeout_s,
+		    json_t **ret_answer);
+int session_simple_op(struct session *s, const char *op);
 
 #endif

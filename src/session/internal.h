@@ -108,6 +108,22 @@ struct exchange {
 	void *userdata;
 };
 
+/* session.c: the object.  swap_sb: put sb in s->sb and return the old
+ * one, which no other thread can reach any more; what its proxy decided
+ * is kept for the audit log.  tpl_sandbox, tpl_fd: the sandbox a cell is
+ * forked in and the socket its request goes to. */
+struct sandbox *session_swap_sb(struct session *s, struct sandbox *sb);
+const struct sandbox *session_tpl_sandbox(const struct pool_tpl *t);
+int session_tpl_fd(const struct pool_tpl *t);
+
+/* spawn.c: the kernel's sandbox for s->kind, its workspace filled from
+ * from_ws (a restart's previous sandbox) or the caller's inputs, started;
+ * s->sb after.  fill_workspace: that filling alone.  await_ready: its
+ * ready event (the preloads imported).  *ret_error: a message, or NULL. */
+int session_fill_workspace(struct session *s, int from_ws, char **ret_error);
+int session_spawn_kernel(struct session *s, int from_ws, char **ret_error);
+int session_await_ready(struct session *s, char **ret_error);
+
 /* exchange.c: one exchange with the kernel.  init and release around
  * it (want_id 0: the ready event; live_out, live_err: the caller's fds
  * for output as it comes, or -1); for_cell: a cell's, whose results

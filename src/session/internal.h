@@ -108,6 +108,81 @@ struct exchange {
 	void *userdata;
 };
 
+/* ---- the warm pool ----
+ *
+ * A template session (KERNEL_TEMPLATE) imports the preloads once; refill
+ * threads keep `target` cells forked from it ready (each a KERNEL_CELL
+ * session that has said ready), and session_new(), session_restart() and
+ * session_fork() take one.  A taker that finds none asks the template
+ * for a cell itself (the template forks in about a millisecond and
+ * queues concurrent requests), and raises the target for a while.
+ *
+ * A template is a struct pool_tpl with a reference count: the pool's
+ * while it is the live one, and each cell's, since the template's init
+ * is the parent of every cell and its PID namespace holds them.  A
+ * watcher thread polls the template's and its init's pidfds; when either
+ * dies the pool is down ("degraded", with a reason) until a new template
+ * is up, started again with backoff.  Cells of a dead template whose
+ * init lives go on; the init goes when the last of them does. */
+
+#define POOL_MAKERS 3		 /* cells in the making at once, by the refill */
+/* Ready kernels kept warmed for forks: each has run the template's
+ * sample restore (warm_child), ~1.5 ms and ~1.9 MiB of its own pages, so
+ * that a fork's copy starts its restore at once instead of after it.
+ * Creates take the others first: a pool of size N keeps
+ * min(POOL_WARM, N - 1) warmed, so a full pool has one of those. */
+#define POOL_WARM 2
+#define POOL_BACKOFF_MIN_S 0.25	 /* first wait before starting a template again */
+#define POOL_BACKOFF_MAX_S 30.0
+#define POOL_STABLE_S 10.0	 /* a template that lived this long resets the backoff */
+#define POOL_TARGET_DECAY_S 10.0 /* a raised target sinks by one each period without misses */
+#define POOL_TEMPLATE_MEMORY (1ull << 30)
+#define POOL_LOST_MAX 8 /* lost templates watched for their init's exit */
+
+struct pool_tpl {
+	unsigned refs;	/* atomic */
+	struct session *s; /* the template's session */
+	int pidfd;	/* the template program's, from its first message */
+	pid_t pid;
+};
+
+struct grave {
+	struct grave *next;
+	struct sandbox *sb;
+	struct pool_tpl *tpl; /* the reference the kernel held */
+};
+
+struct session_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t want; /* the refill threads wait on it */
+	struct session_opts opts;
+	char *preload;
+	char *preloaded, *preload_failed; /* as the first template said */
+	struct pool_tpl *tpl;		  /* the live template; NULL while down */
+	struct session *ready[SESSION_POOL_MAX];
+	unsigned n_ready, size, target, making;
+	unsigned n_warmed, warming; /* of the ready ones, and in the making */
+	unsigned refs;	   /* the caller's, and each session's */
+	unsigned failures; /* cells that failed in a row */
+	uint64_t retry_ns; /* after failures: no refill before */
+	uint64_t last_miss_ns;
+	bool stopping;
+	int wake_fd; /* eventfd: wakes the watcher */
+	/* killed kernels the reaper thread frees (restarts do not wait) */
+	struct grave *graves;
+	pthread_cond_t buried;
+	pthread_t reaper;
+	bool reaper_started;
+	char why[256];
+	struct session_pool_stats st;
+	pthread_t watcher, makers[POOL_MAKERS];
+	bool watcher_started;
+	unsigned n_makers;
+	/* templates lost, kept until their init exits (the watcher's) */
+	struct pool_tpl *lost[POOL_LOST_MAX];
+	unsigned n_lost;
+};
+
 /* session.c: the object.  swap_sb: put sb in s->sb and return the old
  * one, which no other thread can reach any more; what its proxy decided
  * is kept for the audit log.  tpl_sandbox, tpl_fd: the sandbox a cell is
@@ -115,6 +190,12 @@ struct exchange {
 struct sandbox *session_swap_sb(struct session *s, struct sandbox *sb);
 const struct sandbox *session_tpl_sandbox(const struct pool_tpl *t);
 int session_tpl_fd(const struct pool_tpl *t);
+/* alloc: a session object for o, owned copies of its strings, no
+ * kernel (NULL: out of memory).  tpl_ref, tpl_unref: a template's count;
+ * the last unref frees it (its init goes once no cell is left). */
+struct session *session_alloc(const struct session_opts *o);
+void session_tpl_ref(struct pool_tpl *t);
+void session_tpl_unref(struct pool_tpl *t);
 
 /* spawn.c: the kernel's sandbox for s->kind, its workspace filled from
  * from_ws (a restart's previous sandbox) or the caller's inputs, started;
@@ -123,6 +204,24 @@ int session_tpl_fd(const struct pool_tpl *t);
 int session_fill_workspace(struct session *s, int from_ws, char **ret_error);
 int session_spawn_kernel(struct session *s, int from_ws, char **ret_error);
 int session_await_ready(struct session *s, char **ret_error);
+
+/* cells.c: is a template's init, a template, a ready kernel alive;
+ * does a pool's kernel fit o; the makers' backoff after `failures` in a
+ * row; ready[i] out of the ready list (under p->lock); the makers' and
+ * the reaper's threads.  take: a live ready kernel (warmed for a fork,
+ * if one is) or one asked of the template now, -EAGAIN when the pool has
+ * none to give; bury: free a killed kernel's sandbox and drop its
+ * template in the reaper's thread. */
+bool session_tpl_init_alive(const struct pool_tpl *t);
+bool session_tpl_alive(const struct pool_tpl *t);
+bool session_kernel_alive(const struct session *k);
+bool session_pool_matches(const struct session_pool *p, const struct session_opts *o);
+double session_backoff_s(unsigned failures);
+struct session *session_pool_unready(struct session_pool *p, unsigned i);
+void *session_pool_maker_main(void *arg);
+void *session_pool_reaper_main(void *arg);
+int session_pool_take(struct session_pool *p, bool warmed, struct session **ret);
+void session_pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tpl *t);
 
 /* exchange.c: one exchange with the kernel.  init and release around
  * it (want_id 0: the ready event; live_out, live_err: the caller's fds

@@ -112,8 +112,6 @@ static void session_close_channels(struct session *s)
 	event_reader_reset(&s->events);
 }
 
-static void session_tpl_unref(struct pool_tpl *t);
-
 /* Append n events (and dropped more) to l, at most EGRESS_EVENTS_MAX
  * kept: the rest are counted in l->dropped. */
 static int egress_log_append(struct egress_log *l, const struct egress_event *ev, size_t n,
@@ -181,9 +179,6 @@ struct sandbox *session_swap_sb(struct session *s, struct sandbox *sb)
 	keep_egress(s, old);
 	return old;
 }
-
-static int session_pool_take(struct session_pool *p, bool warmed, struct session **ret);
-static void session_pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tpl *t);
 
 /* Move the kernel (sandbox, channels, what it said at start) of src, a
  * kernel a pool made, into s; src is freed. */
@@ -335,7 +330,7 @@ static char **copy_env(const char *const *env)
 }
 
 /* A session object for o, with owned copies of its strings; no kernel. */
-static struct session *session_alloc(const struct session_opts *o)
+struct session *session_alloc(const struct session_opts *o)
 {
 	struct session *s = calloc(1, sizeof(*s));
 
@@ -365,7 +360,6 @@ static struct session *session_alloc(const struct session_opts *o)
 	return s;
 }
 
-static bool session_pool_matches(const struct session_pool *p, const struct session_opts *o);
 static void session_pool_ref(struct session_pool *p);
 
 /* for_fork: the copy's kernel of a fork, which takes a warmed one from
@@ -1075,87 +1069,12 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
 	return 0;
 }
 
-/* ---- the warm pool ----
- *
- * A template session (KERNEL_TEMPLATE) imports the preloads once; refill
- * threads keep `target` cells forked from it ready (each a KERNEL_CELL
- * session that has said ready), and session_new(), session_restart() and
- * session_fork() take one.  A taker that finds none asks the template
- * for a cell itself (the template forks in about a millisecond and
- * queues concurrent requests), and raises the target for a while.
- *
- * A template is a struct pool_tpl with a reference count: the pool's
- * while it is the live one, and each cell's, since the template's init
- * is the parent of every cell and its PID namespace holds them.  A
- * watcher thread polls the template's and its init's pidfds; when either
- * dies the pool is down ("degraded", with a reason) until a new template
- * is up, started again with backoff.  Cells of a dead template whose
- * init lives go on; the init goes when the last of them does. */
-
-#define POOL_MAKERS 3		 /* cells in the making at once, by the refill */
-/* Ready kernels kept warmed for forks: each has run the template's
- * sample restore (warm_child), ~1.5 ms and ~1.9 MiB of its own pages, so
- * that a fork's copy starts its restore at once instead of after it.
- * Creates take the others first: a pool of size N keeps
- * min(POOL_WARM, N - 1) warmed, so a full pool has one of those. */
-#define POOL_WARM 2
-#define POOL_BACKOFF_MIN_S 0.25	 /* first wait before starting a template again */
-#define POOL_BACKOFF_MAX_S 30.0
-#define POOL_STABLE_S 10.0	 /* a template that lived this long resets the backoff */
-#define POOL_TARGET_DECAY_S 10.0 /* a raised target sinks by one each period without misses */
-#define POOL_TEMPLATE_MEMORY (1ull << 30)
-#define POOL_LOST_MAX 8 /* lost templates watched for their init's exit */
-
-struct pool_tpl {
-	unsigned refs;	/* atomic */
-	struct session *s; /* the template's session */
-	int pidfd;	/* the template program's, from its first message */
-	pid_t pid;
-};
-
-struct grave {
-	struct grave *next;
-	struct sandbox *sb;
-	struct pool_tpl *tpl; /* the reference the kernel held */
-};
-
-struct session_pool {
-	pthread_mutex_t lock;
-	pthread_cond_t want; /* the refill threads wait on it */
-	struct session_opts opts;
-	char *preload;
-	char *preloaded, *preload_failed; /* as the first template said */
-	struct pool_tpl *tpl;		  /* the live template; NULL while down */
-	struct session *ready[SESSION_POOL_MAX];
-	unsigned n_ready, size, target, making;
-	unsigned n_warmed, warming; /* of the ready ones, and in the making */
-	unsigned refs;	   /* the caller's, and each session's */
-	unsigned failures; /* cells that failed in a row */
-	uint64_t retry_ns; /* after failures: no refill before */
-	uint64_t last_miss_ns;
-	bool stopping;
-	int wake_fd; /* eventfd: wakes the watcher */
-	/* killed kernels the reaper thread frees (restarts do not wait) */
-	struct grave *graves;
-	pthread_cond_t buried;
-	pthread_t reaper;
-	bool reaper_started;
-	char why[256];
-	struct session_pool_stats st;
-	pthread_t watcher, makers[POOL_MAKERS];
-	bool watcher_started;
-	unsigned n_makers;
-	/* templates lost, kept until their init exits (the watcher's) */
-	struct pool_tpl *lost[POOL_LOST_MAX];
-	unsigned n_lost;
-};
-
-static void session_tpl_ref(struct pool_tpl *t)
+void session_tpl_ref(struct pool_tpl *t)
 {
 	__atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
 }
 
-static void session_tpl_unref(struct pool_tpl *t)
+void session_tpl_unref(struct pool_tpl *t)
 {
 	if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL))
 		return;
@@ -1183,39 +1102,6 @@ static void session_tpl_close(struct pool_tpl *t)
 {
 	if (t->s->req_fd >= 0)
 		(void)shutdown(t->s->req_fd, SHUT_RDWR);
-}
-
-/* Has the process behind this pidfd exited?  (-1: not known, no.) */
-static bool pidfd_exited(int pidfd)
-{
-	struct pollfd f = { pidfd, POLLIN, 0 };
-
-	return pidfd >= 0 && poll(&f, 1, 0) == 1;
-}
-
-static bool session_tpl_init_alive(const struct pool_tpl *t)
-{
-	return t->s->sb && !pidfd_exited(sandbox_pidfd(t->s->sb));
-}
-
-static bool session_tpl_alive(const struct pool_tpl *t)
-{
-	return session_tpl_init_alive(t) && !pidfd_exited(t->pidfd);
-}
-
-/* A ready kernel that can still be handed out: its init, its template's
- * init and its channels are there (a kernel killed while it waited in
- * the pool hangs up its request socket and event pipe). */
-static bool session_kernel_alive(const struct session *k)
-{
-	struct pollfd f[2] = { { k->req_fd, POLLRDHUP, 0 }, { k->ev_fd, 0, 0 } };
-
-	if (!k->sb || pidfd_exited(sandbox_pidfd(k->sb)) ||
-	    (k->tpl && !session_tpl_init_alive(k->tpl)))
-		return false;
-	if (poll(f, 2, 0) < 0)
-		return false;
-	return !((f[0].revents | f[1].revents) & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL));
 }
 
 /* The template's first message on its socket: a pidfd of itself. */
@@ -1320,249 +1206,11 @@ static void session_pool_unref(struct session_pool *p)
 	free(p);
 }
 
-static bool same_limits(const struct sandbox_limits *a, const struct sandbox_limits *b)
-{
-	return a->memory_bytes == b->memory_bytes && a->pids == b->pids &&
-	       a->cpu_seconds == b->cpu_seconds && a->file_size == b->file_size &&
-	       a->open_files == b->open_files && a->tmp_bytes == b->tmp_bytes &&
-	       a->workspace_bytes == b->workspace_bytes && a->cpus == b->cpus;
-}
-
-/* A preload item (n bytes) with its blanks trimmed and each run of them
- * made one space, into out (size m); false if it does not fit. */
-static bool item_norm(const char *s, size_t n, char *out, size_t m)
-{
-	size_t k = 0;
-	bool gap = false;
-
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == ' ' || s[i] == '\t') {
-			gap = k > 0;
-			continue;
-		}
-		if (k + 2 >= m)
-			return false;
-		if (gap)
-			out[k++] = ' ';
-		gap = false;
-		out[k++] = s[i];
-	}
-	out[k] = '\0';
-	return true;
-}
-
-/* Two preload items ("pandas as pd") equal but for their blanks. */
-static bool same_item(const char *a, size_t na, const char *b, size_t nb)
-{
-	char x[256], y[256];
-
-	if (!item_norm(a, na, x, sizeof(x)) || !item_norm(b, nb, y, sizeof(y)))
-		return na == nb && !strncmp(a, b, na);
-	return !strcmp(x, y);
-}
-
-/* Is the item (len bytes) in the comma list? */
-static bool in_list(const char *list, const char *item, size_t len)
-{
-	while (list && *list) {
-		size_t n = strcspn(list, ",");
-
-		if (same_item(list, n, item, len))
-			return true;
-		list += n + (list[n] == ',');
-	}
-	return false;
-}
-
-/* Every item of want is in have (empty items are skipped). */
-static bool preload_subset(const char *want, const char *have)
-{
-	while (want && *want) {
-		size_t n = strcspn(want, ",");
-		size_t lead = strspn(want, " \t");
-
-		if (lead < n && !in_list(have, want, n))
-			return false;
-		want += n + (want[n] == ',');
-	}
-	return true;
-}
-
-/* A pool kernel fits a session that asks for Python, some of the pool's
- * preloads (the others are imported too), the same limits (the timeout
- * is per execution), network and strictness. */
-static bool session_pool_matches(const struct session_pool *p, const struct session_opts *o)
-{
-	return o->lang == SESSION_PYTHON && preload_subset(o->preload, p->preload) &&
-	       same_limits(&p->opts.limits, &o->limits) &&
-	       (o->net == p->opts.net ||
-		(o->net == SANDBOX_NET_ALLOWLIST && p->opts.net == SANDBOX_NET_LOOPBACK)) &&
-	       o->strict == p->opts.strict;
-}
-
-/* One cell, forked from t, that has said ready; warmed ahead for a
- * fork if warm. */
-static int pool_make_kernel(struct session_pool *p, struct pool_tpl *t, bool warm,
-			    struct session **ret)
-{
-	struct session *k = session_alloc(&p->opts);
-	int r;
-
-	if (!k)
-		return -ENOMEM;
-	k->kind = KERNEL_CELL;
-	session_tpl_ref(t);
-	k->tpl = t;
-	k->filled = true;
-	r = session_spawn_kernel(k, -1, NULL);
-	if (r == 0)
-		r = session_await_ready(k, NULL);
-	if (r == 0 && warm) {
-		/* an extra: a kernel that could not warm (its answer an error,
-		 * or late: the next exchange skips it by id) is kept unwarmed */
-		json_t *answer = NULL;
-		int id = ++k->next_id;
-		int w = session_request(k, id, json_pack("{s:s, s:i}", "op", "warm", "id", id),
-					SESSION_CONTROL_TIMEOUT_S, &answer);
-		const char *status = json_string_value(json_object_get(answer, "status"));
-
-		k->warmed = w == 0 && status && !strcmp(status, "ok");
-		json_decref(answer);
-		if (w < 0 && !session_kernel_alive(k))
-			r = w;
-	}
-	if (r < 0) {
-		session_free(k);
-		return r;
-	}
-	/* ready: from here on it is a session's, weighed as any other */
-	(void)sandbox_set_cpu_weight(k->sb, 0);
-	*ret = k;
-	return 0;
-}
-
 static void pool_wake_watcher(struct session_pool *p)
 {
 	uint64_t one = 1;
 
 	(void)!write(p->wake_fd, &one, sizeof(one));
-}
-
-static double session_backoff_s(unsigned failures)
-{
-	double b = POOL_BACKOFF_MIN_S;
-
-	while (failures-- > 1 && b < POOL_BACKOFF_MAX_S)
-		b *= 2;
-	return b < POOL_BACKOFF_MAX_S ? b : POOL_BACKOFF_MAX_S;
-}
-
-/* Should a refill thread make a cell now?  Under p->lock. */
-static bool pool_wants(const struct session_pool *p)
-{
-	return p->tpl && p->n_ready + p->making < p->target &&
-	       p->n_ready + p->making < SESSION_POOL_MAX && now_ns() >= p->retry_ns;
-}
-
-/* Should the next one be warmed for a fork?  Under p->lock. */
-static bool pool_wants_warm(const struct session_pool *p)
-{
-	unsigned want = p->size > POOL_WARM ? POOL_WARM : p->size ? p->size - 1 : 0;
-
-	return p->n_warmed + p->warming < want;
-}
-
-/* Remove ready[i] (the last one moves there); the kernel.  Under p->lock. */
-static struct session *session_pool_unready(struct session_pool *p, unsigned i)
-{
-	struct session *k = p->ready[i];
-
-	p->ready[i] = p->ready[--p->n_ready];
-	if (k->warmed)
-		p->n_warmed--;
-	return k;
-}
-
-static void cond_wait_s(pthread_cond_t *c, pthread_mutex_t *m, double seconds)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)seconds;
-	until.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	(void)pthread_cond_timedwait(c, m, &until);
-}
-
-/* A refill thread: keep `target` kernels ready, POOL_MAKERS at a time.
- * Cells that fail three times in a row (a full disk, no cgroups left)
- * pause the refill with backoff instead of spinning; the pool reports
- * it as degraded meanwhile. */
-static void *session_pool_maker_main(void *arg)
-{
-	struct session_pool *p = arg;
-
-	pthread_mutex_lock(&p->lock);
-	while (!p->stopping) {
-		struct pool_tpl *t;
-		struct session *k = NULL;
-		bool warm;
-		int r;
-
-		if (!pool_wants(p)) {
-			cond_wait_s(&p->want, &p->lock, p->failures >= 3 ? 0.25 : 5);
-			continue;
-		}
-		t = p->tpl;
-		session_tpl_ref(t);
-		p->making++;
-		warm = pool_wants_warm(p);
-		p->warming += warm;
-		pthread_mutex_unlock(&p->lock);
-		r = pool_make_kernel(p, t, warm, &k);
-		session_tpl_unref(t);
-		pthread_mutex_lock(&p->lock);
-		p->making--;
-		p->warming -= warm;
-		if (r == 0 && !session_kernel_alive(k)) {
-			/* dead as it was made: its template's init died (after
-			 * the sweep), or cells die as they start (a memory
-			 * limit below what one touches): a failure, backed off
-			 * as any other, never a refill at full speed */
-			pthread_mutex_unlock(&p->lock);
-			session_free(k);
-			pthread_mutex_lock(&p->lock);
-			p->st.discarded++;
-			r = -ECHILD;
-		}
-		if (r < 0) {
-			p->st.cell_failures++;
-			if (++p->failures >= 3)
-				p->retry_ns = now_ns() +
-					      (uint64_t)(session_backoff_s(p->failures - 2) * 1e9);
-			if (p->failures >= 3 && p->tpl == t)
-				snprintf(p->why, sizeof(p->why), "the template cannot make cells: %s; retrying",
-					 r == -ECHILD ? "they die as they start" : strerror(-r));
-			continue;
-		}
-		p->failures = 0;
-		if (p->tpl == t && !strncmp(p->why, "the template cannot", 19))
-			p->why[0] = '\0';
-		if (p->stopping || p->n_ready >= SESSION_POOL_MAX) {
-			pthread_mutex_unlock(&p->lock);
-			session_free(k);
-			pthread_mutex_lock(&p->lock);
-			continue;
-		}
-		p->ready[p->n_ready++] = k;
-		p->n_warmed += k->warmed;
-		p->st.made++;
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
 }
 
 /* Wait for the template t (or its init) to die, p->wake_fd, or the
@@ -1744,114 +1392,6 @@ static void *session_pool_watcher_main(void *arg)
 			attempts++;
 		}
 	}
-	return NULL;
-}
-
-/* Which ready kernel to take: the newest warmed one if warmed (a
- * fork's), else the newest that is not, else the newest.  Under p->lock,
- * with n_ready > 0. */
-static unsigned pool_pick(const struct session_pool *p, bool warmed)
-{
-	for (unsigned i = p->n_ready; i-- > 0;)
-		if (p->ready[i]->warmed == warmed)
-			return i;
-	return p->n_ready - 1;
-}
-
-/* Take a live ready kernel (warmed for a fork, if one is), or ask the
- * template for one now; -EAGAIN when the pool has none to give (down,
- * closing): then start cold. */
-static int session_pool_take(struct session_pool *p, bool warmed, struct session **ret)
-{
-	struct pool_tpl *t;
-	int r;
-
-	pthread_mutex_lock(&p->lock);
-	while (p->n_ready) {
-		struct session *k = session_pool_unready(p, pool_pick(p, warmed));
-
-		pthread_cond_signal(&p->want);
-		if (session_kernel_alive(k)) {
-			p->st.taken_ready++;
-			p->st.taken_warmed += k->warmed;
-			pthread_mutex_unlock(&p->lock);
-			*ret = k;
-			return 0;
-		}
-		p->st.discarded++;
-		pthread_mutex_unlock(&p->lock);
-		session_free(k);
-		pthread_mutex_lock(&p->lock);
-	}
-	/* a miss: keep more ready for a while */
-	p->last_miss_ns = now_ns();
-	if (p->target < SESSION_POOL_MAX)
-		p->target++;
-	pthread_cond_broadcast(&p->want);
-	t = p->stopping ? NULL : p->tpl;
-	if (!t) {
-		p->st.cold++;
-		pthread_mutex_unlock(&p->lock);
-		return -EAGAIN;
-	}
-	session_tpl_ref(t);
-	pthread_mutex_unlock(&p->lock);
-	r = pool_make_kernel(p, t, false, ret);
-	session_tpl_unref(t);
-	pthread_mutex_lock(&p->lock);
-	if (r == 0)
-		p->st.taken_direct++;
-	else
-		p->st.cold++;
-	pthread_mutex_unlock(&p->lock);
-	return r == 0 ? 0 : -EAGAIN;
-}
-
-/* Free a killed kernel's sandbox (and drop its template) in the reaper
- * thread; at once, here, if the pool is closing or out of memory. */
-static void session_pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_tpl *t)
-{
-	struct grave *g = malloc(sizeof(*g));
-
-	pthread_mutex_lock(&p->lock);
-	if (g && p->reaper_started && !p->stopping) {
-		*g = (struct grave){ p->graves, sb, t };
-		p->graves = g;
-		pthread_cond_signal(&p->buried);
-		g = NULL;
-		sb = NULL;
-		t = NULL;
-	}
-	pthread_mutex_unlock(&p->lock);
-	free(g);
-	sandbox_free(sb);
-	session_tpl_unref(t);
-}
-
-/* The reaper: frees what session_pool_bury() left, until the pool closes and
- * nothing is left. */
-static void *session_pool_reaper_main(void *arg)
-{
-	struct session_pool *p = arg;
-
-	pthread_mutex_lock(&p->lock);
-	for (;;) {
-		struct grave *g = p->graves;
-
-		if (!g) {
-			if (p->stopping)
-				break;
-			pthread_cond_wait(&p->buried, &p->lock);
-			continue;
-		}
-		p->graves = g->next;
-		pthread_mutex_unlock(&p->lock);
-		sandbox_free(g->sb);
-		session_tpl_unref(g->tpl);
-		free(g);
-		pthread_mutex_lock(&p->lock);
-	}
-	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
 

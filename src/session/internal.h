@@ -196,6 +196,18 @@ int session_tpl_fd(const struct pool_tpl *t);
 struct session *session_alloc(const struct session_opts *o);
 void session_tpl_ref(struct pool_tpl *t);
 void session_tpl_unref(struct pool_tpl *t);
+/* close_channels: our ends of the kernel's fds.  pool_ref: a pool's
+ * count, which session_free drops. */
+void session_close_channels(struct session *s);
+void session_pool_ref(struct session_pool *p);
+
+/* lifecycle.c: a new kernel for s, from the pool or spawned, the old
+ * sandbox's workspace carried over.  start: a session for o (for_fork:
+ * the copy's of a fork, which takes a warmed kernel from the pool when
+ * there is one); *ret_error: a message, or NULL. */
+int session_start_kernel(struct session *s, char **ret_error);
+int session_start(const struct session_opts *o, bool for_fork, struct session **ret,
+		  char **ret_error);
 
 /* spawn.c: the kernel's sandbox for s->kind, its workspace filled from
  * from_ws (a restart's previous sandbox) or the caller's inputs, started;

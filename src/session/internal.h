@@ -217,6 +217,14 @@ int session_fill_workspace(struct session *s, int from_ws, char **ret_error);
 int session_spawn_kernel(struct session *s, int from_ws, char **ret_error);
 int session_await_ready(struct session *s, char **ret_error);
 
+/* template.c: tell the template to exit (it reads EOF); start one, with
+ * one reference (the caller's); the watcher's thread; reap the lost
+ * templates whose init has exited (all of them once the pool stops). */
+void session_tpl_close(struct pool_tpl *t);
+int session_tpl_start(const struct session_pool *p, struct pool_tpl **ret, char **ret_error);
+void *session_pool_watcher_main(void *arg);
+void session_pool_reap_lost(struct session_pool *p, bool all);
+
 /* cells.c: is a template's init, a template, a ready kernel alive;
  * does a pool's kernel fit o; the makers' backoff after `failures` in a
  * row; ready[i] out of the ready list (under p->lock); the makers' and

@@ -196,10 +196,12 @@ int session_tpl_fd(const struct pool_tpl *t);
 struct session *session_alloc(const struct session_opts *o);
 void session_tpl_ref(struct pool_tpl *t);
 void session_tpl_unref(struct pool_tpl *t);
-/* close_channels: our ends of the kernel's fds.  pool_ref: a pool's
- * count, which session_free drops. */
+/* close_channels: our ends of the kernel's fds.  pool_ref, pool_unref:
+ * a pool's count (the caller's, and each session's); the last unref
+ * frees it. */
 void session_close_channels(struct session *s);
 void session_pool_ref(struct session_pool *p);
+void session_pool_unref(struct session_pool *p);
 
 /* lifecycle.c: a new kernel for s, from the pool or spawned, the old
  * sandbox's workspace carried over.  start: a session for o (for_fork:

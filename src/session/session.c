@@ -1,31 +1,21 @@
-/* Sessions: a kernel in a sandbox, spoken to in newline-delimited JSON. */
+/* Sessions: a kernel in a sandbox, spoken to in newline-delimited JSON.
+ * This file holds the object: options and the kernel's environment, the
+ * egress log kept across sandboxes, allocation and free, accessors, and
+ * the pool's and template's reference counts a session holds.  Beside it
+ * (docs/ARCHITECTURE.md): exchange.c, spawn.c, lifecycle.c, exec.c,
+ * fork.c, and the warm pool's cells.c, template.c and pool.c; what they
+ * share is in internal.h. */
 #include "session/session.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/eventfd.h>
-#include <sys/ioctl.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
-#include "kernels.h"
 #include "sandbox/egress.h"
-#include "session/events.h"
-#include "session/changes.h"
 #include "session/internal.h"
 #include "session/workspace.h"
-#include "util/buf.h"
-#include "util/capture.h"
-#include "util/utf8.h"
-#include "util/fs.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
@@ -100,8 +90,6 @@ void session_opts_init(struct session_opts *o)
 	o->net = SANDBOX_NET_LOOPBACK;
 	o->idle_timeout_s = CODECELL_DEFAULT_IDLE_S;
 }
-
-/* ---- starting and stopping the kernel ---- */
 
 void session_close_channels(struct session *s)
 {

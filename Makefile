@@ -23,7 +23,7 @@ LIBS := $(PKG_LIBS) -lm
 
 LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c src/sandbox/cell.c,$(wildcard src/util/*.c src/sandbox/*.c src/session/*.c src/engine/*.c))
 POLICY_OBJ := $(BUILD)/src/sandbox/seccomp_policy.o
-CLI_SRC := $(wildcard src/cli/*.c src/api/*.c src/mcp/*.c src/agent/*.c) src/main.c
+CLI_SRC := $(wildcard src/cli/*.c src/http/*.c src/api/*.c src/e2b/*.c src/mcp/*.c src/agent/*.c) src/main.c
 GEN_SRC := $(BUILD)/gen/kernels.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernels.o $(BUILD)/gen/seccomp_bpf.o \
 	   $(BUILD)/gen/site_py.o
@@ -222,7 +222,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
 FUZZ_LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/engine/*.c src/session/*.c src/sandbox/*.c)) src/sandbox/seccomp_policy.c
 # the pure parsers of `codecell serve` (no libmicrohttpd calls in them)
-FUZZ_API_SRC := src/api/request.c src/api/route.c src/api/text.c src/api/connect.c src/api/e2b_parse.c
+FUZZ_API_SRC := src/api/request.c src/api/route.c src/api/text.c src/e2b/connect.c src/e2b/parse.c
 fuzz: setup
 	$(MAKE) BUILD=build-fuzz build-fuzz/gen/kernels.h build-fuzz/gen/seccomp_bpf.c build-fuzz/gen/site_py.c
 	@mkdir -p build-fuzz/fuzz

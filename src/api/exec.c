@@ -22,7 +22,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 #include "api/exec.h"
 #include "api/http.h"
 #include "api/metrics.h"

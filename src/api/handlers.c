@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 #include "api/exec.h"
 #include "api/handlers.h"
 #include "api/http.h"

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 #include "api/http.h"
 #include "api/policy.h"
 #include "api/server.h"
@@ -278,7 +278,7 @@ again:
 		enum session_lang sl = entry->lang;
 
 		/* an E2B context of another language runs in the session's
-		 * sandbox (e2b_jupyter.c): the language checked is its own */
+		 * sandbox (e2b/jupyter.c): the language checked is its own */
 		if (c->e2b && (req->set & API_SET_LANG))
 			(void)engine_lang_session(req->lang, &sl);
 		rec.session = entry->id;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "api/conns.h"
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 #include "api/exec.h"
 #include "api/files.h"
 #include "api/framing.h"
@@ -593,7 +593,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!x->failed && table[x->entry].route == API_R_SESSION_FILES)
 			api_upload_data(&x->call, upload, *upload_size);
 		else if (!x->failed && x->call.e2b && api_e2b_data(&x->call, upload, *upload_size))
-			; /* an E2B upload (e2b_envd.c) */
+			; /* an E2B upload (e2b/envd.c) */
 		/* past the cap: keep reading (and dropping) to answer 413
 		 * with the connection in a known state */
 		else if (!x->failed && buf_append(&x->body, upload, *upload_size) < 0) {

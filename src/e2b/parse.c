@@ -1,13 +1,13 @@
 /* The E2B door's parsers of client bytes that need no server: the list's
  * ?metadata= filter, and a multipart upload's boundary and file names.
  * Kept apart from the handlers so tests/fuzz/fuzz-e2b-forms.c can drive
- * them alone (e2b_internal.h has their contracts). */
+ * them alone (e2b/internal.h has their contracts). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "api/e2b_internal.h"
+#include "e2b/internal.h"
 #include "util/percent.h"
 #include "util/banned.h"
 

@@ -1,4 +1,4 @@
-/* api/connect: the envelope of Connect's streaming protocol
+/* e2b/connect: the envelope of Connect's streaming protocol
  * (https://connectrpc.com/docs/protocol): each message is
  * [flags: 1 byte][length: 4 bytes, big-endian][length bytes].  Flag 0x01:
  * compressed; 0x02: the end of the stream (its message is JSON with an

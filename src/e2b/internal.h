@@ -1,4 +1,4 @@
-/* api/e2b: what e2b.c, e2b_jupyter.c, e2b_envd.c and e2b_kernel.c
+/* e2b/internal.h: what e2b.c, jupyter.c, envd.c and kernel.c
  * share.  Not a public interface. */
 #ifndef CODECELL_API_E2B_INTERNAL_H
 #define CODECELL_API_E2B_INTERNAL_H
@@ -83,7 +83,7 @@ enum e2b_route {
 struct e2b_multipart {
 	char delim[E2B_BOUNDARY_MAX + 8]; /* "\r\n--" boundary */
 	size_t delim_len;
-	int state; /* e2b_envd.c */
+	int state; /* e2b/envd.c */
 	char head[E2B_PART_HEAD_MAX];
 	size_t head_len;
 	char hold[E2B_BOUNDARY_MAX + 8]; /* bytes that may begin the delimiter */
@@ -134,7 +134,7 @@ json_t *e2b_body(struct api_call *c, struct api_error *e);
 int e2b_query(struct api_call *c, const char *name, char *out, size_t n, struct api_error *e);
 enum MHD_Result e2b_respond_empty(struct api_call *c, unsigned status);
 
-/* e2b_parse.c: the door's parsers of client bytes that need no server,
+/* e2b/parse.c: the door's parsers of client bytes that need no server,
  * fuzzed by tests/fuzz/fuzz-e2b-forms.c */
 /* Whether every "k=v" pair of q (?metadata=, as URLSearchParams wrote it
  * from keys and values the SDK had URL-encoded first) is a string of
@@ -152,11 +152,11 @@ int e2b_multipart_delim(const char *type, char *out, size_t n, size_t *ret_len);
 /* Connect's code for an HTTP status ("not_found" for 404, ...). */
 const char *e2b_connect_code(int http);
 
-/* e2b_jupyter.c */
+/* e2b/jupyter.c */
 enum MHD_Result e2b_handle_execute(struct api_call *c);
 enum MHD_Result e2b_handle_contexts(struct api_call *c);
 
-/* e2b_envd.c */
+/* e2b/envd.c */
 enum MHD_Result e2b_handle_files(struct api_call *c);
 enum MHD_Result e2b_handle_fs(struct api_call *c);
 enum MHD_Result e2b_handle_process(struct api_call *c);
@@ -166,7 +166,7 @@ int e2b_upload_start(struct api_call *c, struct api_error *e);
 enum MHD_Result e2b_stream_error(struct api_call *c, const struct api_error *err);
 void e2b_upload_data(struct api_call *c, const char *data, size_t len);
 
-/* e2b_kernel.c: cells of the helper (kernels/e2b_helper.py) */
+/* e2b/kernel.c: cells of the helper (kernels/e2b_helper.py) */
 /* Code of a cell that calls builtins._codecell_e2b.CALL, installing the
  * helper first if this kernel has not got it.  Owned by the caller. */
 char *e2b_helper_cell(const char *call);

@@ -1,15 +1,15 @@
-/* api/e2b: the E2B-compatible door of `codecell serve` (docs/API.md,
+/* e2b/e2b.h: the E2B-compatible door of `codecell serve` (docs/API.md,
  * "The E2B door").  E2B's SDKs, pointed at this server with E2B_API_URL
  * and E2B_SANDBOX_URL, send their control plane (POST /sandboxes, ...)
  * and, with E2b-Sandbox-Id and E2b-Sandbox-Port headers, what they would
  * send to a sandbox's envd (49983) or code interpreter (49999) to the
  * same port.  An E2B sandbox is one codecell session (a Python kernel)
  * whose workspace is /home/user; its other contexts and its commands run
- * inside that same sandbox (e2b_kernel.c), so they see the same files.
+ * inside that same sandbox (e2b/kernel.c), so they see the same files.
  *
  * The hooks server.c, handlers.c and exec.c call; the rest is in
- * e2b.c (control plane, auth, state), e2b_jupyter.c (/execute,
- * /contexts), e2b_envd.c (/files, Connect RPCs). */
+ * e2b.c (control plane, auth, state), e2b/jupyter.c (/execute,
+ * /contexts), e2b/envd.c (/files, Connect RPCs). */
 #ifndef CODECELL_API_E2B_H
 #define CODECELL_API_E2B_H
 

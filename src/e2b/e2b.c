@@ -10,11 +10,11 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "api/e2b_internal.h"
+#include "e2b/internal.h"
 #include "api/handlers.h"
 #include "api/metrics.h"
 #include "api/policy.h"
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 #include "engine/limits.h"
 #include "util/timeutil.h"
 #include "util/envname.h"

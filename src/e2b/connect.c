@@ -1,5 +1,5 @@
 /* Connect's envelope: one message in, headers out (connect.h). */
-#include "api/connect.h"
+#include "e2b/connect.h"
 
 #include <errno.h>
 

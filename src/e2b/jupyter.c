@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "api/e2b_internal.h"
+#include "e2b/internal.h"
 #include "api/exec.h"
 #include "api/metrics.h"
 #include "api/policy.h"

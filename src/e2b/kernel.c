@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/e2b_internal.h"
+#include "e2b/internal.h"
 #include "engine/engine.h"
 #include "kernels.h"
 #include "util/banned.h"

@@ -23,12 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/connect.h"
-#include "api/e2b_internal.h"
+#include "e2b/connect.h"
+#include "e2b/internal.h"
 #include "api/files.h"
 #include "api/policy.h"
 #include "api/text.h"
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/envname.h"

@@ -13,9 +13,9 @@
 
 #include "api/files.h"
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/policy.h"
-#include "api/server.h"
+#include "http/http.h"
+#include "http/policy.h"
+#include "http/internal.h"
 #include "engine/sessions.h"
 #include "engine/files.h"
 #include "util/macro.h"

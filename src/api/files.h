@@ -8,7 +8,7 @@
 
 #include <microhttpd.h>
 
-#include "api/http.h"
+#include "http/http.h"
 #include "engine/files.h"
 #include "engine/sessions.h"
 

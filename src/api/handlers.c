@@ -7,12 +7,12 @@
 #include <time.h>
 
 #include "e2b/e2b.h"
-#include "api/exec.h"
+#include "http/exec.h"
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/metrics.h"
-#include "api/policy.h"
-#include "api/server.h"
+#include "http/http.h"
+#include "http/metrics.h"
+#include "http/policy.h"
+#include "http/internal.h"
 #include "engine/sessions.h"
 #include "util/macro.h"
 #include "util/timeutil.h"

@@ -5,7 +5,7 @@
 
 #include <microhttpd.h>
 
-#include "api/http.h"
+#include "http/http.h"
 
 enum MHD_Result api_handle_healthz(struct api_call *c);
 enum MHD_Result api_handle_metrics(struct api_call *c);

@@ -9,9 +9,9 @@
 
 #include "api/files.h"
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/policy.h"
-#include "api/server.h"
+#include "http/http.h"
+#include "http/policy.h"
+#include "http/internal.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
 #include "engine/tool.h"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/api.h"
+#include "http/serve.h"
 #include "cli/cli.h"
 #include "util/buf.h"
 #include "util/log.h"

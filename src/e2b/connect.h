@@ -4,8 +4,8 @@
  * compressed; 0x02: the end of the stream (its message is JSON with an
  * optional "error" and "metadata").  Pure, no I/O; fuzzed by
  * tests/fuzz/fuzz-connect.c. */
-#ifndef CODECELL_API_CONNECT_H
-#define CODECELL_API_CONNECT_H
+#ifndef CODECELL_E2B_CONNECT_H
+#define CODECELL_E2B_CONNECT_H
 
 #include <stddef.h>
 #include <stdint.h>

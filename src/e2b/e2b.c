@@ -12,8 +12,8 @@
 
 #include "e2b/internal.h"
 #include "api/handlers.h"
-#include "api/metrics.h"
-#include "api/policy.h"
+#include "http/metrics.h"
+#include "http/policy.h"
 #include "e2b/e2b.h"
 #include "engine/limits.h"
 #include "util/timeutil.h"

@@ -10,8 +10,8 @@
  * The hooks server.c, handlers.c and exec.c call; the rest is in
  * e2b.c (control plane, auth, state), e2b/jupyter.c (/execute,
  * /contexts), e2b/envd.c (/files, Connect RPCs). */
-#ifndef CODECELL_API_E2B_H
-#define CODECELL_API_E2B_H
+#ifndef CODECELL_E2B_E2B_H
+#define CODECELL_E2B_E2B_H
 
 #include <stdbool.h>
 #include <stddef.h>

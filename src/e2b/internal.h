@@ -1,10 +1,10 @@
 /* e2b/internal.h: what e2b.c, jupyter.c, envd.c and kernel.c
  * share.  Not a public interface. */
-#ifndef CODECELL_API_E2B_INTERNAL_H
-#define CODECELL_API_E2B_INTERNAL_H
+#ifndef CODECELL_E2B_INTERNAL_H
+#define CODECELL_E2B_INTERNAL_H
 
-#include "api/http.h"
-#include "api/server.h"
+#include "http/http.h"
+#include "http/internal.h"
 #include "engine/limits.h"
 #include "engine/sessions.h"
 

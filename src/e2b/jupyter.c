@@ -14,9 +14,9 @@
 #include <sys/random.h>
 
 #include "e2b/internal.h"
-#include "api/exec.h"
-#include "api/metrics.h"
-#include "api/policy.h"
+#include "http/exec.h"
+#include "http/metrics.h"
+#include "http/policy.h"
 #include "util/envname.h"
 #include "util/timeutil.h"
 #include "util/banned.h"

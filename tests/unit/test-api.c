@@ -11,8 +11,8 @@
 #include <cmocka.h>
 
 #include "e2b/internal.h"
-#include "api/request.h"
-#include "api/route.h"
+#include "http/request.h"
+#include "http/route.h"
 
 static void route_decodes_paths_strictly(void **state)
 {

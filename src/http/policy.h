@@ -1,15 +1,15 @@
-/* api/policy.h: the server's side of the engine's pipeline: the checks, a
+/* http/policy.h: the server's side of the engine's pipeline: the checks, a
  * rejection's answer, the audit records (policy.c). */
-#ifndef CODECELL_API_POLICY_H
-#define CODECELL_API_POLICY_H
+#ifndef CODECELL_HTTP_POLICY_H
+#define CODECELL_HTTP_POLICY_H
 
 #include <stdint.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "api/http.h"
-#include "api/request.h"
+#include "http/http.h"
+#include "http/request.h"
 #include "engine/audit.h"
 #include "engine/policy.h"
 #include "engine/sessions.h"

@@ -1,8 +1,8 @@
-/* api/server.h: the server as its files share it: its state, its log
+/* http/internal.h: the server as its files share it: its state, its log
  * (server.c), the reaper (handlers.c), libmicrohttpd (mhd.c).  Not a
  * public interface. */
-#ifndef CODECELL_API_SERVER_H
-#define CODECELL_API_SERVER_H
+#ifndef CODECELL_HTTP_INTERNAL_H
+#define CODECELL_HTTP_INTERNAL_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -10,9 +10,9 @@
 
 #include <microhttpd.h>
 
-#include "api/api.h"
-#include "api/conns.h"
-#include "api/metrics.h"
+#include "http/serve.h"
+#include "http/conns.h"
+#include "http/metrics.h"
 #include "engine/policy.h"
 #include "engine/sessions.h"
 

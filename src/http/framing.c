@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api/framing.h"
+#include "http/framing.h"
 #include "util/macro.h"
 #include "util/banned.h"
 

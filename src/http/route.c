@@ -1,5 +1,5 @@
 /* Routing: decode the path, then match it against a short table. */
-#include "api/route.h"
+#include "http/route.h"
 
 #include <errno.h>
 #include <stdbool.h>

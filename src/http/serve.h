@@ -1,4 +1,4 @@
-/* api: the HTTP/JSON server behind `codecell serve` (docs/API.md).
+/* http/serve.h: the HTTP/JSON server behind `codecell serve` (docs/API.md).
  *
  * libmicrohttpd with a thread per connection: a request that runs code
  * blocks only its own connection.  Sessions live in the process; each has
@@ -8,8 +8,8 @@
  *
  * The server never exits the process and never prints except through the
  * log callback in its config (the CLI tier decides). */
-#ifndef CODECELL_API_API_H
-#define CODECELL_API_API_H
+#ifndef CODECELL_HTTP_SERVE_H
+#define CODECELL_HTTP_SERVE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
-/* api/exec.h: running code for a request, and the executions in flight
+/* http/exec.h: running code for a request, and the executions in flight
  * (exec.c). */
-#ifndef CODECELL_API_EXEC_H
-#define CODECELL_API_EXEC_H
+#ifndef CODECELL_HTTP_EXEC_H
+#define CODECELL_HTTP_EXEC_H
 
 #include <microhttpd.h>
 
-#include "api/http.h"
-#include "api/request.h"
+#include "http/http.h"
+#include "http/request.h"
 #include "engine/sessions.h"
 
 struct api_jobs;

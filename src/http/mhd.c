@@ -12,7 +12,7 @@
 
 #include <microhttpd.h>
 
-#include "api/server.h"
+#include "http/internal.h"
 #include "util/banned.h"
 
 #define MHD_LIBRARY "libmicrohttpd.so.12"

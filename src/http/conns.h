@@ -1,6 +1,6 @@
-/* api/conns.h: every TCP connection and its request deadline (conns.c). */
-#ifndef CODECELL_API_CONNS_H
-#define CODECELL_API_CONNS_H
+/* http/conns.h: every TCP connection and its request deadline (conns.c). */
+#ifndef CODECELL_HTTP_CONNS_H
+#define CODECELL_HTTP_CONNS_H
 
 #include <pthread.h>
 #include <stdbool.h>

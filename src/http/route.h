@@ -1,4 +1,4 @@
-/* api/route: a request's URL path to a route, a session id and, for
+/* http/route: a request's URL path to a route, a session id and, for
  * files, a workspace path.  Pure (no I/O), fuzzed by
  * tests/fuzz/fuzz-api-route.c.
  *
@@ -6,12 +6,12 @@
  * identity unescaper), so decoding and every check happen here, once:
  * %00, bad escapes, "." and ".." components, empty components (an
  * absolute path after "files/"), over-long names. */
-#ifndef CODECELL_API_ROUTE_H
-#define CODECELL_API_ROUTE_H
+#ifndef CODECELL_HTTP_ROUTE_H
+#define CODECELL_HTTP_ROUTE_H
 
 #include <stddef.h>
 
-#include "api/request.h"
+#include "http/request.h"
 
 #define API_ID_LEN 32	    /* hex characters of a session id (ENGINE_SESSION_ID_LEN) */
 #define API_URL_MAX 4096    /* bytes of a request path */

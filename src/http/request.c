@@ -1,6 +1,6 @@
 /* The request bodies: one table of fields, each with the bodies it belongs
  * to and a parser for its value. */
-#include "api/request.h"
+#include "http/request.h"
 
 #include <ctype.h>
 #include <errno.h>

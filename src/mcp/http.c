@@ -39,9 +39,9 @@
 #include <unistd.h>
 
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/server.h"
-#include "api/text.h"
+#include "http/http.h"
+#include "http/internal.h"
+#include "http/text.h"
 #include "mcp/mcp.h"
 #include "version.h"
 #include "util/macro.h"

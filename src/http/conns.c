@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "api/conns.h"
-#include "api/server.h"
+#include "http/conns.h"
+#include "http/internal.h"
 #include "util/banned.h"
 
 #define WATCHDOG_TICK_MS 250

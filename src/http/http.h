@@ -1,7 +1,7 @@
-/* api/http.h: a request as the handlers see it, and the answers
+/* http/http.h: a request as the handlers see it, and the answers
  * (server.c). */
-#ifndef CODECELL_API_HTTP_H
-#define CODECELL_API_HTTP_H
+#ifndef CODECELL_HTTP_HTTP_H
+#define CODECELL_HTTP_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,8 +9,8 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "api/request.h"
-#include "api/route.h"
+#include "http/request.h"
+#include "http/route.h"
 #include "engine/audit.h"
 #include "engine/files.h"
 #include "engine/sessions.h"

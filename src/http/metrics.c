@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/metrics.h"
+#include "http/metrics.h"
 #include "sandbox/sandbox.h"
 #include "util/buf.h"
 #include "util/timeutil.h"

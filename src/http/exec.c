@@ -23,12 +23,12 @@
 #include <unistd.h>
 
 #include "e2b/e2b.h"
-#include "api/exec.h"
-#include "api/http.h"
-#include "api/metrics.h"
-#include "api/policy.h"
-#include "api/server.h"
-#include "api/text.h"
+#include "http/exec.h"
+#include "http/http.h"
+#include "http/metrics.h"
+#include "http/policy.h"
+#include "http/internal.h"
+#include "http/text.h"
 #include "engine/sessions.h"
 #include "engine/engine.h"
 #include "util/buf.h"

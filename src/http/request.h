@@ -1,4 +1,4 @@
-/* api/request: the JSON bodies of `codecell serve`, parsed into plain
+/* http/request: the JSON bodies of `codecell serve`, parsed into plain
  * structs.  Pure functions (no I/O, no global state) so they can be unit
  * tested and fuzzed (tests/fuzz/fuzz-api-*.c).
  *
@@ -6,8 +6,8 @@
  * bodies accept it; anything else is an unknown field.  Errors carry the
  * HTTP status and the stable code of the API's error object
  * ({"error": {"code", "message"}}, docs/API.md). */
-#ifndef CODECELL_API_REQUEST_H
-#define CODECELL_API_REQUEST_H
+#ifndef CODECELL_HTTP_REQUEST_H
+#define CODECELL_HTTP_REQUEST_H
 
 #include <stdbool.h>
 #include <stddef.h>

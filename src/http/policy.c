@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "e2b/e2b.h"
-#include "api/http.h"
-#include "api/policy.h"
-#include "api/server.h"
+#include "http/http.h"
+#include "http/policy.h"
+#include "http/internal.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
 #include "util/json.h"

@@ -1,6 +1,6 @@
-/* api/text.h: JSON text helpers (text.c); UTF-8 is util/utf8.h's. */
-#ifndef CODECELL_API_TEXT_H
-#define CODECELL_API_TEXT_H
+/* http/text.h: JSON text helpers (text.c); UTF-8 is util/utf8.h's. */
+#ifndef CODECELL_HTTP_TEXT_H
+#define CODECELL_HTTP_TEXT_H
 
 #include <stddef.h>
 

@@ -1,11 +1,11 @@
-/* api/framing.h: what two HTTP parsers could frame differently, and
+/* http/framing.h: what two HTTP parsers could frame differently, and
  * proxies (framing.c). */
-#ifndef CODECELL_API_FRAMING_H
-#define CODECELL_API_FRAMING_H
+#ifndef CODECELL_HTTP_FRAMING_H
+#define CODECELL_HTTP_FRAMING_H
 
 #include <microhttpd.h>
 
-#include "api/request.h"
+#include "http/request.h"
 
 /* Before any body is read: refuse (400, then close) what two parsers
  * could frame differently: two Content-Length or Transfer-Encoding

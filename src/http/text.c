@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/text.h"
+#include "http/text.h"
 #include "util/banned.h"
 
 char *api_json_dump(const json_t *j, size_t flags, size_t *ret_len)

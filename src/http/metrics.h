@@ -1,7 +1,7 @@
-/* api/metrics.h: the server's counters and their Prometheus text
+/* http/metrics.h: the server's counters and their Prometheus text
  * (metrics.c). */
-#ifndef CODECELL_API_METRICS_H
-#define CODECELL_API_METRICS_H
+#ifndef CODECELL_HTTP_METRICS_H
+#define CODECELL_HTTP_METRICS_H
 
 #include <pthread.h>
 #include <stdint.h>

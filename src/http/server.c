@@ -14,16 +14,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/conns.h"
+#include "http/conns.h"
 #include "e2b/e2b.h"
-#include "api/exec.h"
+#include "http/exec.h"
 #include "api/files.h"
-#include "api/framing.h"
+#include "http/framing.h"
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/metrics.h"
-#include "api/server.h"
-#include "api/text.h"
+#include "http/http.h"
+#include "http/metrics.h"
+#include "http/internal.h"
+#include "http/text.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
 #include "engine/tool.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/files.h"
+#include "http/upload.h"
 #include "api/handlers.h"
 #include "http/http.h"
 #include "http/policy.h"

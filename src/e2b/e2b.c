@@ -11,7 +11,6 @@
 #include <time.h>
 
 #include "e2b/internal.h"
-#include "api/handlers.h"
 #include "http/metrics.h"
 #include "http/policy.h"
 #include "e2b/e2b.h"
@@ -42,14 +41,15 @@ static int random_hex(char *out, size_t bytes)
 
 /* ---- state ---- */
 
-int api_e2b_init(struct api_server *srv)
+static int e2b_init(struct api_server *srv, void **ret_state)
 {
 	struct e2b_state *st = calloc(1, sizeof(*st));
 
+	(void)srv;
 	if (!st)
 		return -ENOMEM;
 	pthread_mutex_init(&st->lock, NULL);
-	srv->e2b = st;
+	*ret_state = st;
 	return 0;
 }
 
@@ -61,9 +61,9 @@ static void e2b_sandbox_free(struct e2b_sandbox *sb)
 }
 
 /* The sessions themselves are ended with the registry's (server.c). */
-void api_e2b_free(struct api_server *srv)
+static void e2b_free(void *state)
 {
-	struct e2b_state *st = srv->e2b;
+	struct e2b_state *st = state;
 
 	if (!st)
 		return;
@@ -75,29 +75,8 @@ void api_e2b_free(struct api_server *srv)
 	}
 	pthread_mutex_destroy(&st->lock);
 	free(st);
-	srv->e2b = NULL;
 }
 
-static bool e2b_sandbox_alive(const struct e2b_sandbox *sb, uint64_t now)
-{
-	return now < sb->end_ms && !__atomic_load_n(&sb->entry->dying, __ATOMIC_SEQ_CST);
-}
-
-struct e2b_sandbox *e2b_find(struct e2b_state *st, const char *id)
-{
-	for (struct e2b_sandbox *sb = st->head; sb; sb = sb->next)
-		if (!strcmp(sb->id, id))
-			return e2b_sandbox_alive(sb, epoch_ms()) ? sb : NULL;
-	return NULL;
-}
-
-/* Under st->lock: take sb out of the table. */
-struct e2b_sandbox *e2b_find_seen(struct api_call *c, const char *id)
-{
-	struct e2b_sandbox *sb = e2b_find(c->srv->e2b, id);
-
-	return sb && api_sees(c, sb->entry) ? sb : NULL;
-}
 
 static void unlink_sandbox(struct e2b_state *st, struct e2b_sandbox *sb)
 {
@@ -116,9 +95,9 @@ static void e2b_sandbox_end(struct api_server *srv, struct e2b_sandbox *sb)
 	e2b_sandbox_free(sb);
 }
 
-void api_e2b_sweep(struct api_server *srv)
+static void e2b_sweep(struct api_server *srv, void *state)
 {
-	struct e2b_state *st = srv->e2b;
+	struct e2b_state *st = state;
 	struct e2b_sandbox *dead = NULL;
 	uint64_t now = epoch_ms();
 
@@ -152,7 +131,7 @@ static bool has_prefix(const char *s, const char *p)
 	return !strncmp(s, p, strlen(p));
 }
 
-bool api_e2b_claims(struct MHD_Connection *conn, const char *url)
+static bool e2b_claims(struct MHD_Connection *conn, const char *url)
 {
 	if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2b-Sandbox-Id"))
 		return true;
@@ -255,7 +234,7 @@ static int route_envd(struct api_call *c, struct e2b_call *x, const char *path, 
 		return x->route == E2B_R_FILES_POST ? e2b_upload_start(c, e) : 0;
 	}
 	if (has_prefix(path, "/filesystem.Filesystem/") || has_prefix(path, "/process.Process/")) {
-		c->style = API_STYLE_CONNECT;
+		x->connect = true;
 		x->rpc = path + 1;
 		x->route = E2B_R_RPC_UNIMPLEMENTED;
 		for (size_t i = 0; i < ARRAY_SIZE(envd_rpcs); i++)
@@ -311,7 +290,7 @@ static int route_jupyter(struct api_call *c, struct e2b_call *x, const char *pat
 	return 0;
 }
 
-int api_e2b_start(struct api_call *c, const char *url, struct api_error *e)
+static int e2b_start(struct api_call *c, const char *url, struct api_error *e)
 {
 	struct MHD_Connection *conn = c->conn;
 	const char *id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
@@ -321,10 +300,11 @@ int api_e2b_start(struct api_call *c, const char *url, struct api_error *e)
 	char path[256];
 	uint64_t v;
 
-	c->style = API_STYLE_E2B;
+	c->door = &e2b_door;
+	c->route.id = API_R_E2B; /* the door's one route, which routes by itself */
 	if (!x)
 		return api_error_set(e, 500, "internal", "out of memory");
-	c->e2b = x;
+	c->door_call = x;
 	if (strcspn(url, "?") >= sizeof(path))
 		return api_error_set(e, 414, "url_too_long", "the path is over %zu bytes", sizeof(path) - 1);
 	snprintf(path, sizeof(path), "%.*s", (int)strcspn(url, "?"), url);
@@ -345,9 +325,9 @@ int api_e2b_start(struct api_call *c, const char *url, struct api_error *e)
 	return x->port == 49983 ? route_envd(c, x, path, e) : route_jupyter(c, x, path, e);
 }
 
-size_t api_e2b_body_max(const struct api_call *c)
+static size_t e2b_body_max(const struct api_call *c)
 {
-	switch (c->e2b->route) {
+	switch (e2b_of(c)->route) {
 	case E2B_R_EXECUTE:
 		return API_BODY_MAX;
 	case E2B_R_FILES_POST:
@@ -358,20 +338,20 @@ size_t api_e2b_body_max(const struct api_call *c)
 	}
 }
 
-bool api_e2b_data(struct api_call *c, const char *data, size_t len)
+static bool e2b_data(struct api_call *c, const char *data, size_t len)
 {
-	if (c->e2b->route != E2B_R_FILES_POST)
+	if (e2b_of(c)->route != E2B_R_FILES_POST)
 		return false;
 	e2b_upload_data(c, data, len);
 	return true;
 }
 
-void api_e2b_release(struct api_call *c)
+static void e2b_release(struct api_call *c)
 {
-	if (c->e2b)
-		json_decref(c->e2b->written);
-	free(c->e2b);
-	c->e2b = NULL;
+	if (e2b_of(c))
+		json_decref(e2b_of(c)->written);
+	free(e2b_of(c));
+	c->door_call = NULL;
 }
 
 /* ---- auth ---- */
@@ -429,8 +409,8 @@ static struct engine_client *key_client(struct api_server *srv, const char *key)
 	return c;
 }
 
-int api_e2b_auth(struct api_server *srv, struct MHD_Connection *conn,
-		 struct engine_client **ret_client, struct api_error *e)
+static int e2b_auth(struct api_server *srv, struct MHD_Connection *conn,
+		    struct engine_client **ret_client, struct api_error *e)
 {
 	const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-API-Key");
 	const char *id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
@@ -450,16 +430,16 @@ int api_e2b_auth(struct api_server *srv, struct MHD_Connection *conn,
 					 : "this server needs an API key: set E2B_API_KEY to your client key (or 'e2b_' followed by the server's token)");
 	/* a sandbox's own calls carry its access token instead, and are its
 	 * maker's: the same client, the same policy */
-	pthread_mutex_lock(&srv->e2b->lock);
+	pthread_mutex_lock(&e2b_state_of(srv)->lock);
 	{
-		struct e2b_sandbox *sb = e2b_find(srv->e2b, id);
+		struct e2b_sandbox *sb = e2b_find(e2b_state_of(srv), id);
 
 		for (size_t i = 0; sb && !client && i < ARRAY_SIZE(tokens); i++)
 			if (tokens[i] && sb->access[0] &&
 			    secret_equal(tokens[i], strlen(tokens[i]), sb->access, strlen(sb->access)))
 				client = sb->entry->client ? sb->entry->client : &srv->policies->clients[0];
 	}
-	pthread_mutex_unlock(&srv->e2b->lock);
+	pthread_mutex_unlock(&e2b_state_of(srv)->lock);
 	if (!client)
 		return api_error_set(e, 401, "unauthorized",
 				     "the sandbox's access token (X-Access-Token) is missing or wrong");
@@ -497,10 +477,10 @@ static enum MHD_Result refuse_execution(struct api_call *c, const struct api_err
 	return ret;
 }
 
-enum MHD_Result api_e2b_refuse(struct api_call *c, const struct engine_verdict *v)
+static enum MHD_Result e2b_refuse(struct api_call *c, const struct engine_verdict *v)
 {
 	struct api_error e = { .http = v->http ? v->http : 403, .code = "rejected" };
-	struct e2b_call *x = c->e2b;
+	struct e2b_call *x = e2b_of(c);
 
 	snprintf(e.message, sizeof(e.message), "%s", v->message);
 	if (x && x->answer_later) {
@@ -514,146 +494,7 @@ enum MHD_Result api_e2b_refuse(struct api_call *c, const struct engine_verdict *
 		return e2b_stream_error(c, &e);
 	if (x && x->route == E2B_R_EXECUTE)
 		return refuse_execution(c, &e);
-	return api_e2b_respond_error(c, &e);
-}
-
-/* ---- answers ---- */
-
-const char *e2b_connect_code(int http)
-{
-	switch (http) {
-	case 400:
-	case 413:
-	case 415:
-		return "invalid_argument";
-	case 401:
-		return "unauthenticated";
-	case 403:
-		return "permission_denied";
-	case 404:
-		return "not_found";
-	case 409:
-		return "already_exists";
-	case 429:
-		return "resource_exhausted";
-	case 501:
-		return "unimplemented";
-	case 502:
-	case 503:
-		return "unavailable";
-	case 504:
-		return "deadline_exceeded";
-	default:
-		return "internal";
-	}
-}
-
-enum MHD_Result api_e2b_respond_error(struct api_call *c, const struct api_error *e)
-{
-	size_t len;
-	char *msg = utf8_repair(e->message, strlen(e->message), &len);
-	json_t *j;
-
-	if (c->style == API_STYLE_CONNECT)
-		j = json_pack("{s:s, s:s}", "code", e2b_connect_code(e->http), "message", msg ? msg : "");
-	else
-		j = json_pack("{s:i, s:s}", "code", e->http, "message", msg ? msg : "");
-	free(msg);
-	/* api_respond_json answers in the v1 shape only for errors it makes
-	 * itself; this body is already the door's */
-	return api_respond_json(c, (unsigned)e->http, j);
-}
-
-enum MHD_Result e2b_respond_empty(struct api_call *c, unsigned status)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	if (c->close)
-		MHD_add_response_header(r, "Connection", "close");
-	ret = MHD_queue_response(c->conn, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-/* ---- request helpers ---- */
-
-json_t *e2b_body(struct api_call *c, struct api_error *e)
-{
-	struct json_body_error je;
-	json_t *j;
-
-	if (json_body_read(c->body, c->body_len, JSON_BODY_EMPTY_OBJECT, &j, &je) < 0) {
-		api_error_json(e, &je);
-		return NULL;
-	}
-	return j;
-}
-
-int e2b_query(struct api_call *c, const char *name, char *out, size_t n, struct api_error *e)
-{
-	const char *v = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
-	int r;
-
-	if (!v)
-		return 0;
-	/* the server keeps escapes (server.c keep_escapes): decode here */
-	r = percent_decode(v, strlen(v), 0, out, n, NULL);
-	if (r == -ENOBUFS)
-		return api_error_set(e, 400, "invalid_path", "'%s' is too long", name);
-	if (r < 0)
-		return api_error_set(e, 400, "bad_url", "a bad '%%' escape in '%s'", name);
-	return 1;
-}
-
-int e2b_path(const char *in, struct api_route *r, struct api_error *e)
-{
-	size_t hl = strlen(SANDBOX_HOME);
-
-	if (!strncmp(in, SANDBOX_HOME, hl) && (in[hl] == '\0' || in[hl] == '/')) {
-		in += hl;
-		while (*in == '/')
-			in++;
-	} else if (in[0] == '~' && (in[1] == '\0' || in[1] == '/')) {
-		in += 1 + (in[1] == '/');
-	} else if (in[0] == '/') {
-		return api_error_set(e, 400, "invalid_path",
-				     "'%.200s' is outside the sandbox's files: codecell serves /home/user (the workspace) only",
-				     in);
-	}
-	r->path[0] = '\0';
-	r->path_len = 0;
-	return *in ? api_path_check(in, strlen(in), r, e) : 0;
-}
-
-void e2b_abs_path(const char *rel, char *out, size_t n)
-{
-	snprintf(out, n, "%s%s%s", SANDBOX_HOME, *rel ? "/" : "", rel);
-}
-
-/* ---- the sandbox of a request ---- */
-
-struct engine_session *e2b_sandbox_session(struct api_call *c, enum MHD_Result *ret)
-{
-	struct e2b_state *st = c->srv->e2b;
-	struct engine_session *e = NULL;
-	struct e2b_sandbox *sb;
-
-	pthread_mutex_lock(&st->lock);
-	sb = e2b_find_seen(c, c->e2b->id);
-	if (sb) {
-		e = sb->entry;
-		engine_session_ref(e);
-	}
-	pthread_mutex_unlock(&st->lock);
-	if (!e)
-		*ret = api_respond_errorf(c, 502, "sandbox_not_found",
-					  "the sandbox '%s' was not found: it was killed or its timeout ran out",
-					  c->e2b->id);
-	return e;
+	return e2b_respond_error(c, &e);
 }
 
 /* ---- the control plane ---- */
@@ -784,7 +625,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 	if (r == 0 && !(sb = calloc(1, sizeof(*sb))))
 		r = api_error_set(e, 500, "internal", "out of memory");
 	/* with keys to check, the sandbox's own calls carry a token of
-	 * its own, which says whose sandbox it is (api_e2b_auth) */
+	 * its own, which says whose sandbox it is (e2b_auth) */
 	if (r == 0 && (srv->token || engine_policies_has_clients(srv->policies)) &&
 	    random_hex(sb->access, API_ID_LEN / 2) < 0)
 		r = api_error_set(e, 500, "internal", "no random bytes for the access token");
@@ -801,7 +642,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 		/* a cell runs until the sandbox's end; its client's timeout
 		 * (runCode's timeoutMs) ends it sooner by going away */
 		spec.so.limits.timeout_s = engine_limits[LIMIT_TIMEOUT].ceiling;
-		spec.so.idle_timeout_s = 0; /* the sandbox's timeout ends it (api_e2b_sweep) */
+		spec.so.idle_timeout_s = 0; /* the sandbox's timeout ends it (e2b_sweep) */
 		spec.door = "e2b";
 		/* the same pipeline as POST /v1/sessions: the SDK asks for no
 		 * limit, so ceilings lower the defaults; the client's session
@@ -846,7 +687,7 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 
 static enum MHD_Result handle_create(struct api_call *c)
 {
-	struct e2b_state *st = c->srv->e2b;
+	struct e2b_state *st = e2b_state_of(c->srv);
 	struct e2b_sandbox *sb = NULL;
 	struct api_error e;
 	enum MHD_Result refused = MHD_NO;
@@ -868,7 +709,7 @@ static enum MHD_Result handle_create(struct api_call *c)
 
 static enum MHD_Result handle_list(struct api_call *c)
 {
-	struct e2b_state *st = c->srv->e2b;
+	struct e2b_state *st = e2b_state_of(c->srv);
 	char meta[2048];
 	struct api_error e;
 	json_t *arr = json_array();
@@ -890,16 +731,16 @@ static enum MHD_Result handle_list(struct api_call *c)
 static enum MHD_Result not_found(struct api_call *c)
 {
 	return api_respond_errorf(c, 404, "not_found",
-				  "sandbox '%s' not found: it was killed or its timeout ran out", c->e2b->id);
+				  "sandbox '%s' not found: it was killed or its timeout ran out", e2b_of(c)->id);
 }
 
 static enum MHD_Result handle_kill(struct api_call *c)
 {
-	struct e2b_state *st = c->srv->e2b;
+	struct e2b_state *st = e2b_state_of(c->srv);
 	struct e2b_sandbox *sb;
 
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find_seen(c, c->e2b->id);
+	sb = e2b_find_seen(c, e2b_of(c)->id);
 	if (sb)
 		unlink_sandbox(st, sb);
 	pthread_mutex_unlock(&st->lock);
@@ -913,8 +754,8 @@ static enum MHD_Result handle_kill(struct api_call *c)
  * refreshes: the sandbox object, or nothing. */
 static enum MHD_Result handle_sandbox(struct api_call *c)
 {
-	struct e2b_state *st = c->srv->e2b;
-	enum e2b_route route = c->e2b->route;
+	struct e2b_state *st = e2b_state_of(c->srv);
+	enum e2b_route route = e2b_of(c)->route;
 	uint64_t timeout_s = 0;
 	struct e2b_sandbox *sb;
 	struct api_error e;
@@ -929,7 +770,7 @@ static enum MHD_Result handle_sandbox(struct api_call *c)
 		json_decref(body);
 	}
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find_seen(c, c->e2b->id);
+	sb = e2b_find_seen(c, e2b_of(c)->id);
 	if (sb && timeout_s && (route == E2B_R_TIMEOUT || route == E2B_R_CONNECT))
 		/* E2B: set-timeout sets the end from now; connect only
 		 * extends it */
@@ -955,14 +796,14 @@ static enum MHD_Result handle_health(struct api_call *c)
 	if (!e)
 		return ret;
 	engine_session_unref(e);
-	if (c->e2b->port == 49983)
+	if (e2b_of(c)->port == 49983)
 		return e2b_respond_empty(c, 204);
 	return api_respond_json(c, 200, json_pack("{s:s}", "status", "ok"));
 }
 
-enum MHD_Result api_handle_e2b(struct api_call *c)
+static enum MHD_Result e2b_handle(struct api_call *c)
 {
-	switch (c->e2b->route) {
+	switch (e2b_of(c)->route) {
 	case E2B_R_CREATE:
 		return handle_create(c);
 	case E2B_R_LIST:
@@ -1004,13 +845,13 @@ enum MHD_Result api_handle_e2b(struct api_call *c)
 	case E2B_R_RPC_UNIMPLEMENTED:
 	default:
 		return api_respond_errorf(c, 501, "unimplemented", "%s is not implemented by codecell",
-					  c->e2b->rpc ? c->e2b->rpc : "this call");
+					  e2b_of(c)->rpc ? e2b_of(c)->rpc : "this call");
 	}
 }
 
-unsigned api_e2b_exec_count(const struct api_call *c)
+static unsigned e2b_exec_count(const struct api_call *c)
 {
-	return c->e2b ? c->e2b->count : 0;
+	return e2b_of(c) ? e2b_of(c)->count : 0;
 }
 
 /* ---- results ---- */
@@ -1025,7 +866,7 @@ static const struct {
 	{ "application/json", "json" },	  { "application/javascript", "javascript" },
 };
 
-json_t *api_e2b_result_event(const json_t *bundle)
+static json_t *e2b_result_event(const json_t *bundle)
 {
 	json_t *ev = json_pack("{s:s}", "type", "result"), *v, *extra = NULL;
 	const char *k;
@@ -1056,3 +897,31 @@ json_t *api_e2b_result_event(const json_t *bundle)
 		json_object_set_new(ev, "is_main_result", json_false());
 	return ev;
 }
+
+/* ---- the door ---- */
+
+/* One route: the door routes by itself (e2b_start), has its own auth and
+ * body limits, and reads forms of any type. */
+static const struct http_route routes[] = {
+	{ API_R_E2B, HTTP_GET | HTTP_HEAD | HTTP_POST | HTTP_PUT | HTTP_DELETE, e2b_handle, false,
+	  API_BODY_MAX, true, e2b_data, e2b_body_max },
+};
+
+const struct http_door e2b_door = {
+	.name = "e2b",
+	.routes = routes,
+	.n_routes = ARRAY_SIZE(routes),
+	.claims = e2b_claims,
+	.start = e2b_start,
+	.auth = e2b_auth,
+	.release = e2b_release,
+	.respond_error = e2b_respond_error,
+	.refuse = e2b_refuse,
+	.result_event = e2b_result_event,
+	.exec_count = e2b_exec_count,
+	.no_pending = true,
+	.lang_per_call = true,
+	.init = e2b_init,
+	.tick = e2b_sweep,
+	.free = e2b_free,
+};

@@ -25,7 +25,8 @@
 
 #include "e2b/connect.h"
 #include "e2b/internal.h"
-#include "api/files.h"
+#include "http/log.h"
+#include "http/upload.h"
 #include "http/policy.h"
 #include "http/text.h"
 #include "e2b/e2b.h"
@@ -72,7 +73,7 @@ static int ws_lock(struct api_call *c, struct engine_session **ret_e, struct eng
 	if (r < 0) {
 		pthread_mutex_unlock(&e->lock);
 		engine_session_unref(e);
-		*ret = api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", c->e2b->id);
+		*ret = api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", e2b_of(c)->id);
 		return r;
 	}
 	*ret_e = e;
@@ -93,7 +94,7 @@ enum { MP_HEAD, MP_DATA, MP_AFTER, MP_END, MP_RAW };
  * and how the body is framed. */
 int e2b_upload_start(struct api_call *c, struct api_error *e)
 {
-	struct e2b_call *x = c->e2b;
+	struct e2b_call *x = e2b_of(c);
 	const char *type = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Type");
 	const char *enc = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Encoding");
 	char path[API_PATH_MAX + 64];
@@ -136,7 +137,7 @@ static void upload_fail(struct e2b_call *x, const char *why)
  * of data it used. */
 static size_t mp_head(struct api_call *c, const char *data, size_t len)
 {
-	struct e2b_multipart *m = &c->e2b->mp;
+	struct e2b_multipart *m = &e2b_of(c)->mp;
 	size_t take = len < sizeof(m->head) - 1 - m->head_len ? len : sizeof(m->head) - 1 - m->head_len;
 	char *end, name[API_PATH_MAX + 64];
 	struct api_error e;
@@ -148,22 +149,22 @@ static size_t mp_head(struct api_call *c, const char *data, size_t len)
 	end = memmem(m->head, m->head_len, "\r\n\r\n", 4);
 	if (!end) {
 		if (m->head_len == sizeof(m->head) - 1)
-			upload_fail(c->e2b, "the multipart part's headers are over 8 KiB");
+			upload_fail(e2b_of(c), "the multipart part's headers are over 8 KiB");
 		return len;
 	}
 	if (strncmp(m->head, m->delim + 2, m->delim_len - 2) != 0 ||
 	    strncmp(m->head + m->delim_len - 2, "\r\n", 2) != 0) {
-		upload_fail(c->e2b, "the body does not begin with the multipart boundary");
+		upload_fail(e2b_of(c), "the body does not begin with the multipart boundary");
 		return len;
 	}
 	*end = '\0';
-	if (c->e2b->path_from_part) {
+	if (e2b_of(c)->path_from_part) {
 		if (e2b_part_filename(m->head, name, sizeof(name)) < 0) {
-			upload_fail(c->e2b, "the multipart part has no file name (and there is no ?path=)");
+			upload_fail(e2b_of(c), "the multipart part has no file name (and there is no ?path=)");
 			return len;
 		}
 		if (e2b_path(name, &c->route, &e) < 0) {
-			upload_fail(c->e2b, e.message);
+			upload_fail(e2b_of(c), e.message);
 			return len;
 		}
 	}
@@ -177,12 +178,12 @@ static size_t mp_head(struct api_call *c, const char *data, size_t len)
  * file; the delimiter ends it.  The bytes of data it used. */
 static size_t mp_data(struct api_call *c, const char *data, size_t len)
 {
-	struct e2b_multipart *m = &c->e2b->mp;
+	struct e2b_multipart *m = &e2b_of(c)->mp;
 	size_t n = m->hold_len + len, keep, held = m->hold_len;
 	char *all = malloc(n ? n : 1), *hit;
 
 	if (!all) {
-		upload_fail(c->e2b, "out of memory");
+		upload_fail(e2b_of(c), "out of memory");
 		return len;
 	}
 	memcpy(all, m->hold, m->hold_len);
@@ -210,7 +211,7 @@ static size_t mp_data(struct api_call *c, const char *data, size_t len)
  * (each is an upload of files.c's), note it for the answer. */
 static void mp_next_part(struct api_call *c)
 {
-	struct e2b_call *x = c->e2b;
+	struct e2b_call *x = e2b_of(c);
 	struct e2b_multipart *m = &x->mp;
 	struct engine_session *e;
 	bool replaced;
@@ -228,7 +229,7 @@ static void mp_next_part(struct api_call *c)
 	r = e ? 0 : -ESRCH;
 	if (e) {
 		/* POST /v1's check of an upload, each part its own; a refusal
-		 * is answered once the body is read (api_e2b_refuse) */
+		 * is answered once the body is read (e2b_refuse) */
 		enum MHD_Result ignored;
 
 		x->answer_later = true;
@@ -272,7 +273,7 @@ static void mp_next_part(struct api_call *c)
 /* After a delimiter: "--" ends the body, CRLF begins another part. */
 static size_t mp_after(struct api_call *c, const char *data, size_t len)
 {
-	struct e2b_multipart *m = &c->e2b->mp;
+	struct e2b_multipart *m = &e2b_of(c)->mp;
 	size_t used = 0;
 
 	while (used < len && m->hold_len < 2)
@@ -284,21 +285,21 @@ static size_t mp_after(struct api_call *c, const char *data, size_t len)
 	else if (!strncmp(m->hold, "\r\n", 2))
 		mp_next_part(c);
 	else
-		upload_fail(c->e2b, "the multipart boundary is followed by neither '--' nor a line end");
+		upload_fail(e2b_of(c), "the multipart boundary is followed by neither '--' nor a line end");
 	m->hold_len = 0;
 	return used;
 }
 
 void e2b_upload_data(struct api_call *c, const char *data, size_t len)
 {
-	struct e2b_multipart *m = &c->e2b->mp;
+	struct e2b_multipart *m = &e2b_of(c)->mp;
 
 	if (m->state == MP_RAW) {
-		if (!c->e2b->upload_err)
+		if (!e2b_of(c)->upload_err)
 			api_upload_data(c, data, len);
 		return;
 	}
-	while (len && !c->e2b->upload_err && m->state != MP_END) {
+	while (len && !e2b_of(c)->upload_err && m->state != MP_END) {
 		size_t used = m->state == MP_HEAD   ? mp_head(c, data, len)
 			      : m->state == MP_DATA ? mp_data(c, data, len)
 						    : mp_after(c, data, len);
@@ -311,7 +312,7 @@ void e2b_upload_data(struct api_call *c, const char *data, size_t len)
 
 static enum MHD_Result files_post(struct api_call *c)
 {
-	struct e2b_call *x = c->e2b;
+	struct e2b_call *x = e2b_of(c);
 	struct engine_session *e;
 	enum MHD_Result ret;
 	bool replaced = false;
@@ -398,7 +399,7 @@ static enum MHD_Result files_get(struct api_call *c)
 
 enum MHD_Result e2b_handle_files(struct api_call *c)
 {
-	return c->e2b->route == E2B_R_FILES_POST ? files_post(c) : files_get(c);
+	return e2b_of(c)->route == E2B_R_FILES_POST ? files_post(c) : files_get(c);
 }
 
 /* ---- filesystem.Filesystem ---- */
@@ -555,7 +556,7 @@ static int fs_check(struct api_call *c, enum e2b_route route, const struct api_r
 
 	if (!e)
 		return -ESRCH;
-	memcpy(c->route.session_id, c->e2b->id, sizeof(c->route.session_id));
+	memcpy(c->route.session_id, e2b_of(c)->id, sizeof(c->route.session_id));
 	memcpy(c->route.path, r->path, r->path_len + 1);
 	c->route.path_len = r->path_len;
 	k = route == E2B_R_FS_MAKEDIR ? api_check_file(c, e, ACTION_WRITE_FILE, 0, ret)
@@ -567,7 +568,7 @@ static int fs_check(struct api_call *c, enum e2b_route route, const struct api_r
 
 enum MHD_Result e2b_handle_fs(struct api_call *c)
 {
-	enum e2b_route route = c->e2b->route;
+	enum e2b_route route = e2b_of(c)->route;
 	struct api_route r, to;
 	struct engine_session *e;
 	struct api_error err;
@@ -1081,26 +1082,26 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	json_decref(req);
 	if (!p)
 		return MHD_NO;
-	pthread_mutex_lock(&c->srv->e2b->lock);
+	pthread_mutex_lock(&e2b_state_of(c->srv)->lock);
 	{
-		struct e2b_sandbox *sb = e2b_find_seen(c, c->e2b->id);
+		struct e2b_sandbox *sb = e2b_find_seen(c, e2b_of(c)->id);
 
 		if (sb) {
 			e = sb->entry;
 			engine_session_ref(e);
 		}
 	}
-	pthread_mutex_unlock(&c->srv->e2b->lock);
+	pthread_mutex_unlock(&e2b_state_of(c->srv)->lock);
 	if (!e) {
 		free(p);
 		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
-				     c->e2b->id);
+				     e2b_of(c)->id);
 	}
 	snprintf(call, sizeof(call), "has(%u)", p->pid);
 	if (helper(e, call, &res) < 0) {
 		engine_session_unref(e);
 		free(p);
-		return stream_errorf(c, 502, "the sandbox '%s' was killed", c->e2b->id);
+		return stream_errorf(c, 502, "the sandbox '%s' was killed", e2b_of(c)->id);
 	}
 	known = e2b_cell_text(&res) && !strcmp(e2b_cell_text(&res), "True");
 	run_result_release(&res);
@@ -1115,7 +1116,7 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	p->srv = c->srv;
 	p->e = e;
 	p->last_ms = api_now_ms();
-	p->deadline_ms = p->last_ms + reconnect_timeout_ms(c->e2b->timeout_ms, e);
+	p->deadline_ms = p->last_ms + reconnect_timeout_ms(e2b_of(c)->timeout_ms, e);
 	buf_init(&p->out, PROC_PENDING_MAX);
 	ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	p->client_fd = ci ? ci->connect_fd : -1;
@@ -1153,13 +1154,13 @@ static struct engine_session *sandbox_ref(struct api_call *c)
 	struct engine_session *e = NULL;
 	struct e2b_sandbox *sb;
 
-	pthread_mutex_lock(&c->srv->e2b->lock);
-	sb = e2b_find_seen(c, c->e2b->id);
+	pthread_mutex_lock(&e2b_state_of(c->srv)->lock);
+	sb = e2b_find_seen(c, e2b_of(c)->id);
 	if (sb) {
 		e = sb->entry;
 		engine_session_ref(e);
 	}
-	pthread_mutex_unlock(&c->srv->e2b->lock);
+	pthread_mutex_unlock(&e2b_state_of(c->srv)->lock);
 	return e;
 }
 
@@ -1208,12 +1209,12 @@ static enum MHD_Result proc_start(struct api_call *c)
 		free(call);
 		proc_free(p);
 		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
-				     c->e2b->id);
+				     e2b_of(c)->id);
 	}
 	/* POST /v1/sessions/{id}/execute's check, in bash: the language,
 	 * the timeout against the policy's, the client's rate and an
 	 * execution slot held while the command runs */
-	timeout_s = (double)c->e2b->timeout_ms / 1000.0;
+	timeout_s = (double)e2b_of(c)->timeout_ms / 1000.0;
 	if (api_check_command(c, p->e, p->code, strlen(p->code), &timeout_s, &v, &ret) < 0) {
 		free(call);
 		free(p->code);
@@ -1232,7 +1233,7 @@ static enum MHD_Result proc_start(struct api_call *c)
 		p->res.status = RESULT_ERROR;
 		proc_free(p);
 		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
-				     c->e2b->id);
+				     e2b_of(c)->id);
 	}
 	t = e2b_cell_text(&res);
 	if (res.has_error || !t) {
@@ -1305,7 +1306,7 @@ static enum MHD_Result proc_signal(struct api_call *c, json_t *body)
 	r = helper(e, call, &res);
 	engine_session_unref(e);
 	if (r < 0)
-		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", c->e2b->id);
+		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", e2b_of(c)->id);
 	t = e2b_cell_text(&res);
 	ret = t && !strcmp(t, "True") ? api_respond_json(c, 200, json_object())
 				      : api_respond_errorf(c, 404, "not_found", "no running process %d",
@@ -1329,7 +1330,7 @@ static enum MHD_Result proc_list(struct api_call *c)
 	r = helper(e, "list()", &res);
 	engine_session_unref(e);
 	if (r < 0)
-		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", c->e2b->id);
+		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", e2b_of(c)->id);
 	t = e2b_cell_text(&res);
 	arr = t ? json_loads(t, 0, NULL) : NULL;
 	run_result_release(&res);
@@ -1346,13 +1347,13 @@ enum MHD_Result e2b_handle_process(struct api_call *c)
 	enum MHD_Result ret;
 	json_t *body;
 
-	if (c->e2b->route == E2B_R_PROC_START)
+	if (e2b_of(c)->route == E2B_R_PROC_START)
 		return proc_start(c);
-	if (c->e2b->route == E2B_R_PROC_CONNECT)
+	if (e2b_of(c)->route == E2B_R_PROC_CONNECT)
 		return proc_connect(c);
 	if (!unary_json(c, &err) || !(body = e2b_body(c, &err)))
 		return api_respond_error(c, &err);
-	ret = c->e2b->route == E2B_R_PROC_SIGNAL ? proc_signal(c, body) : proc_list(c);
+	ret = e2b_of(c)->route == E2B_R_PROC_SIGNAL ? proc_signal(c, body) : proc_list(c);
 	json_decref(body);
 	return ret;
 }

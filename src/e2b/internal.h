@@ -105,14 +105,28 @@ struct e2b_call {
 	/* the workspace paths of the parts put in place so far (strings) */
 	json_t *written;
 	/* a multipart part refused by the policy while the body is read
-	 * (api_e2b_refuse): answered once it is */
+	 * (e2b_refuse): answered once it is */
 	bool answer_later, refused;
 	struct api_error refusal;
+	bool connect; /* a Connect RPC: errors in Connect's shape */
 	unsigned count;	     /* number_of_executions of this /execute */
 	uint64_t timeout_ms; /* Connect-Timeout-Ms (at most E2B_COMMAND_TIMEOUT_MAX_MS), 0: none given */
 };
 
-/* e2b.c */
+/* The door's request state (c->door_call, made by e2b_start). */
+static inline struct e2b_call *e2b_of(const struct api_call *c)
+{
+	return c->door_call;
+}
+
+/* sandbox.c */
+/* The door's state in srv (http_door_state). */
+struct e2b_state *e2b_state_of(const struct api_server *srv);
+/* Not ended, and its time not up at now (epoch ms). */
+bool e2b_sandbox_alive(const struct e2b_sandbox *sb, uint64_t now);
+/* An error in the door's shape: {"code": HTTP, "message"} (REST), or
+ * Connect's {"code": "not_found", "message"} with its HTTP status. */
+enum MHD_Result e2b_respond_error(struct api_call *c, const struct api_error *e);
 /* Under st->lock: the live sandbox with this id, or NULL. */
 struct e2b_sandbox *e2b_find(struct e2b_state *st, const char *id);
 /* e2b_find() in c's server, NULL also when c may not see the sandbox

@@ -155,7 +155,7 @@ static int opt_env(json_t *body, json_t **ret, struct api_error *e)
 
 enum MHD_Result e2b_handle_execute(struct api_call *c)
 {
-	struct e2b_state *st = c->srv->e2b;
+	struct e2b_state *st = e2b_state_of(c->srv);
 	const char *code, *ctx_id, *lang_s;
 	enum e2b_lang lang = E2B_PYTHON;
 	struct api_request req;
@@ -182,10 +182,10 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 		goto fail;
 	}
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find_seen(c, c->e2b->id);
+	sb = e2b_find_seen(c, e2b_of(c)->id);
 	if (!sb)
 		api_error_set(&e, 502, "sandbox_not_found",
-			      "the sandbox '%s' was not found: it was killed or its timeout ran out", c->e2b->id);
+			      "the sandbox '%s' was not found: it was killed or its timeout ran out", e2b_of(c)->id);
 	else if (ctx_id && !(x = ctx_find(sb, ctx_id)))
 		api_error_set(&e, 404, "context_not_found", "context '%.64s' not found", ctx_id);
 	else if (!ctx_id)
@@ -194,7 +194,7 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 		lang = x->lang;
 		entry = sb->entry;
 		engine_session_ref(entry);
-		c->e2b->count = ++sb->executions;
+		e2b_of(c)->count = ++sb->executions;
 		cell = cell_code(x, code, env);
 	}
 	pthread_mutex_unlock(&st->lock);
@@ -225,7 +225,7 @@ fail:
 
 static enum MHD_Result ctx_create(struct api_call *c)
 {
-	struct e2b_state *st = c->srv->e2b;
+	struct e2b_state *st = e2b_state_of(c->srv);
 	const char *lang_s, *cwd;
 	enum e2b_lang lang = E2B_PYTHON;
 	struct api_route r;
@@ -247,9 +247,9 @@ static enum MHD_Result ctx_create(struct api_call *c)
 	if (cwd && e2b_path(cwd, &r, &e) < 0)
 		goto fail;
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find_seen(c, c->e2b->id);
+	sb = e2b_find_seen(c, e2b_of(c)->id);
 	if (!sb)
-		api_error_set(&e, 502, "sandbox_not_found", "the sandbox '%s' was not found", c->e2b->id);
+		api_error_set(&e, 502, "sandbox_not_found", "the sandbox '%s' was not found", e2b_of(c)->id);
 	else if ((x = ctx_add(sb, lang, SANDBOX_HOME, &e)))
 		e2b_abs_path(cwd ? r.path : "", x->cwd, sizeof(x->cwd));
 	if (x)
@@ -287,8 +287,8 @@ static int forget_ctx(struct engine_session *e, const char *id)
 
 enum MHD_Result e2b_handle_contexts(struct api_call *c)
 {
-	struct e2b_state *st = c->srv->e2b;
-	enum e2b_route route = c->e2b->route;
+	struct e2b_state *st = e2b_state_of(c->srv);
+	enum e2b_route route = e2b_of(c)->route;
 	struct engine_session *entry = NULL;
 	struct e2b_sandbox *sb;
 	struct e2b_ctx *x = NULL;
@@ -299,12 +299,12 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 	if (route == E2B_R_CTX_CREATE)
 		return ctx_create(c);
 	pthread_mutex_lock(&st->lock);
-	sb = e2b_find_seen(c, c->e2b->id);
+	sb = e2b_find_seen(c, e2b_of(c)->id);
 	if (sb && route == E2B_R_CTX_LIST) {
 		arr = json_array();
 		for (unsigned i = 0; i < sb->n_ctx; i++)
 			json_array_append_new(arr, ctx_json(&sb->ctx[i]));
-	} else if (sb && (x = ctx_find(sb, c->e2b->ctx))) {
+	} else if (sb && (x = ctx_find(sb, e2b_of(c)->ctx))) {
 		main = x->main;
 		entry = sb->entry;
 		engine_session_ref(entry);
@@ -317,11 +317,11 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 	if (!sb)
 		return api_respond_errorf(c, 502, "sandbox_not_found",
 					  "the sandbox '%s' was not found: it was killed or its timeout ran out",
-					  c->e2b->id);
+					  e2b_of(c)->id);
 	if (arr)
 		return api_respond_json(c, 200, arr);
 	if (!x)
-		return api_respond_errorf(c, 404, "context_not_found", "context '%s' not found", c->e2b->ctx);
+		return api_respond_errorf(c, 404, "context_not_found", "context '%s' not found", e2b_of(c)->ctx);
 	if (route == E2B_R_CTX_DELETE && main) {
 		engine_session_unref(entry);
 		return api_respond_errorf(c, 400, "invalid_value",
@@ -343,11 +343,11 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 		if (r == -EPERM || r == -EINPROGRESS)
 			return api_session_refused(c, &cl, r, &err);
 	} else {
-		r = forget_ctx(entry, c->e2b->ctx);
+		r = forget_ctx(entry, e2b_of(c)->ctx);
 		engine_session_unref(entry);
 	}
 	if (r == -ESRCH)
-		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", c->e2b->id);
+		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", e2b_of(c)->id);
 	if (r < 0)
 		return api_respond_errorf(c, 500, "restart_failed", "cannot restart the context: %s",
 					  strerror(-r));

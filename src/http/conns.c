@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "http/log.h"
 #include "http/conns.h"
 #include "http/internal.h"
 #include "util/banned.h"
@@ -31,13 +32,6 @@ struct api_conn {
 	bool served;	      /* an answer went out: idle now is keep-alive */
 };
 
-uint64_t api_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static uint64_t deadline(const struct api_conns *cs)
 {

@@ -22,7 +22,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "e2b/e2b.h"
+#include "http/door.h"
 #include "http/exec.h"
 #include "http/http.h"
 #include "http/metrics.h"
@@ -52,7 +52,9 @@ struct exec_job {
 	struct engine_session *entry; /* a reference; NULL: one-shot */
 	struct api_request req;	   /* owned */
 	bool stream;
-	bool e2b; /* events in E2B's shape (e2b.h) */
+	/* events in the shape of the door that took the call over (E2B's,
+	 * Jupyter's: its result_event hook), or NULL: /v1's */
+	const struct http_door *e2b;
 	unsigned e2b_count;
 	struct buf line[2]; /* e2b: the start of a line not ended yet */
 	int live[2][2]; /* stdout, stderr pipes: [0] read, [1] write */
@@ -403,8 +405,8 @@ static struct exec_job *job_new(struct api_call *c, struct engine_session *entry
 	}
 	j->srv = c->srv;
 	j->stream = c->wants_ndjson;
-	j->e2b = c->style != API_STYLE_V1;
-	j->e2b_count = j->e2b ? api_e2b_exec_count(c) : 0;
+	j->e2b = c->door && c->door->result_event ? c->door : NULL;
+	j->e2b_count = j->e2b ? j->e2b->exec_count(c) : 0;
 	j->inline_run = inline_run;
 	j->req = *req;
 	memset(req, 0, sizeof(*req));
@@ -707,7 +709,7 @@ static void emit_live_results(struct exec_job *j)
 
 			/* emit() drops what does not fit: the end sends no
 			 * results again for E2B (n_streamed counts them) */
-			emit(j, b ? api_e2b_result_event(b) : NULL);
+			emit(j, b ? j->e2b->result_event(b) : NULL);
 			json_decref(b);
 			j->n_streamed++;
 			continue;
@@ -743,7 +745,7 @@ static bool emit_end_step_e2b(struct exec_job *j)
 		j->end_next = j->n_streamed;
 	}
 	if (j->end_next < json_array_size(j->res.results)) {
-		emit(j, api_e2b_result_event(json_array_get(j->res.results, j->end_next++)));
+		emit(j, j->e2b->result_event(json_array_get(j->res.results, j->end_next++)));
 		return false;
 	}
 	if (j->res.has_error)

@@ -16,7 +16,7 @@
 #include "engine/sessions.h"
 
 struct api_server;
-struct e2b_call;
+struct http_door;
 
 /* The body of a PUT .../files/{path} on its way into the workspace
  * (files.c): written to a temporary file beside the target as it
@@ -40,10 +40,11 @@ struct api_call {
 	bool wants_ndjson;
 	struct api_upload upload; /* files routes: the body, not in body */
 	bool close; /* answer with "Connection: close" */
-	/* the E2B door (e2b.c): its request state, and the shape of its
-	 * errors and NDJSON events */
-	struct e2b_call *e2b;
-	enum { API_STYLE_V1, API_STYLE_E2B, API_STYLE_CONNECT } style;
+	/* a door that took the call over (http/door.h: its start hook):
+	 * the shapes of its errors, refusals and NDJSON events; NULL: the
+	 * transport's own, /v1's.  door_call: its request state. */
+	const struct http_door *door;
+	void *door_call;
 	/* who: the policy's client the key (or the server's token, or
 	 * loopback) maps to; never NULL in a handler */
 	struct engine_client *client;

@@ -1,6 +1,5 @@
-/* http/internal.h: the server as its files share it: its state, its log
- * (server.c), the reaper (handlers.c), libmicrohttpd (mhd.c).  Not a
- * public interface. */
+/* http/internal.h: the server as its files and its doors share it:
+ * its state.  Not a public interface. */
 #ifndef CODECELL_HTTP_INTERNAL_H
 #define CODECELL_HTTP_INTERNAL_H
 
@@ -11,6 +10,7 @@
 #include <microhttpd.h>
 
 #include "http/serve.h"
+#include "http/door.h"
 #include "http/conns.h"
 #include "http/metrics.h"
 #include "engine/policy.h"
@@ -34,8 +34,8 @@ struct api_log_limiter {
 };
 
 struct api_jobs;
-struct api_mcp;
-struct e2b_state;
+struct http_door;
+struct http_route;
 struct engine_approvals;
 
 struct api_server {
@@ -69,22 +69,16 @@ struct api_server {
 	/* every execution in flight, to stop at shutdown (exec.c) */
 	struct api_jobs *jobs;
 	unsigned in_flight; /* requests begun, not completed; under lock */
-	struct api_mcp *mcp; /* /mcp's core, made at its first request */
-	struct e2b_state *e2b; /* the E2B door's sandboxes (e2b.c) */
+	/* the doors (cfg.doors), what each one's init made, and the route
+	 * table: every door's routes, each with its door */
+	const struct http_door *door[HTTP_DOORS_MAX];
+	void *door_state[HTTP_DOORS_MAX];
+	size_t n_doors;
+	struct http_entry {
+		const struct http_route *r;
+		const struct http_door *door;
+	} *table;
+	size_t n_table;
 };
-
-/* Through cfg.log, rate-limited (struct api_log_limiter). */
-void api_log(struct api_server *srv, const char *level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* Print the counts of lines held back for over a second. */
-void api_log_flush(struct api_server *srv);
-uint64_t api_now_ms(void); /* CLOCK_MONOTONIC */
-
-/* The reaper (handlers.c). */
-void *api_reaper_main(void *arg);
-
-/* Load libmicrohttpd (mhd.c), once, before any MHD call.  0, or -errno
- * and a message in *ret_error (free()). */
-int api_mhd_load(char **ret_error);
 
 #endif

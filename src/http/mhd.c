@@ -12,7 +12,7 @@
 
 #include <microhttpd.h>
 
-#include "http/internal.h"
+#include "http/mhd.h"
 #include "util/banned.h"
 
 #define MHD_LIBRARY "libmicrohttpd.so.12"

@@ -4,7 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "e2b/e2b.h"
+#include "http/log.h"
+#include "http/door.h"
 #include "http/http.h"
 #include "http/policy.h"
 #include "http/internal.h"
@@ -40,9 +41,9 @@ enum MHD_Result api_refuse(struct api_call *c, const struct engine_verdict *v)
 	struct run_result res;
 	json_t *j;
 
-	/* E2B's SDK knows its own error shapes only (e2b.c) */
-	if (c->style != API_STYLE_V1)
-		return api_e2b_refuse(c, v);
+	/* a door's SDK may know its own error shapes only (E2B's) */
+	if (c->door && c->door->refuse)
+		return c->door->refuse(c, v);
 	engine_verdict_result(v, &res);
 	j = run_result_to_json(&res);
 	run_result_release(&res);
@@ -161,7 +162,8 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 					  ret_id);
 		/* E2B's SDK has no pending state: its calls wait for the
 		 * person's decision */
-		if (st == 0 && prefer && strstr(prefer, "respond-async") && c->style == API_STYLE_V1) {
+		if (st == 0 && prefer && strstr(prefer, "respond-async") &&
+		    !(c->door && c->door->no_pending)) {
 			json_decref(args);
 			*ret_state = "pending";
 			return -EINPROGRESS;
@@ -175,7 +177,7 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 		snprintf(c->approval_id, sizeof(c->approval_id), "%s", ret_id);
 		return 0;
 	}
-	if (st == APPROVAL_PENDING && c->style == API_STYLE_V1)
+	if (st == APPROVAL_PENDING && !(c->door && c->door->no_pending))
 		return -EINPROGRESS;
 	if (st == -EDQUOT)
 		return api_approval_quota(c, v);
@@ -279,7 +281,7 @@ again:
 
 		/* an E2B context of another language runs in the session's
 		 * sandbox (e2b/jupyter.c): the language checked is its own */
-		if (c->e2b && (req->set & API_SET_LANG))
+		if (c->door && c->door->lang_per_call && (req->set & API_SET_LANG))
 			(void)engine_lang_session(req->lang, &sl);
 		rec.session = entry->id;
 		rec.lang = engine_lang_of_session(sl);

@@ -66,11 +66,17 @@ struct api_config {
 	 * built-in default; audit NULL: no audit log. */
 	struct engine_policies *policies;
 	struct engine_audit *audit;
+	/* The doors served (http/door.h), NULL-terminated, in the order
+	 * they may claim a request before the route table (borrowed; at
+	 * most HTTP_DOORS_MAX). */
+	const struct http_door *const *doors;
 	/* Where the server's own messages go ("warning: ..."); NULL: none. */
 	void (*log)(const char *level, const char *msg);
 };
 
 struct api_server;
+struct http_door;
+#define HTTP_DOORS_MAX 8
 
 /* The fds a server of this config needs at most (RLIMIT_NOFILE): a margin
  * for the process, API_SESSION_FDS per session and per pooled kernel (a

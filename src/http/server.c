@@ -15,14 +15,16 @@
 #include <unistd.h>
 
 #include "http/conns.h"
-#include "e2b/e2b.h"
 #include "http/exec.h"
-#include "api/files.h"
+#include "http/upload.h"
 #include "http/framing.h"
-#include "api/handlers.h"
 #include "http/http.h"
 #include "http/metrics.h"
 #include "http/internal.h"
+#include "http/log.h"
+#include "http/mhd.h"
+#include "http/reaper.h"
+#include "http/status.h"
 #include "http/text.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
@@ -34,114 +36,8 @@
 #include "util/utf8.h"
 #include "util/banned.h"
 
-#define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
 #define SERVER_DRAIN_S 5 /* at shutdown, for answers to go out */
 #define ACCEPT_PAUSE_MS 100 /* accept() out of fds: see mhd_log */
-
-/* ---- the log, with repeats held back ---- */
-
-#define LOG_INTERVAL_MS 1000
-
-/* Under l->lock: the slot of this format, a free or the stalest one
- * otherwise (its count is lost: rare, and only a count). */
-static struct api_log_slot *log_slot(struct api_log_limiter *l, const char *fmt)
-{
-	struct api_log_slot *pick = &l->slot[0];
-
-	for (size_t i = 0; i < ARRAY_SIZE(l->slot); i++) {
-		struct api_log_slot *sl = &l->slot[i];
-
-		if (sl->fmt && (sl->fmt == fmt || !strcmp(sl->fmt, fmt)))
-			return sl;
-		if (!sl->fmt || (pick->fmt && sl->last_ms < pick->last_ms))
-			pick = sl;
-	}
-	memset(pick, 0, sizeof(*pick));
-	pick->fmt = fmt;
-	return pick;
-}
-
-static void log_out(struct api_server *srv, const char *level, const char *msg, uint64_t more)
-{
-	char line[1100];
-
-	if (!srv->cfg.log)
-		return;
-	if (more)
-		snprintf(line, sizeof(line), "%s (%llu more like this suppressed)", msg,
-			 (unsigned long long)more);
-	else
-		snprintf(line, sizeof(line), "%s", msg);
-	srv->cfg.log(level, line);
-}
-
-/* The line msg of format fmt: printed with the count of the ones held
- * back before it, or held back itself. */
-static void log_limited(struct api_server *srv, const char *level, const char *fmt, const char *msg)
-{
-	struct api_log_limiter *l = &srv->logs;
-	struct api_log_slot *sl;
-	uint64_t now = api_now_ms(), more = 0;
-	bool print = false;
-
-	pthread_mutex_lock(&l->lock);
-	sl = log_slot(l, fmt);
-	if (!sl->last_ms || now - sl->last_ms >= LOG_INTERVAL_MS) {
-		print = true;
-		more = sl->suppressed;
-		sl->suppressed = 0;
-		sl->last_ms = now;
-	} else {
-		sl->suppressed++;
-		snprintf(sl->last, sizeof(sl->last), "%s", msg);
-	}
-	pthread_mutex_unlock(&l->lock);
-	if (print)
-		log_out(srv, level, msg, more);
-}
-
-void api_log(struct api_server *srv, const char *level, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	if (!srv->cfg.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_limited(srv, level, fmt, msg);
-}
-
-/* The counts held back for over a second, or all of them (at exit). */
-static void log_flush(struct api_server *srv, bool all)
-{
-	struct api_log_limiter *l = &srv->logs;
-	uint64_t now = api_now_ms();
-
-	for (size_t i = 0; i < ARRAY_SIZE(l->slot); i++) {
-		struct api_log_slot *sl = &l->slot[i];
-		char msg[sizeof(sl->last)];
-		uint64_t more = 0;
-
-		pthread_mutex_lock(&l->lock);
-		if (sl->suppressed && (all || now - sl->last_ms >= LOG_INTERVAL_MS)) {
-			/* the last line held back stands for them all */
-			more = sl->suppressed;
-			snprintf(msg, sizeof(msg), "%s", sl->last);
-			sl->suppressed = 0;
-			sl->last_ms = now;
-		}
-		pthread_mutex_unlock(&l->lock);
-		if (more)
-			log_out(srv, "warning", msg, more - 1);
-	}
-}
-
-void api_log_flush(struct api_server *srv)
-{
-	log_flush(srv, false);
-}
 
 /* ---- listening address ---- */
 
@@ -209,122 +105,15 @@ bad:
 	return -EINVAL;
 }
 
-/* ---- responses ---- */
-
-void api_response_headers(struct MHD_Response *r, const char *type)
-{
-	MHD_add_response_header(r, "Content-Type", type);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-}
-
-static void count_status(struct api_call *c, unsigned status)
-{
-	if (status >= 400 && status < 600)
-		api_metrics_add(&c->srv->metrics, &c->srv->metrics.http_errors[status / 100]);
-}
-
-enum MHD_Result api_respond_json(struct api_call *c, unsigned status, json_t *body)
-{
-	size_t len = 0;
-	char *s = api_json_dump(body, JSON_FLAGS, &len);
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-
-	json_decref(body);
-	if (!s)
-		return MHD_NO;
-	r = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(s);
-		return MHD_NO;
-	}
-	api_response_headers(r, "application/json");
-	if (status == 401)
-		MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
-	if (c->close)
-		MHD_add_response_header(r, "Connection", "close");
-	count_status(c, status);
-	ret = MHD_queue_response(c->conn, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-enum MHD_Result api_respond_error(struct api_call *c, const struct api_error *e)
-{
-	size_t len;
-	char *msg;
-	json_t *j;
-
-	if (c->style != API_STYLE_V1)
-		return api_e2b_respond_error(c, e);
-	/* messages quote what the client sent, which may be any bytes */
-	msg = utf8_repair(e->message, strlen(e->message), &len);
-	j = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", msg ? msg : "");
-
-	free(msg);
-	return api_respond_json(c, (unsigned)e->http, j);
-}
-
-enum MHD_Result api_respond_errorf(struct api_call *c, int http, const char *code,
-				   const char *fmt, ...)
-{
-	struct api_error e = { .http = http, .code = code };
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(e.message, sizeof(e.message), fmt, ap);
-	va_end(ap);
-	return api_respond_error(c, &e);
-}
-
-/* ---- the route table ---- */
-
-enum method { M_GET = 1, M_POST = 2, M_PUT = 4, M_DELETE = 8, M_HEAD = 16 };
-
-static const struct {
-	enum api_route_id route;
-	unsigned method;
-	enum MHD_Result (*fn)(struct api_call *c);
-	bool public;	/* no token needed */
-	size_t body_max; /* 0: no body */
-} table[] = {
-	{ API_R_ASSET, M_GET | M_HEAD, api_handle_asset, true, 0 },
-	{ API_R_HEALTHZ, M_GET | M_HEAD, api_handle_healthz, true, 0 },
-	{ API_R_METRICS, M_GET, api_handle_metrics, false, 0 },
-	{ API_R_EXECUTE, M_POST, api_handle_execute, false, API_BODY_MAX },
-	{ API_R_SESSIONS, M_GET, api_handle_sessions_list, false, 0 },
-	{ API_R_SESSIONS, M_POST, api_handle_session_create, false, API_BODY_MAX },
-	{ API_R_SESSION, M_GET, api_handle_session_get, false, 0 },
-	{ API_R_SESSION, M_DELETE, api_handle_session_delete, false, 0 },
-	{ API_R_SESSION_EXECUTE, M_POST, api_handle_session_execute, false, API_BODY_MAX },
-	{ API_R_SESSION_INTERRUPT, M_POST, api_handle_session_interrupt, false, 0 },
-	{ API_R_SESSION_RESTART, M_POST, api_handle_session_restart, false, 0 },
-	{ API_R_SESSION_FORK, M_POST, api_handle_session_fork, false, 0 },
-	{ API_R_SESSION_FILES, M_GET | M_HEAD | M_PUT | M_DELETE, api_handle_files, false,
-	  API_FILE_MAX },
-	{ API_R_AGENT, M_POST, api_handle_agent, false, API_BODY_MAX },
-	{ API_R_MCP, M_POST | M_DELETE, api_handle_mcp, false, API_MCP_BODY_MAX },
-	/* the E2B door: its own auth (in admit), routes and body limits */
-	{ API_R_E2B, M_GET | M_HEAD | M_POST | M_PUT | M_DELETE, api_handle_e2b, false,
-	  API_BODY_MAX },
-	{ API_R_APPROVALS, M_GET, api_handle_approvals_list, false, 0 },
-	{ API_R_APPROVAL, M_GET, api_handle_approval_get, false, 0 },
-	{ API_R_APPROVAL, M_POST, api_handle_approval_decide, false, 4096 },
-	{ API_R_TOOLS, M_GET, api_handle_tools_list, false, 0 },
-	{ API_R_TOOL, M_POST, api_handle_tool_call, false, API_BODY_MAX },
-	{ API_R_SESSION_CHANGES, M_GET, api_handle_changes, false, 0 },
-	{ API_R_SESSION_CHANGES_APPLY, M_POST, api_handle_changes_apply, false, 4096 },
-	{ API_R_SESSION_CHANGES_DISCARD, M_POST, api_handle_changes_discard, false, 0 },
-};
+/* ---- the route table: the transport's routes and the doors' ---- */
 
 static unsigned method_bit(const char *m)
 {
 	static const struct {
 		const char *name;
 		unsigned bit;
-	} names[] = { { "GET", M_GET }, { "POST", M_POST }, { "PUT", M_PUT },
-		      { "DELETE", M_DELETE }, { "HEAD", M_HEAD } };
+	} names[] = { { "GET", HTTP_GET }, { "POST", HTTP_POST }, { "PUT", HTTP_PUT },
+		      { "DELETE", HTTP_DELETE }, { "HEAD", HTTP_HEAD } };
 
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strcmp(m, names[i].name))
@@ -338,7 +127,7 @@ struct request_ctx {
 	struct api_call call;
 	struct api_error err;
 	bool failed; /* err is the answer */
-	int entry;   /* index in table */
+	int entry;   /* index in srv->table */
 	struct buf body;
 	size_t body_max;
 	size_t uri_len; /* strlen of the target before the query was split off */
@@ -424,13 +213,15 @@ static int admit(struct api_server *srv, struct MHD_Connection *conn, int entry,
 	const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
 	const char *fwd;
 
+	const struct http_route *rt = srv->table[entry].r;
+	const struct http_door *door = srv->table[entry].door;
+
 	*ret_client = &srv->policies->clients[0];
-	if (table[entry].public)
+	if (rt->public)
 		return 0;
-	if (table[entry].route == API_R_E2B &&
-	    (srv->token || engine_policies_has_clients(srv->policies))) {
-		/* E2B's SDK sends its key as X-API-Key (e2b.c) */
-		if (api_e2b_auth(srv, conn, ret_client, e) < 0)
+	if (door && door->auth && (srv->token || engine_policies_has_clients(srv->policies))) {
+		/* a door with keys of its own (E2B's SDK sends X-API-Key) */
+		if (door->auth(srv, conn, ret_client, e) < 0)
 			return -EINVAL;
 	} else if (engine_policies_has_clients(srv->policies)) {
 		if (client_of(srv, auth, ret_client, e) < 0)
@@ -461,8 +252,7 @@ static int admit(struct api_server *srv, struct MHD_Connection *conn, int entry,
 					     "requests from web pages of other origins are refused (Origin: %.100s)",
 					     origin);
 	}
-	if (table[entry].route != API_R_SESSION_FILES && table[entry].route != API_R_E2B &&
-	    table[entry].body_max && type &&
+	if (!rt->any_type && rt->body_max && type &&
 	    strncasecmp(type, "application/json", 16) != 0)
 		return api_error_set(e, 415, "unsupported_media_type",
 				     "send the body as 'Content-Type: application/json'");
@@ -470,16 +260,17 @@ static int admit(struct api_server *srv, struct MHD_Connection *conn, int entry,
 }
 
 /* Find the table entry for the route and method; 404/405 otherwise. */
-static int find_entry(const struct api_route *rt, const char *method, struct api_error *e)
+static int find_entry(const struct api_server *srv, const struct api_route *rt, const char *method,
+		      struct api_error *e)
 {
 	unsigned m = method_bit(method);
 	bool route_known = false;
 
-	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
-		if (table[i].route != rt->id)
+	for (size_t i = 0; i < srv->n_table; i++) {
+		if (srv->table[i].r->route != rt->id)
 			continue;
 		route_known = true;
-		if (table[i].method & m)
+		if (srv->table[i].r->method & m)
 			return (int)i;
 	}
 	if (!route_known)
@@ -527,6 +318,8 @@ static void start_request(struct api_server *srv, struct request_ctx *x,
 			  struct MHD_Connection *conn, const char *url, const char *method,
 			  const char *version)
 {
+	const struct http_route *rt;
+	bool claimed = false;
 	const char *len_s;
 	uint64_t len;
 
@@ -545,20 +338,26 @@ static void start_request(struct api_server *srv, struct request_ctx *x,
 		x->call.close = true;
 		return;
 	}
-	if (api_e2b_claims(conn, url)) {
-		if (api_e2b_start(&x->call, url, &x->err) < 0) {
+	/* a door that routes by itself, first */
+	for (size_t i = 0; i < srv->n_doors && !claimed; i++) {
+		const struct http_door *d = srv->door[i];
+
+		if (!d->claims || !d->claims(conn, url))
+			continue;
+		claimed = true;
+		if (d->start(&x->call, url, &x->err) < 0) {
 			x->failed = true;
 			return;
 		}
-		x->call.route.id = API_R_E2B;
 	}
-	if ((x->call.route.id != API_R_E2B && api_route_parse(url, &x->call.route, &x->err) < 0) ||
-	    (x->entry = find_entry(&x->call.route, method, &x->err)) < 0 ||
+	if ((!claimed && api_route_parse(url, &x->call.route, &x->err) < 0) ||
+	    (x->entry = find_entry(srv, &x->call.route, method, &x->err)) < 0 ||
 	    admit(srv, conn, x->entry, &x->call.client, &x->err) < 0) {
 		x->failed = true;
 		return;
 	}
-	x->body_max = x->call.e2b ? api_e2b_body_max(&x->call) : table[x->entry].body_max;
+	rt = srv->table[x->entry].r;
+	x->body_max = rt->body_max_of ? rt->body_max_of(&x->call) : rt->body_max;
 	buf_init(&x->body, x->body_max);
 	len_s = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
 	if (len_s && parse_u64(len_s, &len) == 0 && len > x->body_max) {
@@ -589,11 +388,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		/* a file goes to the workspace as it arrives (files.c) */
-		if (!x->failed && table[x->entry].route == API_R_SESSION_FILES)
-			api_upload_data(&x->call, upload, *upload_size);
-		else if (!x->failed && x->call.e2b && api_e2b_data(&x->call, upload, *upload_size))
-			; /* an E2B upload (e2b/envd.c) */
+		const struct http_route *rt = x->failed ? NULL : srv->table[x->entry].r;
+
+		/* a file goes to the workspace as it arrives (upload.c) */
+		if (rt && rt->data && rt->data(&x->call, upload, *upload_size))
+			;
 		/* past the cap: keep reading (and dropping) to answer 413
 		 * with the connection in a known state */
 		else if (!x->failed && buf_append(&x->body, upload, *upload_size) < 0) {
@@ -620,7 +419,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	x->call.body_len = x->body.len;
 	accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
 	x->call.wants_ndjson = accept && strstr(accept, "application/x-ndjson");
-	return table[x->entry].fn(&x->call);
+	return srv->table[x->entry].r->fn(&x->call);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -635,7 +434,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!x)
 		return;
 	api_upload_release(&x->call);
-	api_e2b_release(&x->call);
+	for (size_t i = 0; i < srv->n_doors; i++)
+		if (srv->door[i]->release)
+			srv->door[i]->release(&x->call);
 	started = x->started;
 	buf_release(&x->body);
 	free(x);
@@ -676,14 +477,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 		struct timespec pause = { 0, ACCEPT_PAUSE_MS * 1000000L };
 
 		nanosleep(&pause, NULL);
-		log_limited(srv, "warning", out_of_fds, out_of_fds);
+		api_log_limited(srv, "warning", out_of_fds, out_of_fds);
 		return;
 	}
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = '\0';
-	log_limited(srv, "warning", fmt, msg);
+	api_log_limited(srv, "warning", fmt, msg);
 }
 
 /* ---- start and stop ---- */
@@ -843,6 +644,42 @@ static void set_listen_host(struct api_server *srv)
 	}
 }
 
+/* The route table (the transport's routes, then each door's) and each
+ * door's state. */
+static int init_doors(struct api_server *srv)
+{
+	size_t n = ARRAY_SIZE(http_status_routes);
+	int r;
+
+	for (srv->n_doors = 0; srv->cfg.doors && srv->cfg.doors[srv->n_doors]; srv->n_doors++) {
+		if (srv->n_doors == HTTP_DOORS_MAX)
+			return -E2BIG;
+		srv->door[srv->n_doors] = srv->cfg.doors[srv->n_doors];
+		n += srv->door[srv->n_doors]->n_routes;
+	}
+	srv->table = calloc(n, sizeof(*srv->table));
+	if (!srv->table)
+		return -ENOMEM;
+	for (size_t i = 0; i < ARRAY_SIZE(http_status_routes); i++)
+		srv->table[srv->n_table++] = (struct http_entry){ &http_status_routes[i], NULL };
+	for (size_t d = 0; d < srv->n_doors; d++)
+		for (size_t i = 0; i < srv->door[d]->n_routes; i++)
+			srv->table[srv->n_table++] =
+				(struct http_entry){ &srv->door[d]->routes[i], srv->door[d] };
+	for (size_t d = 0; d < srv->n_doors; d++)
+		if (srv->door[d]->init && (r = srv->door[d]->init(srv, &srv->door_state[d])) < 0)
+			return r;
+	return 0;
+}
+
+void *http_door_state(const struct api_server *srv, const char *name)
+{
+	for (size_t i = 0; i < srv->n_doors; i++)
+		if (!strcmp(srv->door[i]->name, name))
+			return srv->door_state[i];
+	return NULL;
+}
+
 int api_server_new(const struct api_config *c, struct api_server **ret, char **ret_error)
 {
 	struct api_server *srv;
@@ -898,7 +735,7 @@ int api_server_new(const struct api_config *c, struct api_server **ret, char **r
 	if (r >= 0)
 		r = open_listener(srv, ret_error);
 	if (r >= 0)
-		r = api_e2b_init(srv);
+		r = init_doors(srv);
 	if (r < 0) {
 		api_server_free(srv);
 		return r;
@@ -955,7 +792,9 @@ void api_server_free(struct api_server *srv)
 	if (srv->mhd && MHD_quiesce_daemon(srv->mhd) < 0)
 		srv->listen_fd = -1;
 	api_jobs_stop_all(srv->jobs);
-	api_mcp_stop(srv);
+	for (size_t i = 0; i < srv->n_doors; i++)
+		if (srv->door[i]->stop)
+			srv->door[i]->stop(srv, srv->door_state[i]);
 	engine_sessions_close_all(&srv->reg);
 	wait_in_flight(srv, SERVER_DRAIN_S);
 	if (srv->mhd)
@@ -965,16 +804,18 @@ void api_server_free(struct api_server *srv)
 	if (srv->bound_told)
 		engine_listening((const struct sockaddr *)&srv->bound, false);
 	api_conns_stop(srv);
-	log_flush(srv, true);
+	api_log_flush_all(srv);
 	pthread_mutex_lock(&srv->lock);
 	pthread_cond_broadcast(&srv->wake);
 	pthread_mutex_unlock(&srv->lock);
 	if (srv->reaper_started)
 		pthread_join(srv->reaper, NULL);
 	engine_sessions_close_all(&srv->reg); /* any made while the daemon stopped */
-	api_mcp_free(srv->mcp);
+	for (size_t i = 0; i < srv->n_doors; i++)
+		if (srv->door[i]->free)
+			srv->door[i]->free(srv->door_state[i]);
+	free(srv->table);
 	session_pool_free(srv->pool);
-	api_e2b_free(srv);
 	engine_sessions_release(&srv->reg);
 	api_jobs_free(srv->jobs);
 	api_metrics_release(&srv->metrics);

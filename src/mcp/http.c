@@ -38,7 +38,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "api/handlers.h"
+#include "http/log.h"
+#include "http/door.h"
 #include "http/http.h"
 #include "http/internal.h"
 #include "http/text.h"
@@ -49,6 +50,7 @@
 
 #define MCP_HTTP_CONNS_MAX 256 /* Mcp-Session-Ids at once; the oldest unused goes */
 #define MCP_HTTP_ID_LEN 32
+#define MCP_HTTP_BODY_MAX (16u << 20) /* as MCP_MESSAGE_MAX */
 
 struct mcp_http_conn {
 	char id[MCP_HTTP_ID_LEN + 1];
@@ -66,7 +68,12 @@ struct api_mcp {
 	struct api_mcp *next;		    /* the server's list */
 };
 
-static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The door's state in a server: one core per client, made at its first
+ * request. */
+struct mcp_http {
+	pthread_mutex_t lock; /* around the list */
+	struct api_mcp *head;
+};
 
 static void mcp_log(const char *level, const char *msg)
 {
@@ -77,6 +84,7 @@ static void mcp_log(const char *level, const char *msg)
 static struct api_mcp *get_mcp(struct api_server *srv, struct engine_client *client,
 			       char **ret_error)
 {
+	struct mcp_http *st = http_door_state(srv, "mcp");
 	struct api_mcp *m;
 	struct mcp_config cfg = { 0 };
 	struct run_request defaults;
@@ -84,8 +92,8 @@ static struct api_mcp *get_mcp(struct api_server *srv, struct engine_client *cli
 
 	if (!client)
 		client = &srv->policies->clients[0];
-	pthread_mutex_lock(&make_lock);
-	for (m = srv->mcp; m; m = m->next)
+	pthread_mutex_lock(&st->lock);
+	for (m = st->head; m; m = m->next)
 		if (m->client == client)
 			goto out;
 	m = calloc(1, sizeof(*m));
@@ -124,30 +132,45 @@ static struct api_mcp *get_mcp(struct api_server *srv, struct engine_client *cli
 	}
 	pthread_mutex_init(&m->lock, NULL);
 	m->client = client;
-	m->next = srv->mcp;
-	srv->mcp = m;
+	m->next = st->head;
+	st->head = m;
 out:
-	pthread_mutex_unlock(&make_lock);
+	pthread_mutex_unlock(&st->lock);
 	return m;
 }
 
-void api_mcp_stop(struct api_server *srv)
+static int mcp_http_init(struct api_server *srv, void **ret_state)
+{
+	struct mcp_http *st = calloc(1, sizeof(*st));
+
+	(void)srv;
+	if (!st)
+		return -ENOMEM;
+	pthread_mutex_init(&st->lock, NULL);
+	*ret_state = st;
+	return 0;
+}
+
+/* Shutdown: stop the MCP call in progress (its run or cell is killed). */
+static void mcp_http_stop(struct api_server *srv, void *state)
 {
 	struct signalfd_siginfo si = { .ssi_signo = SIGTERM };
+	struct mcp_http *st = state;
 
-	pthread_mutex_lock(&make_lock);
-	for (struct api_mcp *m = srv->mcp; m; m = m->next)
+	(void)srv;
+	pthread_mutex_lock(&st->lock);
+	for (struct api_mcp *m = st->head; m; m = m->next)
 		if (write(m->stop[1], &si, sizeof(si)) < 0) {
 			/* full: readable all the same */
 		}
-	pthread_mutex_unlock(&make_lock);
+	pthread_mutex_unlock(&st->lock);
 }
 
-void api_mcp_free(struct api_mcp *m)
+static void mcp_free(struct api_mcp *m)
 {
 	if (!m)
 		return;
-	api_mcp_free(m->next);
+	mcp_free(m->next);
 	close(m->stop[0]);
 	close(m->stop[1]);
 	for (unsigned i = 0; i < m->n; i++)
@@ -155,6 +178,18 @@ void api_mcp_free(struct api_mcp *m)
 	mcp_server_free(m->srv);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
+}
+
+/* Close every MCP connection and session. */
+static void mcp_http_free(void *state)
+{
+	struct mcp_http *st = state;
+
+	if (!st)
+		return;
+	mcp_free(st->head);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
 }
 
 /* Under m->lock. */
@@ -368,7 +403,7 @@ out:
 	return ret;
 }
 
-enum MHD_Result api_handle_mcp(struct api_call *c)
+static enum MHD_Result handle_mcp(struct api_call *c)
 {
 	const char *sid = header(c, "Mcp-Session-Id");
 	char *err = NULL;
@@ -385,3 +420,17 @@ enum MHD_Result api_handle_mcp(struct api_call *c)
 		return handle_delete(c, m, sid);
 	return handle_post(c, m, sid);
 }
+
+/* POST and DELETE /mcp */
+static const struct http_route routes[] = {
+	{ API_R_MCP, HTTP_POST | HTTP_DELETE, handle_mcp, false, MCP_HTTP_BODY_MAX, false, NULL, NULL },
+};
+
+const struct http_door mcp_http_door = {
+	.name = "mcp",
+	.routes = routes,
+	.n_routes = ARRAY_SIZE(routes),
+	.init = mcp_http_init,
+	.stop = mcp_http_stop,
+	.free = mcp_http_free,
+};

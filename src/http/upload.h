@@ -1,6 +1,7 @@
-/* api/files.h: a files route's body and the workspace's answers (files.c). */
-#ifndef CODECELL_API_FILES_H
-#define CODECELL_API_FILES_H
+/* http/upload.h: a files route's body streamed into the workspace, a
+ * file sent, the workspace's errors (upload.c). */
+#ifndef CODECELL_HTTP_UPLOAD_H
+#define CODECELL_HTTP_UPLOAD_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,5 +33,7 @@ enum MHD_Result api_send_file(struct api_call *c, int fd, const struct stat *st)
 /* The upload in c->upload (for c->route.path) into place in e's
  * workspace, as a PUT does.  0 or -errno (-E2BIG, -ESTALE, ...). */
 int api_upload_finish(struct api_call *c, struct engine_session *e, bool *ret_replaced);
+/* The same under e->lock, with its workspace w (api_ws_of). */
+int api_upload_finish_ws(struct api_call *c, const struct engine_ws *w, bool *ret_replaced);
 
 #endif

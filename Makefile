@@ -5,7 +5,7 @@ CC ?= cc
 BUILD ?= build
 PKGS := libseccomp jansson libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# libmicrohttpd is loaded by `codecell serve` when it starts (src/api/mhd.c),
+# libmicrohttpd is loaded by `codecell serve` when it starts (src/http/mhd.c),
 # not linked: its dependencies would slow every other command down.
 PKG_LIBS := $(shell pkg-config --libs jansson 2>/dev/null) -lpthread
 # libseccomp compiles the filters at build time (tools/gen-seccomp) and is
@@ -23,7 +23,7 @@ LIBS := $(PKG_LIBS) -lm
 
 LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c src/sandbox/cell.c,$(wildcard src/util/*.c src/sandbox/*.c src/session/*.c src/engine/*.c))
 POLICY_OBJ := $(BUILD)/src/sandbox/seccomp_policy.o
-CLI_SRC := $(wildcard src/cli/*.c src/api/*.c src/mcp/*.c src/agent/*.c) src/main.c
+CLI_SRC := $(wildcard src/cli/*.c src/http/*.c src/api/*.c src/e2b/*.c src/mcp/*.c src/agent/*.c) src/main.c
 GEN_SRC := $(BUILD)/gen/kernels.c
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/kernels.o $(BUILD)/gen/seccomp_bpf.o \
 	   $(BUILD)/gen/site_py.o
@@ -179,9 +179,9 @@ $(BUILD)/bench/bench_serve: bench/bench_serve.c
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< -lpthread
 
 # the engine's pipeline (validation, policy, audit) per call
-$(BUILD)/bench/bench_pipeline: bench/bench_pipeline.c $(BUILD)/src/api/request.o $(BUILD)/libcodecell.a
+$(BUILD)/bench/bench_pipeline: bench/bench_pipeline.c $(BUILD)/src/http/request.o $(BUILD)/libcodecell.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/src/api/request.o $(BUILD)/libcodecell.a $(LIBS)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/src/http/request.o $(BUILD)/libcodecell.a $(LIBS)
 
 bench: setup
 	$(MAKE) all $(BUILD)/bench/bench_session $(BUILD)/bench/bench_serve $(BUILD)/bench/bench_pool \
@@ -222,7 +222,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
 FUZZ_LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/engine/*.c src/session/*.c src/sandbox/*.c)) src/sandbox/seccomp_policy.c
 # the pure parsers of `codecell serve` (no libmicrohttpd calls in them)
-FUZZ_API_SRC := src/api/request.c src/api/route.c src/api/text.c src/api/connect.c src/api/e2b_parse.c
+FUZZ_API_SRC := src/http/request.c src/http/route.c src/http/text.c src/e2b/connect.c src/e2b/parse.c
 fuzz: setup
 	$(MAKE) BUILD=build-fuzz build-fuzz/gen/kernels.h build-fuzz/gen/seccomp_bpf.c build-fuzz/gen/site_py.c
 	@mkdir -p build-fuzz/fuzz

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/request.h"
+#include "http/request.h"
 #include "engine/audit.h"
 #include "engine/policy.h"
 

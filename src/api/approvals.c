@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/server.h"
+#include "http/http.h"
+#include "http/internal.h"
 #include "engine/approval.h"
 #include "util/json.h"
 #include "util/banned.h"

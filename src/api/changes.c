@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/policy.h"
+#include "http/http.h"
+#include "http/policy.h"
 #include "engine/changes.h"
 #include "engine/sessions.h"
 #include "engine/policy.h"

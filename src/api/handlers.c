@@ -6,124 +6,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/e2b.h"
-#include "api/exec.h"
+#include "http/exec.h"
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/metrics.h"
-#include "api/policy.h"
-#include "api/server.h"
-#include "engine/setup.h"
+#include "http/http.h"
+#include "http/metrics.h"
+#include "http/policy.h"
+#include "http/internal.h"
 #include "engine/sessions.h"
+#include "engine/setup.h"
 #include "util/macro.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
-bool api_sees(const struct api_call *c, const struct engine_session *e)
-{
-	return !e->client || e->client == c->client || c->client == &c->srv->policies->clients[0];
-}
-
-struct engine_session *api_session_get(struct api_call *c, const char *id)
-{
-	struct engine_session *e = engine_sessions_get(&c->srv->reg, id);
-
-	if (e && !api_sees(c, e)) {
-		engine_session_unref(e);
-		e = NULL;
-	}
-	return e;
-}
-
-struct engine_session *api_call_session(struct api_call *c, enum MHD_Result *ret)
-{
-	struct engine_session *e = api_session_get(c, c->route.session_id);
-
-	if (!e)
-		*ret = api_respond_errorf(c, 404, "session_not_found",
-					  "no session '%s' (sessions end when deleted or after their idle_timeout)",
-					  c->route.session_id);
-	return e;
-}
-
-/* The pool's part of /healthz: {"ready", "template_alive", "restarts", ...}. */
-static json_t *pool_json(const struct session_pool_health *h)
-{
-	json_t *j = json_pack("{s:i, s:i, s:i, s:i, s:b, s:I, s:I}", "ready", (int)h->ready,
-			      "warmed", (int)h->warmed, "size", (int)h->size, "target",
-			      (int)h->target, "template_alive",
-			      h->template_alive, "template_restarts",
-			      (json_int_t)h->stats.template_restarts, "discarded",
-			      (json_int_t)h->stats.discarded);
-
-	if (j && h->degraded)
-		json_object_set_new(j, "why", json_string(h->why));
-	return j;
-}
-
-/* 200 in both states: "degraded" means sessions start cold (slower) while
- * the pool heals itself, not that the server should be restarted or
- * taken out of rotation; the body says which (README, "Pool health"). */
-enum MHD_Result api_handle_healthz(struct api_call *c)
-{
-	struct api_server *srv = c->srv;
-	struct session_pool_health h;
-	json_t *j;
-
-	if (srv->pool)
-		engine_pool_health(srv->pool, &h);
-	j = json_pack("{s:s, s:i, s:i, s:i}", "status",
-		      srv->pool && h.degraded ? "degraded" : "ok", "sessions",
-		      (int)engine_sessions_count(&srv->reg), "max_sessions", (int)srv->cfg.max_sessions,
-		      "pool_ready", srv->pool ? (int)h.ready : -1);
-	if (j && srv->pool)
-		json_object_set_new(j, "pool", pool_json(&h));
-	/* POST /v1/agent works: the playground shows its "ask" box */
-	if (j)
-		json_object_set_new(j, "agent",
-				    json_boolean(srv->cfg.agent_model && srv->cfg.agent_base_url));
-	return api_respond_json(c, 200, j);
-}
-
-enum MHD_Result api_handle_metrics(struct api_call *c)
-{
-	struct api_server *srv = c->srv;
-	struct engine_session **list = NULL;
-	unsigned n = 0, busy = 0, by_door[API_DOOR_COUNT] = { 0 };
-	size_t len = 0;
-	char *text;
-
-	if (engine_sessions_list(&srv->reg, &list, &n) == 0)
-		for (unsigned i = 0; i < n; i++) {
-			busy += __atomic_load_n(&list[i]->busy, __ATOMIC_RELAXED) != 0;
-			by_door[api_door_of(list[i]->door)]++;
-			engine_session_unref(list[i]);
-		}
-	free(list);
-	{
-		struct session_pool_health h;
-
-		if (srv->pool)
-			engine_pool_health(srv->pool, &h);
-		text = api_metrics_text(&srv->metrics, n, srv->cfg.max_sessions, busy, by_door,
-					srv->pool ? &h : NULL, &len);
-	}
-	if (!text)
-		return api_respond_errorf(c, 500, "internal", "out of memory");
-	{
-		struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-		enum MHD_Result ret;
-
-		if (!r) {
-			free(text);
-			return MHD_NO;
-		}
-		api_response_headers(r, "text/plain; version=0.0.4; charset=utf-8");
-		ret = MHD_queue_response(c->conn, 200, r);
-		MHD_destroy_response(r);
-		return ret;
-	}
-}
 
 enum MHD_Result api_handle_execute(struct api_call *c)
 {
@@ -367,56 +261,4 @@ enum MHD_Result api_handle_session_fork(struct api_call *c)
 	free(msg);
 	engine_session_unref(src);
 	return ret;
-}
-
-/* ---- the reaper ---- */
-
-/* The library does not log: say here what the pool went through since
- * the last look (once a second). */
-static void log_pool(struct api_server *srv)
-{
-	struct session_pool_health h;
-
-	if (!srv->pool)
-		return;
-	engine_pool_health(srv->pool, &h);
-	if (h.stats.template_deaths != srv->pool_deaths_logged) {
-		api_log(srv, "warning",
-			"the warm pool's template died (%llu so far): %s; sessions start cold until a new one is up",
-			(unsigned long long)h.stats.template_deaths, h.why[0] ? h.why : "now up again");
-		srv->pool_deaths_logged = h.stats.template_deaths;
-	}
-	if (h.stats.template_restarts != srv->pool_restarts_logged) {
-		api_log(srv, "info", "the warm pool's template was started again (%llu restarts so far)",
-			(unsigned long long)h.stats.template_restarts);
-		srv->pool_restarts_logged = h.stats.template_restarts;
-	}
-}
-
-void *api_reaper_main(void *arg)
-{
-	struct api_server *srv = arg;
-
-	pthread_mutex_lock(&srv->lock);
-	while (!__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST)) {
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		pthread_cond_timedwait(&srv->wake, &srv->lock, &until);
-		if (__atomic_load_n(&srv->stopping, __ATOMIC_SEQ_CST))
-			break;
-		pthread_mutex_unlock(&srv->lock);
-		{
-			unsigned n = engine_sessions_reap(&srv->reg, NULL, NULL);
-
-			for (unsigned i = 0; i < n; i++)
-				api_metrics_add(&srv->metrics, &srv->metrics.sessions_expired);
-		}
-		api_e2b_sweep(srv);
-		log_pool(srv);
-		pthread_mutex_lock(&srv->lock);
-	}
-	pthread_mutex_unlock(&srv->lock);
-	return NULL;
 }

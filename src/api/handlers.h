@@ -1,14 +1,12 @@
-/* api/handlers.h: the routes' handlers, one per route (the route table in
- * server.c). */
+/* api/handlers.h: the /v1 door's handlers, one per route (the route
+ * table in door.c). */
 #ifndef CODECELL_API_HANDLERS_H
 #define CODECELL_API_HANDLERS_H
 
 #include <microhttpd.h>
 
-#include "api/http.h"
+#include "http/http.h"
 
-enum MHD_Result api_handle_healthz(struct api_call *c);
-enum MHD_Result api_handle_metrics(struct api_call *c);
 enum MHD_Result api_handle_execute(struct api_call *c);
 enum MHD_Result api_handle_sessions_list(struct api_call *c);
 enum MHD_Result api_handle_session_create(struct api_call *c);
@@ -20,14 +18,6 @@ enum MHD_Result api_handle_session_restart(struct api_call *c);
 enum MHD_Result api_handle_session_fork(struct api_call *c);
 enum MHD_Result api_handle_files(struct api_call *c);
 enum MHD_Result api_handle_asset(struct api_call *c);
-/* POST and DELETE /mcp (mcp_http.c): MCP over Streamable HTTP */
-#define API_MCP_BODY_MAX (16u << 20) /* as MCP_MESSAGE_MAX */
-struct api_mcp;
-enum MHD_Result api_handle_mcp(struct api_call *c);
-/* Shutdown: stop the MCP call in progress (its run or cell is killed). */
-void api_mcp_stop(struct api_server *srv);
-/* Close every MCP connection and session.  Accepts NULL. */
-void api_mcp_free(struct api_mcp *m);
 /* POST /v1/agent (agent.c) */
 enum MHD_Result api_handle_agent(struct api_call *c);
 enum MHD_Result api_handle_approvals_list(struct api_call *c);
@@ -41,5 +31,8 @@ enum MHD_Result api_handle_tool_call(struct api_call *c);
 enum MHD_Result api_handle_changes(struct api_call *c);
 enum MHD_Result api_handle_changes_apply(struct api_call *c);
 enum MHD_Result api_handle_changes_discard(struct api_call *c);
+
+/* A chunk of a files route's body (upload.c): true, taken. */
+bool api_files_data(struct api_call *c, const char *data, size_t len);
 
 #endif

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/files.h"
+#include "http/upload.h"
 #include "api/handlers.h"
-#include "api/http.h"
-#include "api/policy.h"
-#include "api/server.h"
+#include "http/http.h"
+#include "http/policy.h"
+#include "http/internal.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
 #include "engine/tool.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "api/handlers.h"
-#include "api/http.h"
+#include "http/http.h"
 #include "util/macro.h"
 #include "util/banned.h"
 

@@ -12,7 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "http/serve.h"
 #include "api/api.h"
+#include "e2b/e2b.h"
+#include "mcp/mcp.h"
 #include "cli/cli.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -349,6 +352,11 @@ static int serve(const struct serve_opts *o, struct api_config *cfg)
 	return 0;
 }
 
+/* The doors of `codecell serve`.  E2B's first: it claims its requests
+ * (by header or path) before the route table sees them. */
+static const struct http_door *const serve_doors[] = { &e2b_door, &api_door, &mcp_http_door,
+						       NULL };
+
 int cli_serve(int argc, char **argv)
 {
 	struct serve_opts o;
@@ -368,6 +376,7 @@ int cli_serve(int argc, char **argv)
 		fputs(serve_usage, stdout);
 		return 0;
 	}
+	cfg.doors = serve_doors;
 	if (api_listen_parse(o.listen, &cfg.listen, msg, sizeof(msg)) < 0)
 		return log_error("%s", msg), EXIT_CODECELL_ERROR;
 	buf_init(&tok, API_TOKEN_MAX);

@@ -198,7 +198,7 @@ def e2b_commands_and_file_calls_pass_the_policy_and_are_audited():
 @test
 def e2b_run_code_is_checked_in_its_contexts_language():
     """runCode in a JavaScript context runs in the Python kernel's
-    sandbox (e2b_jupyter.c) but is JavaScript: a policy without it
+    sandbox (e2b/jupyter.c) but is JavaScript: a policy without it
     refuses it, as an error event naming the rule (it ran before)."""
     with tempfile.TemporaryDirectory() as d:
         pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")

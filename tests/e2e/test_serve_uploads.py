@@ -14,7 +14,7 @@ from cctest import Serve, check, eq, main, proc_status, test  # noqa: E402
 
 MiB = 1 << 20
 # libmicrohttpd's per-connection memory (MHD_OPTION_CONNECTION_MEMORY_LIMIT
-# in src/api/server.c): the buffer each chunk of a body passes through
+# in src/http/server.c): the buffer each chunk of a body passes through
 CONNECTION_BUFFER = 128 << 10
 TEMP_PREFIX = ".codecell-upload-"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/request.h"
+#include "http/request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

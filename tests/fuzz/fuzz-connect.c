@@ -1,5 +1,5 @@
 /* libFuzzer target: the Connect envelope parser of the E2B door
- * (src/api/connect.c), which reads process.Process/Start's request body
+ * (src/e2b/connect.c), which reads process.Process/Start's request body
  * as the client sent it.  A body it accepts must be exactly one
  * uncompressed, non-final envelope whose message lies inside the body
  * and under the cap; the header written back for that message must be
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/connect.h"
+#include "e2b/connect.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

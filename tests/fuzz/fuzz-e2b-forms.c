@@ -1,5 +1,5 @@
 /* libFuzzer target: the E2B door's hand parsers of client bytes
- * (src/api/e2b_parse.c, and e2b.c's query decoding, which is
+ * (src/e2b/parse.c, and e2b.c's query decoding, which is
  * util/percent.h's strict variant): a multipart Content-Type's boundary,
  * a part's file name, the ?metadata= filter's form pairs, a query value.
  * The first byte picks one, the rest is its input.  Besides not crashing:
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/e2b_internal.h"
+#include "e2b/internal.h"
 #include "util/percent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

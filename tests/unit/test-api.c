@@ -1,6 +1,6 @@
 /* The doors' parsers of client bytes, without a server: the /v1 router's
  * path decoding, its body reader, and the E2B door's form parsers
- * (api/e2b_parse.c). */
+ * (api/e2b/parse.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "api/e2b_internal.h"
-#include "api/request.h"
-#include "api/route.h"
+#include "e2b/internal.h"
+#include "http/request.h"
+#include "http/route.h"
 
 static void route_decodes_paths_strictly(void **state)
 {

@@ -13,7 +13,7 @@
 #include "cli/cli.h"
 #include "util/capture.h"
 #include "engine/engine.h"
-#include "api/request.h"
+#include "http/request.h"
 #include "mcp/mcp.h"
 
 static void capture_keeps_everything_under_cap(void **state)

@@ -1,0 +1,86 @@
+/* http/door.h: how a door of `codecell serve` (/v1 and its playground,
+ * E2B, MCP over HTTP) registers with the transport: a small table of
+ * hooks.  The transport walks the doors the server was given
+ * (api_config.doors) and knows none of them by name; a door calls the
+ * transport and the engine, never another door. */
+#ifndef CODECELL_HTTP_DOOR_H
+#define CODECELL_HTTP_DOOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "http/route.h"
+
+struct api_call;
+struct api_error;
+struct api_server;
+struct engine_client;
+struct engine_verdict;
+
+enum http_method { HTTP_GET = 1, HTTP_POST = 2, HTTP_PUT = 4, HTTP_DELETE = 8, HTTP_HEAD = 16 };
+
+/* One route of a door: a route id and the methods it answers. */
+struct http_route {
+	enum api_route_id route;
+	unsigned method; /* enum http_method bits */
+	enum MHD_Result (*fn)(struct api_call *c);
+	bool public;	 /* no token needed */
+	size_t body_max; /* 0: no body */
+	bool any_type;	 /* a body of any Content-Type (files, E2B's forms) */
+	/* A chunk of the body: true if the route took it (an upload),
+	 * false to have it buffered as the body.  NULL: buffered. */
+	bool (*data)(struct api_call *c, const char *data, size_t len);
+	/* The most body bytes this request may send, once routed; NULL:
+	 * body_max. */
+	size_t (*body_max_of)(const struct api_call *c);
+};
+
+struct http_door {
+	const char *name;
+	const struct http_route *routes;
+	size_t n_routes;
+	/* A door that routes by itself, before the route table: whether
+	 * the request is its, and then start() routes it (c->route.id, and
+	 * c->door when the door answers in its own shapes): 0, or -errno
+	 * with e set. */
+	bool (*claims)(struct MHD_Connection *conn, const char *url);
+	int (*start)(struct api_call *c, const char *url, struct api_error *e);
+	/* Its own auth, used when the server has a token or client keys:
+	 * 0 and the client, or -EINVAL with e set (401). */
+	int (*auth)(struct api_server *srv, struct MHD_Connection *conn,
+		    struct engine_client **ret_client, struct api_error *e);
+	/* The request is over, answered or not: free what start() made.
+	 * Called for every request, the door's or not. */
+	void (*release)(struct api_call *c);
+
+	/* A call the door took over (c->door): its shapes.  An error; a
+	 * refusal by the policy (recorded already); a result event of an
+	 * NDJSON stream from a codecell bundle, and the number of the
+	 * execution (Jupyter's shape). */
+	enum MHD_Result (*respond_error)(struct api_call *c, const struct api_error *e);
+	enum MHD_Result (*refuse)(struct api_call *c, const struct engine_verdict *v);
+	json_t *(*result_event)(const json_t *bundle);
+	unsigned (*exec_count)(const struct api_call *c);
+	/* Its calls wait for a person's decision: no "pending" answer. */
+	bool no_pending;
+	/* A call may run code of another language than its session's
+	 * (E2B's contexts): the language checked is the call's. */
+	bool lang_per_call;
+
+	/* The server's life: the door's state (0 or -errno), shutdown's
+	 * first step (stop what runs), once a second (the reaper), the
+	 * end.  Each may be NULL. */
+	int (*init)(struct api_server *srv, void **ret_state);
+	void (*stop)(struct api_server *srv, void *state);
+	void (*tick)(struct api_server *srv, void *state);
+	void (*free)(void *state);
+};
+
+/* The state the init() of the door of this name made in srv, or NULL:
+ * what a door finds its own by (a door names no other). */
+void *http_door_state(const struct api_server *srv, const char *name);
+
+#endif

@@ -1,0 +1,10 @@
+/* http/status.h: the transport's own routes, /healthz and /metrics
+ * (status.c). */
+#ifndef CODECELL_HTTP_STATUS_H
+#define CODECELL_HTTP_STATUS_H
+
+#include "http/door.h"
+
+extern const struct http_route http_status_routes[2];
+
+#endif

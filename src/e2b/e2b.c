@@ -457,8 +457,6 @@ static enum MHD_Result refuse_execution(struct api_call *c, const struct api_err
 	json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", "rejected", "value",
 			       e->message, "traceback", "");
 	char *line = ev ? json_dumps(ev, JSON_FLAGS) : NULL;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
 	char *body = NULL;
 	int n;
 
@@ -467,15 +465,7 @@ static enum MHD_Result refuse_execution(struct api_call *c, const struct api_err
 	free(line);
 	if (n < 0)
 		return MHD_NO;
-	r = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(body);
-		return MHD_NO;
-	}
-	api_response_headers(r, "application/x-ndjson");
-	ret = MHD_queue_response(c->conn, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return api_respond_owned(c, "application/x-ndjson", body, (size_t)n);
 }
 
 static enum MHD_Result e2b_refuse(struct api_call *c, const struct engine_verdict *v)

@@ -58,6 +58,9 @@ enum MHD_Result api_respond_error(struct api_call *c, const struct api_error *e)
 enum MHD_Result api_respond_errorf(struct api_call *c, int http, const char *code,
 				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void api_response_headers(struct MHD_Response *r, const char *type);
+/* A 200 answer of len bytes of body (malloc'd; taken, and freed whatever
+ * happens) with the common headers and Content-Type type. */
+enum MHD_Result api_respond_owned(struct api_call *c, const char *type, char *body, size_t len);
 
 /* Look up the route's session (a new reference) or respond 404. */
 struct engine_session *api_call_session(struct api_call *c, enum MHD_Result *ret);

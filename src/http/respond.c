@@ -55,6 +55,21 @@ enum MHD_Result api_respond_json(struct api_call *c, unsigned status, json_t *bo
 	return ret;
 }
 
+enum MHD_Result api_respond_owned(struct api_call *c, const char *type, char *body, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	api_response_headers(r, type);
+	ret = MHD_queue_response(c->conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 enum MHD_Result api_respond_error(struct api_call *c, const struct api_error *e)
 {
 	size_t len;

@@ -74,19 +74,7 @@ static enum MHD_Result handle_metrics(struct api_call *c)
 	}
 	if (!text)
 		return api_respond_errorf(c, 500, "internal", "out of memory");
-	{
-		struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-		enum MHD_Result ret;
-
-		if (!r) {
-			free(text);
-			return MHD_NO;
-		}
-		api_response_headers(r, "text/plain; version=0.0.4; charset=utf-8");
-		ret = MHD_queue_response(c->conn, 200, r);
-		MHD_destroy_response(r);
-		return ret;
-	}
+	return api_respond_owned(c, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
 const struct http_route http_status_routes[2] = {

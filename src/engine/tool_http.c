@@ -1116,6 +1116,7 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 	}
 	*ret = res;
 out:
+	t_secrets = NULL; /* s is this frame's */
 	target_release(&t);
 	target_release(&prev);
 	buf_release(&resp.body);

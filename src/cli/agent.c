@@ -319,7 +319,7 @@ static int policy_start(struct agent_opts *o, struct engine_policies **ret_p,
 
 	if (!o->run.policy_path && !o->run.audit_path)
 		return 0;
-	if (cli_policy_open(&o->run, ret_p, ret_a) < 0)
+	if (cli_policy_open(&o->run, false, ret_p, ret_a) < 0)
 		return -EINVAL;
 	o->cfg.client = &(*ret_p)->clients[0];
 	o->cfg.policies = *ret_p;

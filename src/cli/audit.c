@@ -20,13 +20,16 @@
 #include "util/banned.h"
 
 static const char audit_usage[] =
-	"usage: codecell audit [--file FILE] [--session ID] [--since T] [--status S] [--follow]\n"
+	"usage: codecell audit [FILE] [--session ID] [--since T] [--status S] [--follow]\n"
 	"\n"
-	"Print the records of an audit log (written by run, shell, serve and mcp\n"
-	"with --audit FILE) that match every option given, one JSON object a line.\n"
+	"Print the records of an audit log that match every option given, one JSON\n"
+	"object a line.  serve and mcp write one by default; run, shell and agent\n"
+	"with --audit FILE.\n"
 	"\n"
 	"options:\n"
-	"  --file FILE     the log (default: $CODECELL_AUDIT_FILE)\n"
+	"  FILE, --file FILE the log (default: $CODECELL_AUDIT_FILE, else the one\n"
+	"                  serve and mcp write: $XDG_STATE_HOME/codecell/audit.jsonl,\n"
+	"                  or ~/.local/state/codecell/audit.jsonl)\n"
 	"  --session ID    records of this session\n"
 	"  --since T       records from T on: a UTC time such as 2026-11-23T22:00:00Z\n"
 	"                  (or a prefix: 2026-11-23), or a duration back from now (10m)\n"
@@ -36,6 +39,7 @@ static const char audit_usage[] =
 
 struct audit_opts {
 	const char *file, *session, *status;
+	char default_path[4096];
 	char since[40];
 	bool follow, help;
 };
@@ -60,6 +64,8 @@ static int parse_since(const char *v, char *out, size_t n)
 
 static int audit_opts_parse(int argc, char **argv, struct audit_opts *o, struct buf *err)
 {
+	const char *named = NULL;
+
 	memset(o, 0, sizeof(*o));
 	o->file = getenv("CODECELL_AUDIT_FILE");
 	for (int i = 1; i < argc; i++) {
@@ -73,14 +79,25 @@ static int audit_opts_parse(int argc, char **argv, struct audit_opts *o, struct 
 			o->follow = true;
 			continue;
 		}
+		if (a[0] != '-' || !a[1]) {
+			if (named)
+				return buf_printf(err, "one audit log at a time: '%s' and '%s'", named,
+						  a), -EINVAL;
+			o->file = named = a;
+			continue;
+		}
 		if (strcmp(a, "--file") && strcmp(a, "--session") && strcmp(a, "--since") &&
 		    strcmp(a, "--status"))
 			return buf_printf(err, "unknown option '%s' (see 'codecell audit --help')", a), -EINVAL;
 		if (!v)
 			return buf_printf(err, "option '%s' needs a value", a), -EINVAL;
 		i++;
-		if (!strcmp(a, "--file"))
-			o->file = v;
+		if (!strcmp(a, "--file")) {
+			if (named)
+				return buf_printf(err, "one audit log at a time: '%s' and '%s'", named,
+						  v), -EINVAL;
+			o->file = named = v;
+		}
 		else if (!strcmp(a, "--session"))
 			o->session = v;
 		else if (!strcmp(a, "--status"))
@@ -89,8 +106,15 @@ static int audit_opts_parse(int argc, char **argv, struct audit_opts *o, struct 
 			return buf_printf(err, "invalid --since '%s': expected a UTC time such as "
 				       "2026-11-23T22:00:00Z, or a duration such as 10m", v), -EINVAL;
 	}
+	/* the one serve and mcp write by default */
+	if (!o->file && cli_state_path(CLI_AUDIT_DEFAULT, false, o->default_path,
+				       sizeof(o->default_path)) == 0 &&
+	    access(o->default_path, F_OK) == 0)
+		o->file = o->default_path;
 	if (!o->file && !o->help)
-		return buf_puts(err, "no audit log: give --file FILE (or set CODECELL_AUDIT_FILE)"), -EINVAL;
+		return buf_puts(err, "no audit log: give FILE (or set CODECELL_AUDIT_FILE); the default "
+			     "one serve and mcp write, $XDG_STATE_HOME/codecell/audit.jsonl, is not "
+			     "there"), -EINVAL;
 	return 0;
 }
 

@@ -56,22 +56,15 @@ __attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...)
 
 int cli_changes_default_dir(const char *project, char *out, size_t n)
 {
-	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	const char *base = strrchr(project, '/');
 	char parent[4096];
 	struct timespec ts;
 	struct tm tm;
 	int k;
 
-	if (state && *state == '/')
-		k = snprintf(parent, sizeof(parent), "%s/codecell/changes", state);
-	else if (home && *home == '/')
-		k = snprintf(parent, sizeof(parent), "%s/.local/state/codecell/changes", home);
-	else
-		return -ENOENT;
-	if (k < 0 || (size_t)k >= sizeof(parent))
-		return -ENAMETOOLONG;
-	k = mkdir_p(parent, 0700);
+	k = cli_state_path("changes", true, parent, sizeof(parent));
+	if (k == 0)
+		k = mkdir_p(parent, 0700);
 	if (k < 0)
 		return k;
 	base = base && base[1] ? base + 1 : "project";

@@ -58,7 +58,7 @@ struct run_opts {
 	unsigned limits_set; /* bits of enum engine_limit_id given */
 	bool net_set;
 	const char *policy_path; /* --policy FILE, or NULL: the built-in default */
-	const char *audit_path;	 /* --audit FILE, or NULL: no audit log */
+	const char *audit_path;	 /* --audit FILE|off, or NULL: the command's default */
 	const char *changes_dir; /* --changes DIR (with --project) */
 };
 
@@ -68,12 +68,27 @@ int run_opts_parse(int argc, char **argv, struct run_opts *o, struct buf *err);
 /* The same for `codecell shell` (no FILE; --preload, --idle-timeout). */
 int shell_opts_parse(int argc, char **argv, struct run_opts *o, struct buf *err);
 extern const char run_usage[];
-/* The policy (--policy, or the default) and the audit log (--audit) of a
- * CLI command; on failure a message is logged and -errno returned. */
+struct engine_audit;
+/* $XDG_STATE_HOME/codecell/LEAF (or ~/.local/state/codecell/LEAF) into
+ * out; make_parent: that codecell directory is made (0700) if missing.
+ * 0, -ENOENT (neither variable is an absolute path), -ENAMETOOLONG, or
+ * mkdir's -errno. */
+int cli_state_path(const char *leaf, bool make_parent, char *out, size_t n);
+/* The audit log `serve` and `mcp` write when --audit is not given. */
+#define CLI_AUDIT_DEFAULT "audit.jsonl"
+/* The audit log a command writes: given (--audit FILE; "off": none),
+ * else the default (cli_state_path's CLI_AUDIT_DEFAULT) when by_default,
+ * else none.  A log given that cannot be opened is an error (logged,
+ * -errno); a default one that cannot is said on stderr and the command
+ * goes on without (0, *ret NULL). */
+int cli_audit_open(const char *given, bool by_default, struct engine_audit **ret);
+/* The policy (--policy, or the default) and the audit log (--audit, as
+ * cli_audit_open) of a CLI command; on failure a message is logged and
+ * -errno returned. */
 struct engine_policies;
 struct engine_audit;
-int cli_policy_open(const struct run_opts *o, struct engine_policies **ret_p,
-		    struct engine_audit **ret_a);
+int cli_policy_open(const struct run_opts *o, bool audit_by_default,
+		    struct engine_policies **ret_p, struct engine_audit **ret_a);
 /* An option of a command built on `codecell shell`'s (agent, mcp): its
  * own, or one of shell's, passed on to shell_opts_parse. */
 struct cli_option {

@@ -67,8 +67,10 @@ const char mcp_usage[] =
 	"                       rejected run_code is a result with status 'rejected'.\n"
 	"                       Its [default] policy's 'tools' (sql) are listed and\n"
 	"                       called beside run_code (none without it)\n"
-	"  --audit FILE         append one JSON line per run_code and tool call to FILE\n"
-	"                       (see codecell run --help); --output-limit at most 16M\n"
+	"  --audit FILE|off     append one JSON line per run_code and tool call to FILE\n"
+	"                       (rotated at 64M). Default: $XDG_STATE_HOME/codecell/\n"
+	"                       audit.jsonl (~/.local/state/codecell/audit.jsonl);\n"
+	"                       off: none.  --output-limit at most 16M\n"
 	"  -h, --help           show this help\n"
 	"\n"
 	"In an MCP client's configuration:\n"
@@ -544,7 +546,7 @@ int cli_mcp(int argc, char **argv)
 		free(shared);
 		return EXIT_CODECELL_ERROR;
 	}
-	if (cli_policy_open(&o.run, &policies, &audit) < 0) {
+	if (cli_policy_open(&o.run, true, &policies, &audit) < 0) {
 		free(shared);
 		return EXIT_CODECELL_ERROR;
 	}

@@ -260,7 +260,7 @@ static int checked_run(struct run_opts *o, struct run_result *res, int *ret_sig)
 	int r = 0;
 
 	*ret_sig = 0;
-	if (cli_policy_open(o, &ps, &au) < 0)
+	if (cli_policy_open(o, false, &ps, &au) < 0)
 		return -ECANCELED; /* said why */
 	engine_audit_id(id);
 	if (au)

@@ -231,8 +231,8 @@ static int o_audit(struct run_opts *o, const char *n, const char *a, struct buf 
 	return 0;
 }
 
-int cli_policy_open(const struct run_opts *o, struct engine_policies **ret_p,
-		    struct engine_audit **ret_a)
+int cli_policy_open(const struct run_opts *o, bool audit_by_default,
+		    struct engine_policies **ret_p, struct engine_audit **ret_a)
 {
 	char msg[600];
 	int r;
@@ -244,9 +244,9 @@ int cli_policy_open(const struct run_opts *o, struct engine_policies **ret_p,
 		r = (*ret_p = engine_policies_new()) ? 0 : (snprintf(msg, sizeof(msg), "out of memory"), -ENOMEM);
 	if (r < 0)
 		return log_error("--policy: %s", msg), r;
-	if (o->audit_path && (r = engine_audit_open(o->audit_path, 0, ret_a, msg, sizeof(msg))) < 0) {
+	if ((r = cli_audit_open(o->audit_path, audit_by_default, ret_a)) < 0) {
 		engine_policies_free(*ret_p);
-		return log_error("--audit: %s", msg), r;
+		return r;
 	}
 	return 0;
 }

@@ -71,8 +71,10 @@ const char serve_usage[] =
 	"                       calls one client may have held for approval at once\n"
 	"                       (default 32, at most 256, the server's whole table); one\n"
 	"                       more is refused with 429 until the operator decides\n"
-	"  --audit FILE         append one JSON line per call to FILE (rotated at 64M,\n"
-	"                       FILE.1 to FILE.5); read it with 'codecell audit'\n"
+	"  --audit FILE|off     append one JSON line per call to FILE (rotated at 64M,\n"
+	"                       FILE.1 to FILE.5); read it with 'codecell audit'.\n"
+	"                       Default: $XDG_STATE_HOME/codecell/audit.jsonl\n"
+	"                       (~/.local/state/codecell/audit.jsonl); off: none\n"
 	"  -h, --help           this text\n"
 	"\n"
 	"The first line on stdout is 'codecell serve: listening on URL'.  SIGINT or\n"
@@ -401,10 +403,10 @@ int cli_serve(int argc, char **argv)
 		buf_release(&tok);
 		return log_error("--policy: %s", msg), EXIT_CODECELL_ERROR;
 	}
-	if (o.audit && engine_audit_open(o.audit, 0, &cfg.audit, msg, sizeof(msg)) < 0) {
+	if (cli_audit_open(o.audit, true, &cfg.audit) < 0) {
 		engine_policies_free(cfg.policies);
 		buf_release(&tok);
-		return log_error("--audit: %s", msg), EXIT_CODECELL_ERROR;
+		return EXIT_CODECELL_ERROR;
 	}
 	r = serve(&o, &cfg);
 	engine_audit_close(cfg.audit);

@@ -501,7 +501,7 @@ int cli_shell(int argc, char **argv)
 			return log_error("out of memory"), EXIT_CODECELL_ERROR;
 		so->env = (const char *const *)seeded;
 	}
-	if (cli_policy_open(&o, &sh.policies, &sh.audit) < 0)
+	if (cli_policy_open(&o, false, &sh.policies, &sh.audit) < 0)
 		return EXIT_CODECELL_ERROR;
 	/* the engine's pipeline: the policy check, the kernel, a record */
 	memset(&cl, 0, sizeof(cl));

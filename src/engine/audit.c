@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -242,6 +243,27 @@ static void rotate(struct engine_audit *a)
 	}
 }
 
+/* Another process that writes the same log (two servers, or a server
+ * and `codecell mcp` with the default log) may have rotated it: our fd
+ * is FILE.1 then, and our records go to the path's file from now on.
+ * Under a->lock.  true: the fd changed. */
+static bool follow(struct engine_audit *a)
+{
+	struct stat p, f;
+	int fd;
+
+	if (stat(a->path, &p) == 0 && fstat(a->fd, &f) == 0 && p.st_ino == f.st_ino &&
+	    p.st_dev == f.st_dev)
+		return false;
+	fd = open_log(a->path);
+	if (fd < 0)
+		return false; /* the old file still takes the records */
+	(void)flock(a->fd, LOCK_UN);
+	close(a->fd);
+	a->fd = fd;
+	return true;
+}
+
 static char *dump(json_t *o)
 {
 	return json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
@@ -311,8 +333,16 @@ int engine_audit_write(struct engine_audit *a, const struct engine_audit_record 
 	len = strlen(line);
 	line[len++] = '\n'; /* json_dumps's NUL becomes the newline */
 	pthread_mutex_lock(&a->lock);
-	if (fstat(a->fd, &st) == 0 && (uint64_t)st.st_size + len > a->rotate && st.st_size > 0)
-		rotate(a);
+	follow(a);
+	if (fstat(a->fd, &st) == 0 && (uint64_t)st.st_size + len > a->rotate && st.st_size > 0) {
+		/* one rotation at a time among the processes writing the
+		 * log: the lock is the file's, and whoever comes second finds
+		 * the path moved on (follow) and a small file again */
+		(void)flock(a->fd, LOCK_EX);
+		if (!follow(a) && fstat(a->fd, &st) == 0 && (uint64_t)st.st_size + len > a->rotate)
+			rotate(a);
+		(void)flock(a->fd, LOCK_UN);
+	}
 	/* one write: O_APPEND puts it whole at the end */
 	w = write(a->fd, line, len);
 	if (w < 0)

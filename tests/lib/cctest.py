@@ -6,6 +6,7 @@ Output is TAP ("ok N - name" / "not ok N - name"), which run.sh counts.
 A test that needs something the host lacks must fail, not skip: CI runs
 on the same kind of machine, and a silent skip hides a broken sandbox.
 """
+import atexit
 import base64
 import contextlib
 import gzip
@@ -25,6 +26,14 @@ HELPERS = os.path.join(ROOT, BUILD, "helpers")
 PYTHON = "/usr/bin/python3"
 
 _tests = []
+
+# What a codecell keeps past a command (the audit log `serve` and `mcp`
+# write by default, a --project run's changes) goes under
+# $XDG_STATE_HOME/codecell: for every codecell a test starts, a directory
+# of the test's own, never the user's.
+STATE_HOME = tempfile.mkdtemp(prefix="cctest-state-")
+os.environ["XDG_STATE_HOME"] = STATE_HOME
+atexit.register(shutil.rmtree, STATE_HOME, True)
 
 # A bound for what, when broken, never ends or runs for ten minutes (the
 # tests' sleeps under a timeout are 600 s or endless loops): a working run

@@ -307,6 +307,52 @@ static void audit_appends_whole_lines_and_rotates(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* Two writers of one log (two servers, or a server and `mcp`, on the
+ * default log): once one rotated it, the other's records go to the new
+ * file too, not on into FILE.1; the newest record is always the last
+ * line of FILE, and none is lost. */
+static void audit_writers_follow_each_others_rotation(void **state)
+{
+	char dir[] = "/tmp/cc-audit-XXXXXX", path[64], rotated[80], line[4096], last[4096];
+	struct engine_audit *a = NULL, *b = NULL;
+	struct engine_audit_record rec = { .client = "a", .action = ACTION_READ_FILE };
+	char err[256];
+	int lines = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.log", dir);
+	assert_int_equal(engine_audit_open(path, 1000, &a, err, sizeof(err)), 0);
+	assert_int_equal(engine_audit_open(path, 1000, &b, err, sizeof(err)), 0);
+	for (int i = 0; i < 12; i++) {
+		rec.client = i % 2 ? "b" : "a";
+		assert_int_equal(engine_audit_write(i % 2 ? b : a, &rec), 0);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		last[0] = '\0';
+		while (fgets(line, sizeof(line), f))
+			snprintf(last, sizeof(last), "%s", line);
+		fclose(f);
+		assert_non_null(strstr(last, i % 2 ? "\"client\":\"b\"" : "\"client\":\"a\""));
+	}
+	engine_audit_close(a);
+	engine_audit_close(b);
+	for (int k = 0; k <= AUDIT_KEEP; k++) {
+		if (k)
+			snprintf(rotated, sizeof(rotated), "%s.%d", path, k);
+		f = fopen(k ? rotated : path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			lines++;
+		fclose(f);
+		(void)unlink(k ? rotated : path);
+	}
+	assert_int_equal(lines, 12);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* Arguments that make a record over AUDIT_LINE_MAX: the line keeps the
  * head of their JSON text (cut at a character), a marker and the full
  * length, where it used to drop them. */
@@ -688,6 +734,7 @@ int main(void)
 		cmocka_unit_test(rules_counts_and_rate),
 		cmocka_unit_test(audit_record_fields),
 		cmocka_unit_test(audit_appends_whole_lines_and_rotates),
+		cmocka_unit_test(audit_writers_follow_each_others_rotation),
 		cmocka_unit_test(audit_keeps_the_head_of_long_arguments),
 		cmocka_unit_test(audit_egress_connections),
 		cmocka_unit_test(approvals_decide_use_and_expire),

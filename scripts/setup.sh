@@ -20,7 +20,8 @@ agent_pkgs="libcurl4-openssl-dev libcurl4"
 # (src/engine/tool_sql*.c), their headers build it; postgresql (initdb,
 # postgres) for tests/e2e/test_tool_sql.py's own server
 sql_pkgs="libsqlite3-dev libpq-dev postgresql"
-test_pkgs="util-linux bubblewrap hyperfine iproute2 procps time clang libclang-rt-14-dev chromium fonts-dejavu-core"
+# clang-format: `make format-check` (.clang-format), which CI runs
+test_pkgs="util-linux bubblewrap hyperfine iproute2 procps time clang clang-format libclang-rt-14-dev chromium fonts-dejavu-core"
 # curl: tests/e2e/test_docs.py runs the docs' curl examples as written
 first_pkgs="curl"
 # `make compare` only (`setup.sh compare`): the sandboxes the escape corpus

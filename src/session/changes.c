@@ -878,15 +878,13 @@ static int put_dir(int dst_parent, const char *name, mode_t mode, const struct w
 	return r;
 }
 
-/* c as planned (changes_digest): a deletion removes, a directory is
- * made with the planned mode, a file or symlink is the planned bytes or
- * nothing (-ECANCELED). */
-static int copy_planned(int src, int dst, const struct change *c, const struct ws_owner *o)
+/* A deletion or a directory of a planned apply: the deletion removes,
+ * the directory is made with the planned mode (files and symlinks come
+ * from the staging directory: copy_planned_all). */
+static int copy_planned(int dst, const struct change *c, const struct ws_owner *o)
 {
-	const char *sname, *dname;
-	_cleanup_close_ int sp = -1;
+	const char *dname;
 	_cleanup_close_ int dp = open_parent(dst, c->path, &dname);
-	struct stat st = { .st_mode = (c->type == CHANGE_SYMLINK ? S_IFLNK : S_IFREG) | (c->mode & 0777) };
 
 	/* the parent went with an earlier entry (a directory removed) */
 	if (dp < 0)
@@ -898,12 +896,7 @@ static int copy_planned(int src, int dst, const struct change *c, const struct w
 		ws_restore_ids(prev);
 		return r;
 	}
-	if (c->type == CHANGE_DIR)
-		return put_dir(dp, dname, c->mode, o);
-	sp = open_parent(src, c->path, &sname);
-	if (sp < 0)
-		return moved(sp);
-	return put_file(sp, sname, &st, dp, dname, o, NULL, c);
+	return put_dir(dp, dname, c->mode, o);
 }
 
 static int copy_one(int src, int dst, const struct change *c, const struct ws_owner *o,
@@ -933,23 +926,121 @@ static int copy_one(int src, int dst, const struct change *c, const struct ws_ow
 	return 0; /* FIFOs and the like are never carried */
 }
 
+/* Staged entry i of a planned apply into place at c->path: renamed from
+ * the staging directory (the same filesystem as the project's top), or
+ * copied where a directory on another filesystem is in the way (the
+ * staged bytes are ours, checked already). */
+static int place_staged(int stage, size_t i, int dst, const struct change *c,
+			const struct ws_owner *o)
+{
+	const char *dname;
+	_cleanup_close_ int dp = open_parent(dst, c->path, &dname);
+	struct stat st = { .st_mode = (c->type == CHANGE_SYMLINK ? S_IFLNK : S_IFREG) | (c->mode & 0777) };
+	struct ws_fsid prev;
+	char name[24];
+	int r = 0;
+
+	if (dp < 0)
+		return dp;
+	snprintf(name, sizeof(name), "%zu", i);
+	prev = ws_become_owner(o);
+	if (renameat(stage, name, dp, dname) < 0) {
+		r = -errno;
+		if (r == -EISDIR || r == -ENOTEMPTY || r == -EEXIST) {
+			r = remove_entry(dp, dname);
+			if (r == 0 && renameat(stage, name, dp, dname) < 0)
+				r = -errno;
+		}
+	}
+	ws_restore_ids(prev);
+	if (r == -EXDEV)
+		r = put_file(stage, name, &st, dp, dname, o, NULL, c);
+	return r;
+}
+
+/* A planned apply is all or nothing where the sandbox can make it fail:
+ * every file and symlink is first copied into a staging directory at
+ * the project's top and checked against its digest there; one that the
+ * sandbox changed since it was read (or that is gone) removes the
+ * staging directory, and nothing in the project changed.  Only then are
+ * deletions made, directories made and the staged entries renamed into
+ * place, in the list's order: that step fails only as the filesystem
+ * does (no space for a directory, an I/O error), and says how far it
+ * got. */
+static int copy_planned_all(int src_fd, int dst_fd, const struct change_list *l,
+			    const struct ws_owner *o, char *msg, size_t n)
+{
+	char stage_name[64];
+	_cleanup_close_ int stage = -1;
+	struct ws_fsid prev;
+	size_t i;
+	int r = tmp_name(stage_name, sizeof(stage_name));
+
+	if (r == 0) {
+		prev = ws_become_owner(o);
+		if (mkdirat(dst_fd, stage_name, 0700) < 0)
+			r = -errno;
+		else if ((stage = openat(dst_fd, stage_name,
+					 O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			r = -errno;
+		ws_restore_ids(prev);
+	}
+	if (r < 0) {
+		snprintf(msg, n, "cannot make a staging directory in the project: %s; nothing was "
+			 "written", strerror(-r));
+		return r;
+	}
+	for (i = 0; r == 0 && i < l->n; i++) {
+		const struct change *c = &l->v[i];
+		struct stat st = { .st_mode = (c->type == CHANGE_SYMLINK ? S_IFLNK : S_IFREG) |
+					      (c->mode & 0777) };
+		const char *sname;
+		_cleanup_close_ int sp = -1;
+		char name[24];
+
+		if (c->kind == CHANGE_DELETED || c->type == CHANGE_DIR)
+			continue;
+		snprintf(name, sizeof(name), "%zu", i);
+		sp = open_parent(src_fd, c->path, &sname);
+		r = sp < 0 ? moved(sp) : put_file(sp, sname, &st, stage, name, o, NULL, c);
+	}
+	if (r < 0) {
+		const char *path = l->v[i - 1].path;
+
+		if (r == -ECANCELED)
+			snprintf(msg, n, "'%s' changed in the sandbox since the changes were read: "
+				 "nothing was written; look at the changes again", path);
+		else
+			snprintf(msg, n, "cannot stage '%s': %s; nothing was written", path,
+				 strerror(-r));
+	}
+	for (i = 0; r == 0 && i < l->n; i++) {
+		const struct change *c = &l->v[i];
+
+		r = c->kind == CHANGE_DELETED || c->type == CHANGE_DIR
+			    ? copy_planned(dst_fd, c, o)
+			    : place_staged(stage, i, dst_fd, c, o);
+		if (r < 0)
+			snprintf(msg, n, "cannot write '%s': %s (%zu of %zu changes done)", c->path,
+				 strerror(-r), i, l->n);
+	}
+	prev = ws_become_owner(o);
+	(void)rm_rf_at(dst_fd, stage_name);
+	ws_restore_ids(prev);
+	return r;
+}
+
 static int copy_all(int src_fd, int dst_fd, const struct change_list *l, const struct ws_owner *o,
 		    const struct changes_base *gate, char *msg, size_t n)
 {
 	int kept = 0;
 
+	if (l->planned)
+		return copy_planned_all(src_fd, dst_fd, l, o, msg, n);
 	for (size_t i = 0; i < l->n; i++) {
-		int r = l->planned ? copy_planned(src_fd, dst_fd, &l->v[i], o)
-				   : copy_one(src_fd, dst_fd, &l->v[i], o, gate);
+		int r = copy_one(src_fd, dst_fd, &l->v[i], o, gate);
 
 		kept += r == 1;
-		if (r == -ECANCELED) {
-			snprintf(msg, n,
-				 "'%s' changed in the sandbox since the changes were read: it was not "
-				 "written (%zu of %zu changes done); look at the changes again",
-				 l->v[i].path, i, l->n);
-			return r;
-		}
 		if (r < 0) {
 			snprintf(msg, n, "cannot write '%s': %s (%zu of %zu changes done)", l->v[i].path,
 				 strerror(-r), i, l->n);

@@ -118,11 +118,13 @@ int changes_check(const struct changes_base *b, const struct change_list *l, cha
  * With l from changes_list() and src the same upper layer this applies
  * the changes (or replays them into a new sandbox's overlay).  0 or -errno with the path
  * in msg (what was done before stays done).  A planned l (changes_digest)
- * is written as planned: each file's bytes are checked against its
- * digest as they are copied, before the file takes its name, and one
- * that differs (the sandbox wrote it since) stops the copy there with
- * -ECANCELED; types and modes are the plan's, deletions are made as
- * planned.  For an undo, use changes_revert(). */
+ * is written as planned and all or nothing where the sandbox can make it
+ * fail: every file and symlink is staged under dst_fd first and its bytes
+ * checked against its digest; one that differs (the sandbox wrote it
+ * since) gives -ECANCELED with nothing in dst changed.  Then deletions,
+ * directories and the staged entries take their places (types and modes
+ * the plan's); only a filesystem error stops that step part way.  For an
+ * undo, use changes_revert(). */
 int changes_copy(int src_fd, int dst_fd, const struct change_list *l, const struct ws_owner *o,
 		 char *msg, size_t n);
 

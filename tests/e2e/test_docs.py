@@ -1,6 +1,6 @@
-"""Every command block of README.md and docs/API.md, run the way a user
-would run it, with what it shows checked, so the docs cannot drift from
-the program (issue 16).
+"""Every command block of README.md and of every page in docs/, run the way
+a user would run it, with what it shows checked, so the docs cannot drift
+from the program (issues 16 and 33).
 
 Which blocks run:
   ```sh       each line is a command (a trailing backslash joins the next
@@ -11,9 +11,11 @@ Which blocks run:
               next `$ ` are what it prints, compared loosely.
   Other blocks (json, plain text: benchmark figures) are not run.
 
-How they run: in a scratch directory holding the files the examples name
-(script.py, app.js, job.sh, query.sql, data.sqlite, data.csv,
-analysis.py, steps.py), with `codecell` on PATH as the built binary,
+How they run: in a scratch directory that holds a copy of the repository's
+examples/ and nothing else, as the top of a checkout would (the docs say
+the examples run from there): a file an example needs is either in
+examples/ or made by the docs themselves, so a user pasting them has it
+too.  `codecell` is on PATH as the built binary; each command runs
 through bash.  Each command must exit 0.  `[X]` (an optional part in the
 synopsis) is taken as X.  `codecell serve ...` is started with
 `--listen 127.0.0.1:0` instead of its address (a test binds no fixed
@@ -41,7 +43,6 @@ import re
 import shlex
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import CODECELL, ROOT, Serve, check, eq, main, test  # noqa: E402
 
-DOCS = ["README.md", os.path.join("docs", "API.md")]
+def doc_pages():
+    """README.md and every page of docs/ (ARCHITECTURE.md has no command
+    blocks: it describes the code)."""
+    pages = sorted(os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs"))
+                   if f.endswith(".md") and f != "ARCHITECTURE.md")
+    return ["README.md"] + pages
+
+
+DOCS = doc_pages()
 
 # first command of a block -> why it is not run
 SKIP = {
@@ -70,16 +79,6 @@ KNOWN_WRONG = {}
 KNOWN_WRONG_JSON = {
 }
 
-FIXTURES = {
-    "script.py": "print('hello from script.py')\n",
-    "app.js": "console.log('hello from app.js')\n",
-    "job.sh": "echo \"hello from job.sh\"\n",
-    "query.sql": "SELECT region, SUM(amount) AS total FROM sales GROUP BY region;\n",
-    "data.csv": "region,amount\nnorth,10\nsouth,32\n",
-    "analysis.py": "import csv\nrows = list(csv.DictReader(open('data.csv')))\n"
-                   "print(sum(int(r['amount']) for r in rows))\n",
-    "steps.py": "x = 41\nprint(x + 1)\n",
-}
 
 
 # ---- reading the docs --------------------------------------------------------
@@ -198,14 +197,7 @@ class Runner:
         self.bin = os.path.join(self.dir, ".bin")
         os.mkdir(self.bin)
         os.symlink(os.path.abspath(CODECELL), os.path.join(self.bin, "codecell"))
-        for name, text in FIXTURES.items():
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text)
-        db = sqlite3.connect(os.path.join(self.dir, "data.sqlite"))
-        db.executescript("CREATE TABLE sales(region TEXT, amount INTEGER);"
-                         "INSERT INTO sales VALUES ('north', 10), ('south', 32);")
-        db.commit()
-        db.close()
+        shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(self.dir, "examples"))
         self.token = os.path.join(self.dir, ".token")
         with open(self.token, "w") as f:
             f.write("docs-test-token-0123456789\n")
@@ -330,13 +322,16 @@ def every_command_block_of_the_docs_runs_as_shown():
 def a_wrong_command_or_output_in_a_block_is_caught():
     r = Runner()
     try:
-        check(run_block(r, "t", 1, "sh", "codecell run script.py\n") is None, "a good block")
-        why = run_block(r, "t", 1, "sh", "codecell run --no-such-option script.py\n")
+        check(run_block(r, "t", 1, "sh", "codecell run examples/hello.py\n") is None, "a good block")
+        why = run_block(r, "t", 1, "sh", "codecell run --no-such-option examples/hello.py\n")
         check(why and "exited 125" in why, why)
-        why = run_block(r, "t", 1, "console", "$ codecell run script.py\nhello from app.js\n")
+        why = run_block(r, "t", 1, "console", "$ codecell run examples/hello.py\nhello from app.js\n")
         check(why and "the docs show" in why, why)
-        check(run_block(r, "t", 1, "console", "$ codecell run script.py\nhello from ...\n") is None,
-              "loosely")
+        check(run_block(r, "t", 1, "console",
+                        "$ codecell run examples/hello.py\nHello from ...\n") is None, "loosely")
+        # a file no example made and examples/ does not ship is not there
+        why = run_block(r, "t", 1, "sh", "codecell run --lang sql --db data.sqlite -\n")
+        check(why and "exited 125" in why, why)
     finally:
         r.close()
 

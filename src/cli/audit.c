@@ -22,7 +22,7 @@
 static const char audit_usage[] =
 	"usage: codecell audit [--file FILE] [--session ID] [--since T] [--status S] [--follow]\n"
 	"\n"
-	"Print the records of an audit log (written by run, shell, serve and mcp\n"
+	"Print the records of an audit log (written by run, shell, agent, serve and mcp\n"
 	"with --audit FILE) that match every option given, one JSON object a line.\n"
 	"\n"
 	"options:\n"

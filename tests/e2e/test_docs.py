@@ -433,5 +433,95 @@ def the_comparison_rules():
     eq(commands("console", "$ a\nout 1\nout 2\n$ b\n"), [("a", "out 1\nout 2"), ("b", None)], "console")
 
 
+# ---- --help against the docs ------------------------------------------------
+
+# each command -> the pages that document its options
+HELP_PAGES = {
+    "run": ["docs/cli.md"],
+    "shell": ["docs/sessions.md", "docs/cli.md"],
+    "serve": ["docs/API.md", "docs/http.md"],
+    "mcp": ["docs/mcp.md"],
+    "agent": ["docs/agent.md"],
+    "audit": ["docs/policy.md"],
+    "approvals": ["docs/policy.md"],
+    "diff": ["docs/project.md"],
+    "check": ["docs/cli.md"],
+}
+
+OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]")
+
+
+def help_text(cmd):
+    p = subprocess.run([CODECELL, cmd, "--help"], capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 0, "codecell %s --help exit" % cmd)
+    return p.stdout
+
+
+def table_rows(text):
+    """(option, row) of each table row that starts with an option."""
+    for m in re.finditer(r"^\| `(--[a-z][a-z0-9-]*)[^|]*\|.*$", text, re.M):
+        yield m.group(1), m.group(0)
+
+
+def help_block(text, opt):
+    """The lines of --help that describe opt (up to the next option)."""
+    m = re.search(r"^  %s\b.*?(?=^  -|\Z)" % re.escape(opt), text, re.M | re.S)
+    return m.group(0) if m else ""
+
+
+def help_drift(cmd, text, pages):
+    """What differs between `codecell CMD --help` and the docs' pages."""
+    docs = "".join(open(os.path.join(ROOT, p)).read() for p in pages)
+    shown = set(OPTION.findall(text)) - {"--help"}
+    out = ["%s --help lists %s, which %s does not" % (cmd, o, " or ".join(pages))
+           for o in sorted(shown) if o not in set(OPTION.findall(docs))]
+    # the first page's table of options, if the command has options at all
+    rows = table_rows(open(os.path.join(ROOT, pages[0])).read()) if shown else []
+    for opt, row in rows:
+        if opt not in shown:
+            out.append("%s lists %s in a table, which codecell %s --help does not"
+                       % (pages[0], opt, cmd))
+            continue
+        want = re.search(r"\((\d[\d.]*) to (\d[\d.]*)", row)
+        block = help_block(text, opt)
+        got = re.search(r"(\d[\d.]*) to (\d[\d.]*)\)", block)
+        if want and got and want.groups() != got.groups():
+            out.append("%s: %s says %s to %s, codecell %s --help %s to %s"
+                       % (pages[0], opt, want.group(1), want.group(2), cmd, got.group(1),
+                          got.group(2)))
+    return out
+
+
+@test
+def every_option_of_help_is_in_the_docs_and_back():
+    problems = []
+    for cmd, pages in HELP_PAGES.items():
+        problems += help_drift(cmd, help_text(cmd), pages)
+    check(not problems, "\n".join(problems))
+
+
+@test
+def a_drift_between_help_and_the_docs_is_caught():
+    text = help_text("run")
+    why = help_drift("run", text + "  --no-such-flag       x\n", ["docs/cli.md"])
+    check(any("--no-such-flag" in w for w in why), why)
+    wrong = text.replace("(default 1; 0.01 to 64)", "(default 1; 0.01 to 1024)")
+    check(wrong != text, "the --cpus range is in codecell run --help")
+    why = help_drift("run", wrong, ["docs/cli.md"])
+    check(any("--cpus" in w for w in why), why)
+
+
+@test
+def help_command_is_the_commands_own_help():
+    for cmd in ("run", "mcp", "audit", "apply"):
+        p = subprocess.run([CODECELL, "help", cmd], capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 0, "codecell help %s" % cmd)
+        eq(p.stdout, subprocess.run([CODECELL, cmd, "--help"], capture_output=True, text=True,
+                                    timeout=30).stdout, "codecell help %s" % cmd)
+    p = subprocess.run([CODECELL, "help", "nope"], capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 125, "an unknown command")
+    check("unknown command 'nope'" in p.stderr, p.stderr)
+
+
 if __name__ == "__main__":
     main()

@@ -24,6 +24,9 @@ static const char usage[] =
 	"           the changes a run with --project kept (codecell diff --help)\n"
 	"  check    report what this host supports and whether the sandbox works\n"
 	"  version  print the version\n"
+	"\n"
+	"codecell help COMMAND is codecell COMMAND --help.  Documentation: README.md\n"
+	"and docs/ (one page per command).\n"
 	;
 
 static int cmd_version(int argc, char **argv)
@@ -54,6 +57,17 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+	/* 'codecell help run' is 'codecell run --help' (as git and go do): the
+	 * docs send users to it, and the general text would hide the options. */
+	if (argc >= 3 && !strcmp(argv[1], "help")) {
+		char *help_argv[] = { argv[2], (char *)"--help", NULL };
+
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(argv[2], commands[i].name))
+				return commands[i].fn(2, help_argv);
+		log_error("unknown command '%s' (see 'codecell --help')", argv[2]);
+		return EXIT_CODECELL_ERROR;
+	}
 	if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "-h")) {
 		fputs(usage, argc < 2 ? stderr : stdout);

@@ -58,7 +58,7 @@ const char agent_usage[] =
 	"  --tools MODE         auto (default): offer the model an execute_python tool,\n"
 	"                       and drop it if the endpoint refuses it (HTTP 400); on;\n"
 	"                       off: code only in tags or fences\n"
-	"  --policy FILE        the rules every step must pass (README, Policy), and the\n"
+	"  --policy FILE        the rules every step must pass (docs/policy.md), and the\n"
 	"                       tools besides code its [default] policy enables (tools =\n"
 	"                       sql, http): offered to the model as function tools beside\n"
 	"                       execute_python (needs --tools auto or on)\n"

@@ -47,7 +47,7 @@ const char run_usage[] =
 	"  --seed N             start random, numpy.random, Math.random, $RANDOM and\n"
 	"                       Python's hashes from N (0 to 4294967295): the same\n"
 	"                       code and seed give the same output (not time, urandom)\n"
-	"  --policy FILE        the rules a call must pass (README, Policy; default:\n"
+	"  --policy FILE        the rules a call must pass (docs/policy.md; default:\n"
 	"                       every language, the ceilings above, no approvals)\n"
 	"  --audit FILE         append one JSON line about the call to FILE\n"
 	"  --strict             refuse to run if any limit cannot be enforced\n"

@@ -60,7 +60,7 @@ const char serve_usage[] =
 	"                       or the previous answer, so it also ends idle keep-alive\n"
 	"                       connections; running code and streams are not cut\n"
 	"  --policy FILE        the rules every call must pass, and the clients' API keys\n"
-	"                       each mapped to a policy (README, Policy); with clients,\n"
+	"                       each mapped to a policy (docs/policy.md); with clients,\n"
 	"                       every request needs a key.  Default: every language, the\n"
 	"                       limits table's ceilings, no approvals, no rate limit.\n"
 	"                       Calls its 'approval' names wait for the operator:\n"

@@ -1,6 +1,6 @@
-"""Every command block of README.md and docs/API.md, run the way a user
-would run it, with what it shows checked, so the docs cannot drift from
-the program (issue 16).
+"""Every command block of README.md and of every page in docs/, run the way
+a user would run it, with what it shows checked, so the docs cannot drift
+from the program (issues 16 and 33).
 
 Which blocks run:
   ```sh       each line is a command (a trailing backslash joins the next
@@ -11,9 +11,11 @@ Which blocks run:
               next `$ ` are what it prints, compared loosely.
   Other blocks (json, plain text: benchmark figures) are not run.
 
-How they run: in a scratch directory holding the files the examples name
-(script.py, app.js, job.sh, query.sql, data.sqlite, data.csv,
-analysis.py, steps.py), with `codecell` on PATH as the built binary,
+How they run: in a scratch directory that holds a copy of the repository's
+examples/ and nothing else, as the top of a checkout would (the docs say
+the examples run from there): a file an example needs is either in
+examples/ or made by the docs themselves, so a user pasting them has it
+too.  `codecell` is on PATH as the built binary; each command runs
 through bash.  Each command must exit 0.  `[X]` (an optional part in the
 synopsis) is taken as X.  `codecell serve ...` is started with
 `--listen 127.0.0.1:0` instead of its address (a test binds no fixed
@@ -41,7 +43,6 @@ import re
 import shlex
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import CODECELL, ROOT, Serve, check, eq, main, test  # noqa: E402
 
-DOCS = ["README.md", os.path.join("docs", "API.md")]
+def doc_pages():
+    """README.md and every page of docs/ (ARCHITECTURE.md has no command
+    blocks: it describes the code)."""
+    pages = sorted(os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs"))
+                   if f.endswith(".md") and f != "ARCHITECTURE.md")
+    return ["README.md"] + pages
+
+
+DOCS = doc_pages()
 
 # first command of a block -> why it is not run
 SKIP = {
@@ -70,16 +79,6 @@ KNOWN_WRONG = {}
 KNOWN_WRONG_JSON = {
 }
 
-FIXTURES = {
-    "script.py": "print('hello from script.py')\n",
-    "app.js": "console.log('hello from app.js')\n",
-    "job.sh": "echo \"hello from job.sh\"\n",
-    "query.sql": "SELECT region, SUM(amount) AS total FROM sales GROUP BY region;\n",
-    "data.csv": "region,amount\nnorth,10\nsouth,32\n",
-    "analysis.py": "import csv\nrows = list(csv.DictReader(open('data.csv')))\n"
-                   "print(sum(int(r['amount']) for r in rows))\n",
-    "steps.py": "x = 41\nprint(x + 1)\n",
-}
 
 
 # ---- reading the docs --------------------------------------------------------
@@ -198,14 +197,7 @@ class Runner:
         self.bin = os.path.join(self.dir, ".bin")
         os.mkdir(self.bin)
         os.symlink(os.path.abspath(CODECELL), os.path.join(self.bin, "codecell"))
-        for name, text in FIXTURES.items():
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text)
-        db = sqlite3.connect(os.path.join(self.dir, "data.sqlite"))
-        db.executescript("CREATE TABLE sales(region TEXT, amount INTEGER);"
-                         "INSERT INTO sales VALUES ('north', 10), ('south', 32);")
-        db.commit()
-        db.close()
+        shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(self.dir, "examples"))
         self.token = os.path.join(self.dir, ".token")
         with open(self.token, "w") as f:
             f.write("docs-test-token-0123456789\n")
@@ -330,13 +322,16 @@ def every_command_block_of_the_docs_runs_as_shown():
 def a_wrong_command_or_output_in_a_block_is_caught():
     r = Runner()
     try:
-        check(run_block(r, "t", 1, "sh", "codecell run script.py\n") is None, "a good block")
-        why = run_block(r, "t", 1, "sh", "codecell run --no-such-option script.py\n")
+        check(run_block(r, "t", 1, "sh", "codecell run examples/hello.py\n") is None, "a good block")
+        why = run_block(r, "t", 1, "sh", "codecell run --no-such-option examples/hello.py\n")
         check(why and "exited 125" in why, why)
-        why = run_block(r, "t", 1, "console", "$ codecell run script.py\nhello from app.js\n")
+        why = run_block(r, "t", 1, "console", "$ codecell run examples/hello.py\nhello from app.js\n")
         check(why and "the docs show" in why, why)
-        check(run_block(r, "t", 1, "console", "$ codecell run script.py\nhello from ...\n") is None,
-              "loosely")
+        check(run_block(r, "t", 1, "console",
+                        "$ codecell run examples/hello.py\nHello from ...\n") is None, "loosely")
+        # a file no example made and examples/ does not ship is not there
+        why = run_block(r, "t", 1, "sh", "codecell run --lang sql --db data.sqlite -\n")
+        check(why and "exited 125" in why, why)
     finally:
         r.close()
 
@@ -436,6 +431,96 @@ def the_comparison_rules():
     eq(commands("sh", "a \\\n  b  # note\n# -> out\n\n# a comment\nc\n"),
        [("a  b  # note", "out"), ("c", None)], "sh lines")
     eq(commands("console", "$ a\nout 1\nout 2\n$ b\n"), [("a", "out 1\nout 2"), ("b", None)], "console")
+
+
+# ---- --help against the docs ------------------------------------------------
+
+# each command -> the pages that document its options
+HELP_PAGES = {
+    "run": ["docs/cli.md"],
+    "shell": ["docs/sessions.md", "docs/cli.md"],
+    "serve": ["docs/API.md", "docs/http.md"],
+    "mcp": ["docs/mcp.md"],
+    "agent": ["docs/agent.md"],
+    "audit": ["docs/policy.md"],
+    "approvals": ["docs/policy.md"],
+    "diff": ["docs/project.md"],
+    "check": ["docs/cli.md"],
+}
+
+OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]")
+
+
+def help_text(cmd):
+    p = subprocess.run([CODECELL, cmd, "--help"], capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 0, "codecell %s --help exit" % cmd)
+    return p.stdout
+
+
+def table_rows(text):
+    """(option, row) of each table row that starts with an option."""
+    for m in re.finditer(r"^\| `(--[a-z][a-z0-9-]*)[^|]*\|.*$", text, re.M):
+        yield m.group(1), m.group(0)
+
+
+def help_block(text, opt):
+    """The lines of --help that describe opt (up to the next option)."""
+    m = re.search(r"^  %s\b.*?(?=^  -|\Z)" % re.escape(opt), text, re.M | re.S)
+    return m.group(0) if m else ""
+
+
+def help_drift(cmd, text, pages):
+    """What differs between `codecell CMD --help` and the docs' pages."""
+    docs = "".join(open(os.path.join(ROOT, p)).read() for p in pages)
+    shown = set(OPTION.findall(text)) - {"--help"}
+    out = ["%s --help lists %s, which %s does not" % (cmd, o, " or ".join(pages))
+           for o in sorted(shown) if o not in set(OPTION.findall(docs))]
+    # the first page's table of options, if the command has options at all
+    rows = table_rows(open(os.path.join(ROOT, pages[0])).read()) if shown else []
+    for opt, row in rows:
+        if opt not in shown:
+            out.append("%s lists %s in a table, which codecell %s --help does not"
+                       % (pages[0], opt, cmd))
+            continue
+        want = re.search(r"\((\d[\d.]*) to (\d[\d.]*)", row)
+        block = help_block(text, opt)
+        got = re.search(r"(\d[\d.]*) to (\d[\d.]*)\)", block)
+        if want and got and want.groups() != got.groups():
+            out.append("%s: %s says %s to %s, codecell %s --help %s to %s"
+                       % (pages[0], opt, want.group(1), want.group(2), cmd, got.group(1),
+                          got.group(2)))
+    return out
+
+
+@test
+def every_option_of_help_is_in_the_docs_and_back():
+    problems = []
+    for cmd, pages in HELP_PAGES.items():
+        problems += help_drift(cmd, help_text(cmd), pages)
+    check(not problems, "\n".join(problems))
+
+
+@test
+def a_drift_between_help_and_the_docs_is_caught():
+    text = help_text("run")
+    why = help_drift("run", text + "  --no-such-flag       x\n", ["docs/cli.md"])
+    check(any("--no-such-flag" in w for w in why), why)
+    wrong = text.replace("(default 1; 0.01 to 64)", "(default 1; 0.01 to 1024)")
+    check(wrong != text, "the --cpus range is in codecell run --help")
+    why = help_drift("run", wrong, ["docs/cli.md"])
+    check(any("--cpus" in w for w in why), why)
+
+
+@test
+def help_command_is_the_commands_own_help():
+    for cmd in ("run", "mcp", "audit", "apply"):
+        p = subprocess.run([CODECELL, "help", cmd], capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 0, "codecell help %s" % cmd)
+        eq(p.stdout, subprocess.run([CODECELL, cmd, "--help"], capture_output=True, text=True,
+                                    timeout=30).stdout, "codecell help %s" % cmd)
+    p = subprocess.run([CODECELL, "help", "nope"], capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 125, "an unknown command")
+    check("unknown command 'nope'" in p.stderr, p.stderr)
 
 
 if __name__ == "__main__":

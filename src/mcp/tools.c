@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "engine/audit.h"
+#include "engine/call.h"
 #include "engine/engine.h"
 #include "engine/files.h"
 #include "engine/policy.h"
@@ -748,14 +749,13 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 {
 	const char *sid = json_string_value(json_object_get(args, "session_id"));
 	struct engine_tool_ctx ctx;
-	struct engine_tool_request rq = { .name = name, .args = args, .audit = t->cfg.audit,
-					  .session = sid };
-	char m[TOOL_MSG_MAX];
+	struct engine_tool_request rq = { .name = name, .args = args, .session = sid };
+	struct engine_session_error err;
+	struct engine_caller cl;
 	_cleanup_close_ int fd = -1;
-	int http, k;
+	int k;
 
-	engine_tool_ctx_init(&ctx, DOOR_MCP);
-	ctx.client = t->cfg.client;
+	engine_tool_ctx_init(&ctx);
 	ctx.policies = t->cfg.policies;
 	ctx.stop_flag = t->cfg.stop_flag;
 	if (sid) {
@@ -773,8 +773,10 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 					  "running): run code in it first", sid), -ENOENT;
 		ctx.workspace_fd = fd;
 	}
-	k = engine_tool_call(&ctx, &rq, ret, &http, m, sizeof(m));
+	/* no person to ask here: a call the policy holds is refused */
+	caller(t, &cl);
+	k = engine_tool_call(&cl, &ctx, &rq, ret, &err);
 	if (k < 0)
-		(void)buf_puts(msg, m);
+		(void)buf_puts(msg, err.message);
 	return k;
 }

@@ -137,19 +137,32 @@ static int call_run(struct fixture *f, struct run_result *res, struct engine_ses
 	return engine_call_run(&f->cl, &rq, 0, false, fake_run, f, res, err);
 }
 
-static void approved_runs_and_its_record_names_the_approval(void **state)
+/* A run the policy holds for a person who says says (ask false: no
+ * callback at all), returning want; run only when approved. */
+static struct fixture *held_run(enum decision says, bool ask, int want, struct run_result *res,
+				struct engine_session_error *err)
 {
 	struct fixture *f = fixture_new("[default]\nlanguages = python\napproval = run\n");
+
+	f->person.says = says;
+	if (!ask)
+		f->cl.approve = NULL;
+	memset(res, 0, sizeof(*res));
+	assert_int_equal(call_run(f, res, err), want);
+	assert_int_equal(f->person.asked, ask ? 1 : 0);
+	assert_int_equal(f->ran, ask && says == APPROVED ? 1 : 0);
+	return f;
+}
+
+static void approved_runs_and_its_record_names_the_approval(void **state)
+{
 	struct engine_session_error err;
 	struct run_result res;
+	struct fixture *f = held_run(APPROVED, true, 0, &res, &err);
 	const char *text, *mark, *rec;
 
 	(void)state;
-	f->person.says = APPROVED;
-	assert_int_equal(call_run(f, &res, &err), 0);
-	assert_int_equal(f->person.asked, 1);
 	assert_int_equal(f->person.action, ACTION_RUN);
-	assert_int_equal(f->ran, 1);
 	assert_int_equal(res.status, RESULT_OK);
 	assert_true(err.verdict.approved);
 	/* one record, after the operation, naming the approval */
@@ -168,17 +181,13 @@ static void approved_runs_and_its_record_names_the_approval(void **state)
 
 static void denied_is_not_run_and_the_refusal_is_recorded(void **state)
 {
-	struct fixture *f = fixture_new("[default]\nlanguages = python\napproval = run\n");
 	struct engine_session_error err;
 	struct run_result res;
+	/* a refusal is a result, naming the rule */
+	struct fixture *f = held_run(DENIED, true, 0, &res, &err);
 	const char *text;
 
 	(void)state;
-	f->person.says = DENIED;
-	/* a refusal is a result, naming the rule */
-	assert_int_equal(call_run(f, &res, &err), 0);
-	assert_int_equal(f->person.asked, 1);
-	assert_int_equal(f->ran, 0);
 	assert_int_equal(res.status, RESULT_REJECTED);
 	assert_string_equal(err.verdict.rule, "approval");
 	assert_string_equal(err.code, "rejected");
@@ -195,16 +204,12 @@ static void denied_is_not_run_and_the_refusal_is_recorded(void **state)
 
 static void pending_runs_nothing(void **state)
 {
-	struct fixture *f = fixture_new("[default]\nlanguages = python\napproval = run\n");
 	struct engine_session_error err;
 	struct run_result res;
+	struct fixture *f = held_run(PENDING, true, -EINPROGRESS, &res, &err);
 	const char *text;
 
 	(void)state;
-	f->person.says = PENDING;
-	memset(&res, 0, sizeof(res));
-	assert_int_equal(call_run(f, &res, &err), -EINPROGRESS);
-	assert_int_equal(f->ran, 0);
 	assert_string_equal(err.approval_id, APPROVAL);
 	assert_string_equal(err.code, "pending");
 	assert_int_equal(err.http, 202);
@@ -218,14 +223,12 @@ static void pending_runs_nothing(void **state)
 
 static void no_callback_is_refused(void **state)
 {
-	struct fixture *f = fixture_new("[default]\nlanguages = python\napproval = run\n");
 	struct engine_session_error err;
 	struct run_result res;
+	/* the CLI, MCP: nobody to ask */
+	struct fixture *f = held_run(APPROVED, false, 0, &res, &err);
 
 	(void)state;
-	f->cl.approve = NULL; /* the CLI, MCP: nobody to ask */
-	assert_int_equal(call_run(f, &res, &err), 0);
-	assert_int_equal(f->ran, 0);
 	assert_int_equal(res.status, RESULT_REJECTED);
 	assert_string_equal(err.verdict.rule, "approval");
 	assert_non_null(strstr(audit_text(f), "\"rejected\""));

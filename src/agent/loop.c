@@ -295,25 +295,26 @@ static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
  * result the model reads, like an SQLError. */
 static json_t *run_tool(struct loop *L, const struct call *c, double *ret_ms)
 {
-	struct engine_tool_request rq = { .name = c->tool->name, .args = c->args,
-					  .audit = L->cfg->audit, .request_id = L->cfg->request_id };
+	struct engine_tool_request rq = { .name = c->tool->name, .args = c->args };
+	struct engine_session_error err;
 	struct engine_tool_ctx ctx;
-	char msg[TOOL_MSG_MAX];
+	char *msg = err.message;
 	uint64_t t0 = now_ns();
 	json_t *res = NULL;
-	int http, k, ws;
+	int k, ws;
 
-	engine_tool_ctx_init(&ctx, (enum engine_door)L->cfg->door);
-	ctx.client = L->cfg->client;
+	engine_tool_ctx_init(&ctx);
 	ctx.policies = L->cfg->policies;
 	ctx.stop_flag = L->cfg->stop_flag;
 	/* a fd of our own: the session's lock is not held while the tool
 	 * runs, and another door may end the session meanwhile */
 	ws = engine_session_workspace_fd(L->e);
 	ctx.workspace_fd = ws < 0 ? -1 : ws;
-	k = ws < 0 ? (snprintf(msg, sizeof(msg), "the session has no workspace now: %s",
+	/* the loop's caller: its client, door, log and request id; no
+	 * person to ask, so a call the policy holds is refused */
+	k = ws < 0 ? (snprintf(msg, sizeof(err.message), "the session has no workspace now: %s",
 			       ws == -ESRCH ? "it was closed" : "run code in it first"), ws)
-		   : engine_tool_call(&ctx, &rq, &res, &http, msg, sizeof(msg));
+		   : engine_tool_call(&L->cl, &ctx, &rq, &res, &err);
 	if (ws >= 0)
 		close(ws);
 	*ret_ms = (double)(now_ns() - t0) / 1e6;

@@ -1,7 +1,8 @@
 /* GET /v1/tools and POST /v1/tools/{name}: the tools besides code
  * (engine/tool.h).  Thin: the body is taken apart, a session's
  * workspace found, and engine_tool_call does the rest (arguments, the
- * policy, approval, the call, the audit record). */
+ * policy, approval through the server's api_approve, the call, the audit
+ * record). */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -13,7 +14,6 @@
 #include "http/policy.h"
 #include "http/internal.h"
 #include "engine/sessions.h"
-#include "engine/approval.h"
 #include "engine/tool.h"
 #include "util/json.h"
 #include "util/banned.h"
@@ -22,57 +22,6 @@ enum MHD_Result api_handle_tools_list(struct api_call *c)
 {
 	return api_respond_json(c, 200, json_pack("{s:o}", "tools",
 						  engine_tools_json(c->client->policy)));
-}
-
-int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
-		     struct engine_verdict *v, char ret_id[17], const char **ret_state)
-{
-	struct api_call *c = cls;
-	struct engine_approvals *ap = c->srv->approvals;
-	const char *given = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-Approval-Id");
-	const char *prefer = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Prefer");
-	char what[160];
-	int st, k;
-
-	ret_id[0] = '\0';
-	if (!ap)
-		return -EPERM;
-	if (given) {
-		st = engine_approval_use(ap, given, c->client->name, t->action, args);
-		snprintf(ret_id, 17, "%.16s", given);
-	} else {
-		snprintf(what, sizeof(what), "%s tool call by client '%s'", t->name, c->client->name);
-		st = engine_approval_hold(ap, c->client->name, t->action, what, args,
-					  v->approval_timeout_s, ret_id);
-		/* Prefer: respond-async: 202 now, the call again later with
-		 * X-Approval-Id (as for code) */
-		if (st == 0 && prefer && strstr(prefer, "respond-async"))
-			st = APPROVAL_PENDING;
-		else if (st == 0)
-			st = engine_approval_wait(ap, ret_id);
-	}
-	snprintf(c->approval_id, sizeof(c->approval_id), "%s", st >= 0 ? ret_id : "");
-	*ret_state = st >= 0 ? approval_state_name((enum approval_state)st) : NULL;
-	if (st == APPROVAL_APPROVED)
-		return 0;
-	if (st == APPROVAL_PENDING)
-		return -EINPROGRESS;
-	if (st == -EDQUOT) {
-		ret_id[0] = '\0';
-		return api_approval_quota(c, v);
-	}
-	k = snprintf(v->message, sizeof(v->message), "rejected by policy '%s', rule 'approval': ",
-		     c->client->policy->name);
-	if (k > 0 && (size_t)k < sizeof(v->message))
-		snprintf(v->message + k, sizeof(v->message) - (size_t)k, "%s",
-			 st == -EBUSY		   ? "too many calls are held for approval; try again later"
-			 : st < 0		   ? "no such approval for this client, tool and arguments"
-			 : st == APPROVAL_EXPIRED ? "the approval was not decided in time: denied"
-			 : st == APPROVAL_USED	   ? "the approval was used already"
-						   : "a person denied it");
-	if (st < 0)
-		ret_id[0] = '\0';
-	return -EPERM;
 }
 
 /* The workspace of the body's session_id (or the arguments'), as a fd
@@ -119,12 +68,12 @@ enum MHD_Result api_handle_tool_call(struct api_call *c)
 	json_t *body = NULL, *args, *res = NULL;
 	struct json_body_error je;
 	struct engine_tool_ctx ctx;
-	struct engine_tool_request rq = { .name = c->route.path, .audit = c->srv->cfg.audit,
-					  .request_id = c->request_id, .approve = api_tool_approve,
-					  .approve_cls = c };
-	char sid[API_ID_LEN + 1] = "", msg[TOOL_MSG_MAX];
+	struct engine_tool_request rq = { .name = c->route.path };
+	struct engine_session_error err;
+	struct engine_caller cl;
+	char sid[API_ID_LEN + 1] = "";
 	enum MHD_Result ret = MHD_NO;
-	int http = 500, k;
+	int k;
 
 	if (json_body_read(c->body, c->body_len, 0, &body, &je) < 0 &&
 	    je.problem != JSON_BODY_EMPTY && je.problem != JSON_BODY_NOT_OBJECT) {
@@ -139,8 +88,7 @@ enum MHD_Result api_handle_tool_call(struct api_call *c)
 		return api_respond_errorf(c, 400, "invalid_json",
 					  "the body must be {\"arguments\": {...}, \"session_id\": optional}");
 	}
-	engine_tool_ctx_init(&ctx, DOOR_API);
-	ctx.client = c->client;
+	engine_tool_ctx_init(&ctx);
 	ctx.policies = c->srv->policies;
 	ctx.stop_flag = &c->srv->stopping;
 	{
@@ -162,25 +110,15 @@ enum MHD_Result api_handle_tool_call(struct api_call *c)
 		rq.args = json_object();
 		json_object_set_new(body, "arguments", rq.args);
 	}
-	k = engine_tool_call(&ctx, &rq, &res, &http, msg, sizeof(msg));
+	/* the engine's pipeline, with the server's approvals */
+	api_caller(c, &cl);
+	k = engine_tool_call(&cl, &ctx, &rq, &res, &err);
 	if (ctx.workspace_fd >= 0)
 		close(ctx.workspace_fd);
 	json_decref(body);
 	if (k == 0)
 		return api_respond_json(c, 200, res);
 	if (k == -EINPROGRESS)
-		return api_respond_json(
-			c, 202,
-			json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "status", "pending", "approval_id",
-				  c->approval_id, "rule", "approval", "message",
-				  "held for a person's approval: once it is approved (POST "
-				  "/v1/approvals/ID, codecell approvals approve ID), send the same call "
-				  "again with the header 'X-Approval-Id: ID'",
-				  "approval", "id", c->approval_id, "state", "pending"));
-	return api_respond_errorf(c, http,
-				  k == -ENOENT ? "tool_not_found"
-				  : k == -EINVAL ? "invalid_arguments"
-				  : k == -EPERM	 ? "rejected"
-						 : "internal",
-				  "%s", msg);
+		return api_session_refused(c, &cl, k, &err);
+	return api_respond_errorf(c, err.http, err.code, "%s", err.message);
 }

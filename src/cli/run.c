@@ -14,6 +14,7 @@
 #include "cli/changes.h"
 #include "cli/cli.h"
 #include "engine/audit.h"
+#include "engine/call.h"
 #include "engine/policy.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -202,12 +203,12 @@ static int refuse(bool json, const char *msg)
 
 /* engine_run with SIGINT/SIGTERM/SIGHUP turned into a clean stop: the
  * sandbox is killed and removed, never left running without its
- * supervisor.  *ret_sig is the signal that stopped it, or 0. */
-static int run_stoppable(struct run_request *req, struct run_result *res, int *ret_sig)
+ * supervisor.  cls: where the signal that stopped it goes, or 0. */
+static int run_stoppable(void *cls, struct run_request *req, struct run_result *res)
 {
 	struct signalfd_siginfo si;
 	sigset_t oldmask;
-	int stop, r;
+	int *ret_sig = cls, stop, r;
 
 	*ret_sig = 0;
 	sigprocmask(SIG_BLOCK, NULL, &oldmask); /* the current mask, whatever follows */
@@ -248,52 +249,26 @@ static int report(const struct run_opts *o, struct run_result *res)
 	return run_result_exit_status(res);
 }
 
-/* The engine's pipeline: policy check, the run, an audit record. */
+/* The engine's pipeline (engine_call_run): the policy check, the run,
+ * the audit record after it.  No person to ask here: a run the policy
+ * holds for approval is refused. */
 static int checked_run(struct run_opts *o, struct run_result *res, int *ret_sig)
 {
 	struct engine_policies *ps;
-	struct engine_audit *au;
-	struct engine_verdict v = { 0 };
-	struct egress_log eg = { 0 };
-	char id[AUDIT_ID_LEN + 1];
-	uint64_t t0 = now_ns();
-	int r = 0;
+	struct engine_session_error err;
+	struct engine_caller cl = { .name = "cli", .door = DOOR_CLI };
+	int r;
 
 	*ret_sig = 0;
-	if (cli_policy_open(o, false, &ps, &au) < 0)
+	if (cli_policy_open(o, false, &ps, &cl.audit) < 0)
 		return -ECANCELED; /* said why */
-	engine_audit_id(id);
-	if (au)
-		o->req.egress_log = &eg;
-	if (engine_check_run(&ps->clients[0], DOOR_CLI, &o->req, o->limits_set, o->net_set, &v) < 0) {
-		engine_verdict_result(&v, res);
-	} else {
-		r = run_stoppable(&o->req, res, ret_sig);
-		engine_release(&ps->clients[0], ACTION_RUN);
-	}
-	if (au && r >= 0) {
-		json_t *args = engine_audit_run_args(&o->req, o->limits_set);
-		const struct engine_audit_record rec = {
-			.request_id = id, .client = "cli", .door = DOOR_CLI, .action = ACTION_RUN,
-			.has_lang = true,
-			.lang = o->req.lang, .code = o->req.code, .code_len = o->req.code_len,
-			.args = args, .verdict = &v, .duration_ms = (double)(now_ns() - t0) / 1e6,
-			.res = res,
-		};
-
-		int k = engine_audit_write(au, &rec);
-
-		/* the proxy's connections, under the run's request id */
-		if (k >= 0)
-			k = engine_audit_egress(au, &rec, eg.ev, eg.n, eg.dropped);
-		if (k < 0)
-			log_warn("--audit '%s': cannot append the record: %s", o->audit_path,
-				 strerror(-k));
-		json_decref(args);
-	}
-	free(eg.ev);
-	o->req.egress_log = NULL;
-	engine_audit_close(au);
+	cl.client = &ps->clients[0];
+	r = engine_call_run(&cl, &o->req, o->limits_set, o->net_set, run_stoppable, ret_sig, res,
+			    &err);
+	if (cl.audit_err < 0)
+		log_warn("--audit '%s': cannot append the record: %s", o->audit_path,
+			 strerror(-cl.audit_err));
+	engine_audit_close(cl.audit);
 	engine_policies_free(ps);
 	return r;
 }

@@ -2,7 +2,6 @@
  * reference-counted entries, and the stop pipe through which executions
  * are interrupted from other threads; and their lifecycle (sessions.h). */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -359,85 +358,6 @@ json_t *engine_session_json(struct engine_session *e)
 
 /* ---- the lifecycle ---- */
 
-static void err_set(struct engine_session_error *err, int http, const char *code,
-		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void err_set(struct engine_session_error *err, int http, const char *code,
-		    const char *fmt, ...)
-{
-	va_list ap;
-
-	err->http = http;
-	err->code = code;
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-}
-
-static void record(struct engine_caller *cl, struct engine_audit_record *rec)
-{
-	int k;
-
-	if (!cl->audit)
-		return;
-	if (cl->request_id)
-		rec->request_id = cl->request_id;
-	rec->client = cl->name ? cl->name : cl->client->name;
-	rec->door = cl->door;
-	k = engine_audit_write(cl->audit, rec);
-	if (k < 0)
-		cl->audit_err = k;
-}
-
-/* What the policy says of a call (check: one engine_check_* on arg),
- * with a person's approval when the policy wants one.  A refusal or a
- * held call is recorded here; an allowed call's record comes after the
- * operation (rec's approval fields say which approval it used). */
-struct approval_note {
-	char id[AUDIT_ID_LEN + 1];
-	const char *state;
-};
-
-static int pipeline_check(struct engine_caller *cl, struct engine_audit_record *rec,
-			  int (*check)(struct engine_caller *, void *, struct engine_verdict *),
-			  void *arg, json_t *facts, struct approval_note *an,
-			  struct engine_session_error *err)
-{
-	struct engine_verdict *v = &err->verdict;
-	int r;
-
-	memset(v, 0, sizeof(*v));
-	an->id[0] = '\0';
-	an->state = NULL;
-	if (!cl->client) {
-		v->allowed = true;
-		return 0; /* no policy: nothing to check, no slot held */
-	}
-	while (check(cl, arg, v) < 0) {
-		if (!v->needs_approval || !cl->approve)
-			r = -EPERM;
-		else
-			r = cl->approve(cl->approve_cls, rec->action, facts, v, an->id, &an->state);
-		rec->approval_id = an->id[0] ? an->id : NULL;
-		rec->approval_state = an->state;
-		if (r == 0) {
-			v->approved = true;
-			continue;
-		}
-		if (r == -EINPROGRESS) {
-			memcpy(err->approval_id, an->id, sizeof(err->approval_id));
-			err_set(err, 202, "pending", "held for a person's approval");
-			rec->status = "pending";
-		} else {
-			r = -EPERM;
-			err_set(err, v->http ? v->http : 403, "rejected", "%s", v->message);
-			rec->verdict = v;
-		}
-		record(cl, rec);
-		return r;
-	}
-	return 0;
-}
-
 /* The client's session slot, taken by the check, goes back. */
 static void give_back(struct engine_caller *cl)
 {
@@ -526,10 +446,10 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 		memset(&err->verdict, 0, sizeof(err->verdict));
 		if (engine_check_project(cl->client, cl->door, spec->project, project,
 					 sizeof(project), &err->verdict) < 0) {
-			err_set(err, err->verdict.http ? err->verdict.http : 403, "rejected", "%s",
+			engine_call_error_set(err, err->verdict.http ? err->verdict.http : 403, "rejected", "%s",
 				err->verdict.message);
 			rec.verdict = &err->verdict;
-			record(cl, &rec);
+			engine_call_record(cl, &rec);
 			return -EPERM;
 		}
 		so.project_dir = project;
@@ -537,7 +457,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	/* the seed travels as variables the kernel reads (a pooled kernel
 	 * gets them at init: random and numpy, not the hash seed) */
 	if (spec->has_seed && !(seeded = engine_seed_env(so.env, spec->seed))) {
-		err_set(err, 500, "internal", "out of memory");
+		engine_call_error_set(err, 500, "internal", "out of memory");
 		return -ENOMEM;
 	}
 	if (seeded)
@@ -546,7 +466,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	if (!e) {
 		r = -errno;
 		engine_env_free(seeded);
-		err_set(err, 500, "internal", "cannot make a session: %s", strerror(errno));
+		engine_call_error_set(err, 500, "internal", "cannot make a session: %s", strerror(errno));
 		return r;
 	}
 	describe_entry(e, &so);
@@ -554,7 +474,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	if (r < 0) {
 		engine_env_free(seeded);
 		engine_session_unref(e);
-		err_set(err, 500, "internal", "cannot make a session: %s", strerror(-r));
+		engine_call_error_set(err, 500, "internal", "cannot make a session: %s", strerror(-r));
 		return r;
 	}
 	r = session_new(&so, &e->s, &msg);
@@ -562,7 +482,7 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	if (r < 0) {
 		engine_session_unref(e);
 		err->start_failed = true;
-		err_set(err, r == -EINVAL ? 400 : 500, r == -EINVAL ? "invalid_value" : "session_failed",
+		engine_call_error_set(err, r == -EINVAL ? 400 : 500, r == -EINVAL ? "invalid_value" : "session_failed",
 			"cannot start the session: %s", msg ? msg : strerror(-r));
 		free(msg);
 		return r;
@@ -581,7 +501,7 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 {
 	struct engine_audit_record rec = { .action = ACTION_SESSION_CREATE, .has_lang = true,
 					   .lang = engine_lang_of_session(spec->so.lang) };
-	struct approval_note an;
+	struct engine_approval_note an;
 	uint64_t t0 = now_ns();
 	int r;
 
@@ -598,13 +518,13 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 		return r;
 	}
 	if (engine_sessions_reserve(reg) < 0) {
-		err_set(err, 429, "too_many_sessions",
+		engine_call_error_set(err, 429, "too_many_sessions",
 			"%u sessions are open, the most this server allows (--max-sessions): delete one first",
 			reg->max);
 		return -EBUSY;
 	}
 	/* the engine's policy check (it may lower defaults in spec->so) */
-	r = pipeline_check(cl, &rec, check_session, spec, NULL, &an, err);
+	r = engine_call_check(cl, &rec, check_session, spec, NULL, &an, err);
 	if (r == 0) {
 		r = start_session(reg, cl, spec, ret, err);
 		if (r < 0)
@@ -614,7 +534,7 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 			rec.session = r < 0 ? NULL : (*ret)->id;
 			rec.status = r < 0 ? "error" : "ok";
 			rec.duration_ms = (double)(now_ns() - t0) / 1e6;
-			record(cl, &rec);
+			engine_call_record(cl, &rec);
 		}
 	}
 	if (r < 0)
@@ -635,16 +555,16 @@ int engine_session_check(struct engine_caller *cl, struct engine_session *e,
 	struct engine_audit_record rec = { .action = a, .session = e->id, .has_lang = true,
 					   .lang = engine_lang_of_session(e->lang) };
 	struct action_arg x = { a, e->lang };
-	struct approval_note an;
+	struct engine_approval_note an;
 	int r;
 
 	memset(err, 0, sizeof(*err));
-	r = pipeline_check(cl, &rec, check_action, &x, NULL, &an, err);
+	r = engine_call_check(cl, &rec, check_action, &x, NULL, &an, err);
 	if (r < 0)
 		return r;
 	rec.verdict = &err->verdict;
 	rec.status = "ok";
-	record(cl, &rec);
+	engine_call_record(cl, &rec);
 	return 0;
 }
 
@@ -653,15 +573,15 @@ static int project_of(struct engine_session *e, struct changes_base **ret_b, int
 		      struct engine_session_error *err)
 {
 	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
-		err_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
 		return -ESRCH;
 	}
 	if (!session_project(e->s)) {
-		err_set(err, 400, "no_project", "the session has no project: create it with \"project\"");
+		engine_call_error_set(err, 400, "no_project", "the session has no project: create it with \"project\"");
 		return -ENOTDIR;
 	}
 	if (session_upper_fd(e->s) < 0) {
-		err_set(err, 409, "no_workspace", "the session has no sandbox now: restart it first");
+		engine_call_error_set(err, 409, "no_workspace", "the session has no sandbox now: restart it first");
 		return -ENOENT;
 	}
 	*ret_b = session_project(e->s);
@@ -681,21 +601,21 @@ static int apply_facts(struct engine_session *e, const char *want, json_t **ret,
 		return r;
 	r = engine_changes_read(up, b, &c);
 	if (r == -ECANCELED) {
-		err_set(err, 409, "changes_moved",
+		engine_call_error_set(err, 409, "changes_moved",
 			"the changes moved while they were read (code in the session still writes): "
 			"look at them again once it stops");
 		return r;
 	}
 	if (r < 0) {
-		err_set(err, 500, "changes_failed", "cannot read the changes: %s", strerror(-r));
+		engine_call_error_set(err, 500, "changes_failed", "cannot read the changes: %s", strerror(-r));
 		return r;
 	}
 	if (c.l.truncated) {
-		err_set(err, 413, "too_many_changes", "more than %u changes: too many to apply at once",
+		engine_call_error_set(err, 413, "too_many_changes", "more than %u changes: too many to apply at once",
 			CHANGES_MAX_ENTRIES);
 		r = -E2BIG;
 	} else if (want && strcmp(want, c.sha256)) {
-		err_set(err, 409, "changes_moved",
+		engine_call_error_set(err, 409, "changes_moved",
 			"the changes are not the ones named by 'changes_sha256' any more: look at "
 			"them again (GET .../changes)");
 		r = -ECANCELED;
@@ -704,7 +624,7 @@ static int apply_facts(struct engine_session *e, const char *want, json_t **ret,
 				 "changes", (json_int_t)c.l.n, "bytes", (json_int_t)c.bytes);
 		r = *ret ? 0 : -ENOMEM;
 		if (r < 0)
-			err_set(err, 500, "internal", "out of memory");
+			engine_call_error_set(err, 500, "internal", "out of memory");
 	}
 	engine_changes_release(&c);
 	return r;
@@ -716,7 +636,7 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
 	struct engine_audit_record rec = { .action = ACTION_APPLY, .session = e->id,
 					   .has_lang = true, .lang = engine_lang_of_session(e->lang) };
 	struct action_arg x = { ACTION_APPLY, e->lang };
-	struct approval_note an;
+	struct engine_approval_note an;
 	struct changes_base *b;
 	json_t *facts = NULL;
 	uint64_t t0 = now_ns();
@@ -733,7 +653,7 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
 	/* the person decides on these facts; an approval given for others
 	 * does not fit (engine_approval_use compares them) */
 	rec.args = facts;
-	r = pipeline_check(cl, &rec, check_action, &x, facts, &an, err);
+	r = engine_call_check(cl, &rec, check_action, &x, facts, &an, err);
 	if (r < 0) {
 		json_decref(facts);
 		return r;
@@ -744,13 +664,13 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
 		r = engine_changes_apply(up, b, json_string_value(json_object_get(facts, "changes_sha256")),
 					 ret_n, msg, sizeof(msg));
 		if (r == -ECANCELED)
-			err_set(err, 409, "changes_moved", "%s", msg);
+			engine_call_error_set(err, 409, "changes_moved", "%s", msg);
 		else if (r == -ESTALE)
-			err_set(err, 409, "project_changed", "%s", msg);
+			engine_call_error_set(err, 409, "project_changed", "%s", msg);
 		else if (r == -E2BIG)
-			err_set(err, 413, "too_many_changes", "%s", msg);
+			engine_call_error_set(err, 413, "too_many_changes", "%s", msg);
 		else if (r < 0)
-			err_set(err, 500, "apply_failed", "applying to '%s': %s", b->project, msg);
+			engine_call_error_set(err, 500, "apply_failed", "applying to '%s': %s", b->project, msg);
 	}
 	pthread_mutex_unlock(&e->lock);
 	/* recorded once done: a refused or failed copy is no "ok" */
@@ -758,7 +678,7 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
 	rec.status = r == 0 ? "ok" : "error";
 	rec.bytes = r == 0 ? (uint64_t)json_integer_value(json_object_get(facts, "bytes")) : 0;
 	rec.duration_ms = (double)(now_ns() - t0) / 1e6;
-	record(cl, &rec);
+	engine_call_record(cl, &rec);
 	json_decref(facts);
 	return r;
 }
@@ -784,10 +704,10 @@ int engine_session_cell(struct engine_session *e, const char *code, size_t len,
 	pthread_mutex_lock(&e->lock);
 	engine_session_drain(e);
 	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
-		err_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
 		k = -ESRCH;
 	} else if (__atomic_load_n(&e->restarting, __ATOMIC_SEQ_CST)) {
-		err_set(err, 409, "session_restarting",
+		engine_call_error_set(err, 409, "session_restarting",
 			"the session is being restarted: run the code again");
 		k = -EBUSY;
 	} else if (claim && !claim(cls)) {
@@ -806,7 +726,7 @@ int engine_session_cell(struct engine_session *e, const char *code, size_t len,
 	pthread_mutex_unlock(&e->lock);
 	if (k < 0) {
 		run_result_release(ret);
-		err_set(err, 500, "session_failed",
+		engine_call_error_set(err, 500, "session_failed",
 			"the session '%s' cannot go on (%s): close it and create a new one", e->id,
 			strerror(-k));
 	}
@@ -821,7 +741,7 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 					   .has_lang = true, .lang = engine_lang_of_session(e->lang),
 					   .code = code, .code_len = len, .args = args };
 	struct exec_arg x = { e->lang, eo->timeout_s };
-	struct approval_note an;
+	struct engine_approval_note an;
 	struct session_exec_opts o = *eo;
 	struct egress_log eg = { 0 };
 	char id[AUDIT_ID_LEN + 1];
@@ -835,7 +755,7 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 	rec.request_id = id;
 	if (cl->audit && e->net == SANDBOX_NET_ALLOWLIST)
 		o.egress_log = &eg;
-	r = pipeline_check(cl, &rec, check_exec, &x, NULL, &an, err);
+	r = engine_call_check(cl, &rec, check_exec, &x, NULL, &an, err);
 	if (r == -EPERM) {
 		/* a refusal is a result too, naming the rule */
 		engine_verdict_result(&err->verdict, ret);
@@ -848,12 +768,7 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 		engine_release(cl->client, ACTION_SESSION_EXEC);
 	if (r == -ECANCELED)
 		return r;
-	rec.duration_ms = (double)(now_ns() - t0) / 1e6;
-	rec.res = r == 0 ? ret : NULL;
-	rec.status = r == 0 ? NULL : "error";
-	record(cl, &rec);
-	if (cl->audit && (eg.n || eg.dropped))
-		(void)engine_audit_egress(cl->audit, &rec, eg.ev, eg.n, eg.dropped);
+	engine_call_end(cl, &rec, &an, r == 0 ? ret : NULL, t0, &eg);
 	free(eg.ev);
 	return r;
 }
@@ -909,9 +824,9 @@ int engine_session_restart(struct engine_caller *cl, struct engine_session *e,
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (r == -ESRCH)
-		err_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
 	else if (r < 0)
-		err_set(err, 500, "session_failed",
+		engine_call_error_set(err, 500, "session_failed",
 			"cannot restart the session (%s): delete it and create a new one",
 			strerror(-r));
 	return r;
@@ -960,7 +875,7 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 		return r;
 	if (engine_sessions_reserve(reg) < 0) {
 		give_back(cl);
-		err_set(err, 429, "too_many_sessions",
+		engine_call_error_set(err, 429, "too_many_sessions",
 			"%u sessions are open, the most this server allows (--max-sessions): delete one first",
 			reg->max);
 		return -EBUSY;
@@ -974,12 +889,12 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 		engine_sessions_unreserve(reg);
 		err->start_failed = r != -ESRCH;
 		if (r == -ESRCH)
-			err_set(err, 404, "session_not_found", "the session '%s' was deleted", src->id);
+			engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", src->id);
 		else if (r == -EOPNOTSUPP)
-			err_set(err, 400, "not_supported", "%s",
+			engine_call_error_set(err, 400, "not_supported", "%s",
 				msg ? msg : "this session cannot be forked");
 		else
-			err_set(err, 500, "session_failed", "%s", msg ? msg : strerror(-r));
+			engine_call_error_set(err, 500, "session_failed", "%s", msg ? msg : strerror(-r));
 		free(msg);
 		return r;
 	}
@@ -1003,7 +918,7 @@ bool engine_session_close(struct engine_sessions *reg, struct engine_caller *cl,
 	if (cl) {
 		struct engine_audit_record rec = { .action = ACTION_SESSION_CLOSE, .session = e->id };
 
-		record(cl, &rec);
+		engine_call_record(cl, &rec);
 	}
 	return true;
 }

@@ -1,8 +1,8 @@
 /* engine/sessions: the live sessions of a server, whatever door made
  * them, and their lifecycle (new, interrupt, restart, fork, close) through
- * the engine's pipeline: validate -> policy check (engine_check_*, with a
- * person's approval when the policy asks for one) -> the operation -> the
- * audit record.  The doors translate requests and answers only. */
+ * the engine's pipeline (engine/call.h): validate -> policy check
+ * (engine_check_*, with a person's approval when the policy asks for one)
+ * -> the operation -> the audit record.  The doors translate requests and answers only. */
 #ifndef CODECELL_ENGINE_SESSIONS_H
 #define CODECELL_ENGINE_SESSIONS_H
 
@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "engine/audit.h"
+#include "engine/call.h"
 #include "engine/engine.h"
 #include "engine/policy.h"
 #include "session/session.h"
@@ -132,44 +133,8 @@ json_t *engine_session_json(struct engine_session *e);
 
 /* ---- the lifecycle, through the pipeline ---- */
 
-/* Who asks, and how a person's approval is had.  A door fills it per
- * call. */
-struct engine_caller {
-	struct engine_client *client; /* NULL: no policy (nothing checked or held) */
-	const char *name; /* the records' client name (NULL: client's) */
-	enum engine_door door;
-	struct engine_audit *audit; /* NULL: no records */
-	const char *request_id;	    /* NULL: one is made per record */
-	/* A person's decision when the policy holds the action for one
-	 * (NULL: such a call is refused), as engine_tool_request.approve:
-	 * 0 approved (its id into ret_id), -EINPROGRESS held and not decided
-	 * (its id into ret_id), -EPERM not (v->message says why).
-	 * *ret_state: the approval's state for the record (static) or NULL.
-	 * facts (borrowed, or NULL): what the engine knows of the call that
-	 * an approval must name besides the door's arguments, and match
-	 * exactly when it is used (an apply: the session and the changes'
-	 * changes_sha256, count and bytes); they win over the door's. */
-	int (*approve)(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
-		       char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
-	void *approve_cls;
-	/* Whether the caller still wants a cell to start, asked under the
-	 * session's lock after earlier stop records were drained (a stop
-	 * raised just before is not lost with them): NULL, or false and
-	 * engine_session_run() returns -ECANCELED, nothing run. */
-	bool (*claim)(void *cls);
-	void *claim_cls;
-	int audit_err; /* out: the last record that could not be written, -errno */
-};
-
-/* Why a lifecycle call failed, for the door to answer. */
-struct engine_session_error {
-	int http;	  /* what an HTTP door answers: 400, 403, 404, 429, 500 ... */
-	const char *code; /* "session_not_found", "session_failed", ... (static) */
-	char message[512];
-	struct engine_verdict verdict;		/* -EPERM: the rule */
-	char approval_id[AUDIT_ID_LEN + 1];	/* -EINPROGRESS: the held call */
-	bool start_failed; /* a kernel did not start (a door's metrics) */
-};
+/* Who asks (struct engine_caller) and why a call failed (struct
+ * engine_session_error): engine/call.h. */
 
 /* What a new session is made with: the door's options (defaults filled
  * in; the policy may lower those not asked for), what was asked. */

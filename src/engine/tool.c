@@ -1,6 +1,6 @@
 /* The tools besides code: the registry and the one pipeline every door
- * calls (engine/tool.h).  The doors stay thin: they build a ctx and a
- * request, call engine_tool_call and shape the answer. */
+ * calls (engine/tool.h).  The doors stay thin: they build a caller, a ctx
+ * and a request, call engine_tool_call and shape the answer. */
 #include "engine/tool.h"
 
 #include <errno.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/audit.h"
+#include "engine/call.h"
 #include "util/macro.h"
 #include "util/netguard.h"
 #include "util/timeutil.h"
@@ -40,10 +41,9 @@ bool engine_tool_enabled(const struct engine_policy *p, const struct engine_tool
 	return p && t && (p->tools & (1u << t->action));
 }
 
-void engine_tool_ctx_init(struct engine_tool_ctx *ctx, enum engine_door door)
+void engine_tool_ctx_init(struct engine_tool_ctx *ctx)
 {
 	memset(ctx, 0, sizeof(*ctx));
-	ctx->door = door;
 	ctx->workspace_fd = -1;
 	ctx->hangup_fd = -1;
 }
@@ -142,118 +142,120 @@ static int check_args(const struct engine_tool *t, json_t *args, char *msg, size
 
 /* ---- the pipeline ---- */
 
-static void audit(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
-		  const struct engine_tool *t, const struct engine_verdict *v, const char *status,
-		  const char *approval_id, const char *approval_state, uint64_t t0, json_t *res)
+const struct engine_tool *engine_tool_of_action(enum engine_action a)
 {
-	struct engine_audit_record rec = {
-		.request_id = rq->request_id,
-		.client = ctx->client ? ctx->client->name : NULL,
-		.session = rq->session,
-		.door = ctx->door,
-		.action = t->action,
-		.args = rq->args,
-		.verdict = v,
-		.duration_ms = (double)(now_ns() - t0) / 1e6,
-		.status = status,
-		.approval_id = approval_id && *approval_id ? approval_id : NULL,
-		.approval_state = approval_id && *approval_id ? approval_state : NULL,
-		.bytes = res ? json_dumpb(res, NULL, 0, JSON_COMPACT) : 0,
-	};
-
-	if (!rq->audit)
-		return;
-	if (t->redact && rq->args && (rec.args = json_deep_copy(rq->args)))
-		t->redact(ctx, rec.args);
-	(void)engine_audit_write(rq->audit, &rec);
-	if (rec.args != rq->args)
-		json_decref(rec.args);
+	for (size_t i = 0; tools[i]; i++)
+		if (tools[i]->action == a)
+			return tools[i];
+	return NULL;
 }
 
-/* The policy, and a person's approval where it wants one.  0; -EPERM
- * with v set; -EINPROGRESS: held, approval_id says which. */
-static int policy_step(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
-		       const struct engine_tool *t, struct engine_verdict *v, char approval_id[17],
-		       const char **state)
+static void tool_err(struct engine_session_error *err, int http, const char *code)
 {
+	err->http = http;
+	err->code = code;
+}
+
+static int check_tool(struct engine_caller *cl, void *arg, struct engine_verdict *v)
+{
+	const struct engine_tool *t = arg;
+
+	return engine_check_tool(cl->client, cl->door, t->action, v);
+}
+
+/* The call itself, after the policy: 0 with *ret; -errno with err set. */
+static int call_tool(const struct engine_tool *t, struct engine_caller *cl,
+		     const struct engine_tool_ctx *ctx, json_t *args, json_t **ret,
+		     struct engine_session_error *err)
+{
+	struct engine_tool_ctx c = *ctx;
 	int r;
 
-	memset(v, 0, sizeof(*v));
-	if (!ctx->client) {
-		snprintf(v->message, sizeof(v->message), "no client: tools need a policy");
-		v->rule = "tools";
-		v->http = 403;
-		return -EPERM;
-	}
-	if (engine_check_tool(ctx->client, ctx->door, t->action, v) == 0)
+	/* the tool reads the caller's policy (databases, hosts) */
+	c.client = cl->client;
+	c.door = cl->door;
+	err->message[0] = '\0';
+	r = t->call(&c, args, ret, err->message, sizeof(err->message));
+	if (r == 0)
 		return 0;
-	if (!v->needs_approval || !rq->approve)
-		return -EPERM;
-	r = rq->approve(rq->approve_cls, t, rq->args, v, approval_id, state);
-	if (r < 0)
-		return r == -EINPROGRESS ? r : -EPERM;
-	v->approved = true;
-	return engine_check_tool(ctx->client, ctx->door, t->action, v);
+	tool_err(err, r == -EINVAL ? 400 : r == -EPERM ? 403 : 500,
+		 r == -EINVAL ? "invalid_arguments" : r == -EPERM ? "rejected" : "internal");
+	if (!err->message[0])
+		snprintf(err->message, sizeof(err->message), "the %s tool failed: %s", t->name,
+			 strerror(-r));
+	if (r == -EPERM) {
+		/* refused by the tool's own settings in the policy (a database
+		 * or a host it does not name) */
+		err->verdict.allowed = false;
+		err->verdict.rule = "tools";
+	}
+	return r;
 }
 
-int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
-		     json_t **ret, int *ret_http, char *msg, size_t n)
+int engine_tool_call(struct engine_caller *cl, const struct engine_tool_ctx *ctx,
+		     const struct engine_tool_request *rq, json_t **ret,
+		     struct engine_session_error *err)
 {
 	const struct engine_tool *t = engine_tool_find(rq->name);
-	struct engine_verdict v;
-	char approval_id[17] = "";
-	const char *state = NULL;
+	struct engine_audit_record rec = { .session = rq->session, .args = rq->args };
+	struct engine_approval_note an;
+	struct engine_tool_ctx redact_ctx = *ctx;
 	uint64_t t0 = now_ns();
 	json_t *res = NULL;
 	int r;
 
+	memset(err, 0, sizeof(*err));
 	if (!t) {
-		*ret_http = 404;
-		snprintf(msg, n, "no tool '%.64s' (GET /v1/tools lists those this client may call)",
+		tool_err(err, 404, "tool_not_found");
+		snprintf(err->message, sizeof(err->message),
+			 "no tool '%.64s' (GET /v1/tools lists those this client may call)",
 			 rq->name ? rq->name : "");
 		return -ENOENT;
 	}
-	r = check_args(t, rq->args, msg, n);
+	rec.action = t->action;
+	/* the record's arguments without the secrets the policy holds */
+	redact_ctx.client = cl->client;
+	redact_ctx.door = cl->door;
+	if (cl->audit && t->redact && rq->args && (rec.args = json_deep_copy(rq->args)))
+		t->redact(&redact_ctx, rec.args);
+	r = check_args(t, rq->args, err->message, sizeof(err->message));
 	if (r < 0) {
-		*ret_http = 400;
-		memset(&v, 0, sizeof(v));
-		v.allowed = true;
-		audit(ctx, rq, t, &v, "invalid", NULL, NULL, t0, NULL);
-		return r;
+		tool_err(err, 400, "invalid_arguments");
+		rec.status = "invalid";
+		goto record;
 	}
-	r = policy_step(ctx, rq, t, &v, approval_id, &state);
-	if (r == -EINPROGRESS) {
-		*ret_http = 202;
-		snprintf(msg, n, "held for a person's approval '%s'", approval_id);
-		audit(ctx, rq, t, &v, "pending", approval_id, state, t0, NULL);
-		return r;
+	if (!cl->client) {
+		struct engine_verdict *v = &err->verdict;
+
+		snprintf(v->message, sizeof(v->message), "no client: tools need a policy");
+		v->rule = "tools";
+		v->http = 403;
+		tool_err(err, 403, "rejected");
+		snprintf(err->message, sizeof(err->message), "%s", v->message);
+		rec.verdict = v;
+		r = -EPERM;
+		goto record;
 	}
-	if (r < 0) {
-		*ret_http = v.http ? v.http : 403;
-		snprintf(msg, n, "%s", v.message);
-		audit(ctx, rq, t, &v, "rejected", approval_id, state, t0, NULL);
-		return -EPERM;
+	/* what a person approves is the tool's arguments */
+	r = engine_call_check(cl, &rec, check_tool, (void *)t, rq->args, &an, err);
+	if (r < 0)
+		goto out; /* recorded there */
+	r = call_tool(t, cl, ctx, rq->args, &res, err);
+	rec.verdict = &err->verdict;
+	rec.status = r == 0 ? (json_object_get(res, "error") ? "error" : "ok")
+		     : r == -EINVAL ? "invalid" : r == -EPERM ? "refused" : "error";
+	rec.bytes = res ? json_dumpb(res, NULL, 0, JSON_COMPACT) : 0;
+	if (r == 0) {
+		err->http = 200;
+		*ret = res;
 	}
-	msg[0] = '\0';
-	r = t->call(ctx, rq->args, &res, msg, n);
-	if (r < 0) {
-		*ret_http = r == -EINVAL ? 400 : r == -EPERM ? 403 : 500;
-		if (!msg[0])
-			snprintf(msg, n, "the %s tool failed: %s", t->name, strerror(-r));
-		if (r == -EPERM) {
-			/* refused by the tool's own settings in the policy (a
-			 * database or a host it does not name) */
-			v.allowed = false;
-			v.rule = "tools";
-		}
-		audit(ctx, rq, t, &v, r == -EINVAL ? "invalid" : r == -EPERM ? "refused" : "error",
-		      approval_id, state, t0, NULL);
-		return r;
-	}
-	*ret_http = 200;
-	audit(ctx, rq, t, &v, json_object_get(res, "error") ? "error" : "ok", approval_id, state, t0, res);
-	*ret = res;
-	return 0;
+record:
+	rec.duration_ms = (double)(now_ns() - t0) / 1e6;
+	engine_call_record(cl, &rec);
+out:
+	if (rec.args != rq->args)
+		json_decref(rec.args);
+	return r;
 }
 
 int engine_listening(const struct sockaddr *sa, bool on)

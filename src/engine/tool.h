@@ -3,7 +3,7 @@
  * tools/call, codecell agent's function tools).  A call passes the same
  * pipeline as code: argument validation -> policy check (the tool enabled,
  * approval) -> the call under its caps -> a JSON result -> an audit record
- * (engine_tool_call).
+ * (engine_tool_call, through engine/call.h).
  *
  * Contract between the tools and the doors:
  * - a tool's input_schema is JSON Schema text; its call checks the
@@ -26,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "engine/call.h"
 #include "engine/policy.h"
 
 #define TOOL_MSG_MAX 512
@@ -34,7 +35,7 @@ struct session;
 
 /* What a tool call may use besides its arguments. */
 struct engine_tool_ctx {
-	struct engine_client *client;		/* its policy: client->policy */
+	struct engine_client *client;		/* its policy: client->policy (the caller's) */
 	const struct engine_policies *policies; /* named databases, hosts */
 	enum engine_door door;
 	/* the workspace a relative SQLite path is under (a session's, host
@@ -51,8 +52,9 @@ struct engine_tool_ctx {
 	int hangup_fd;
 };
 
-/* Zeroed, workspace_fd and hangup_fd -1, door door. */
-void engine_tool_ctx_init(struct engine_tool_ctx *ctx, enum engine_door door);
+/* Zeroed, workspace_fd and hangup_fd -1 (client and door are the
+ * caller's, set by engine_tool_call). */
+void engine_tool_ctx_init(struct engine_tool_ctx *ctx);
 
 struct engine_tool {
 	const char *name; /* "sql", "http": [a-z_]+, unique */
@@ -83,35 +85,29 @@ json_t *engine_tools_json(const struct engine_policy *p);
 /* One call through the pipeline, as a door hands it over. */
 struct engine_tool_request {
 	const char *name;
-	json_t *args;		    /* the arguments object; borrowed */
-	struct engine_audit *audit; /* NULL: no record */
-	const char *request_id;	    /* NULL: one is made */
-	const char *session;	    /* the session named, for the record, or NULL */
-	/* A person's decision, when the policy holds the call for one (the
-	 * server's doors can ask; NULL: such a call is refused).  0:
-	 * approved (its id into ret_id); -EINPROGRESS: held, not decided
-	 * yet (its id into ret_id; the door answers "pending"); -EPERM:
-	 * not, v->message says why (ret_id: the approval's id, or "").
-	 * *ret_state: the approval's state for the audit record ("approved",
-	 * "pending", "denied", "expired", "used"; static), or NULL. */
-	int (*approve)(void *cls, const struct engine_tool *t, json_t *args,
-		       struct engine_verdict *v, char ret_id[17], const char **ret_state);
-	void *approve_cls;
+	json_t *args;	     /* the arguments object; borrowed */
+	const char *session; /* the session named, for the record, or NULL */
 };
 
-/* The pipeline every door calls: the tool by name, the arguments checked
- * against its input schema (an object, known keys, required keys, types,
- * at most TOOL_ARGS_MAX bytes), the policy (engine_check_tool: the tool
- * enabled, approval, rate), the call, an audit record (door, client,
- * tool, arguments with secrets redacted, decision, duration, status).
- * 0 with *ret the tool's result (new reference; an error the caller can
- * act on, such as SQLError, is a result too); or -errno with a message
- * in msg (n bytes) and *ret_http what an HTTP door answers: -ENOENT (404:
- * no such tool), -EINVAL (400: the arguments), -EPERM (403 or 429: the
- * policy), -EINPROGRESS (202: held for a person's approval, which the
- * approve callback has the id of), another -errno (500). */
-int engine_tool_call(const struct engine_tool_ctx *ctx, const struct engine_tool_request *rq,
-		     json_t **ret, int *ret_http, char *msg, size_t n);
+/* The pipeline every door calls (engine/call.h, with the caller's client,
+ * door, audit log, request id and approval callback): the tool by name,
+ * the arguments checked against its input schema (an object, known
+ * keys, required keys, types, at most TOOL_ARGS_MAX bytes), the policy
+ * (engine_check_tool: the tool enabled, approval, rate; no cl->client:
+ * refused), a person's approval of the arguments through cl->approve,
+ * the call (ctx's client and door are cl's), an audit record (door,
+ * client, tool, arguments with secrets redacted, decision, approval,
+ * duration, status).  0 with *ret the tool's result (new reference; an
+ * error the caller can act on, such as SQLError, is a result too); or
+ * -errno with err's message, code and http: -ENOENT (404 tool_not_found),
+ * -EINVAL (400 invalid_arguments), -EPERM (403 or 429 rejected: the
+ * policy, err->verdict), -EINPROGRESS (202 pending: held for a person,
+ * err->approval_id), another -errno (500 internal). */
+int engine_tool_call(struct engine_caller *cl, const struct engine_tool_ctx *ctx,
+		     const struct engine_tool_request *rq, json_t **ret,
+		     struct engine_session_error *err);
+/* The tool whose policy and audit name is a, or NULL (not a tool's). */
+const struct engine_tool *engine_tool_of_action(enum engine_action a);
 
 /* A door that listens tells the engine its address once bound (the port
  * read back; on false, before it closes): the http tool and the egress

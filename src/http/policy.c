@@ -11,24 +11,39 @@
 #include "http/internal.h"
 #include "engine/sessions.h"
 #include "engine/approval.h"
+#include "engine/call.h"
+#include "engine/tool.h"
 #include "util/json.h"
 #include "util/sha256.h"
 #include "util/timeutil.h"
 #include "util/banned.h"
 
+/* The engine's caller for a call whose api_call is gone (a job's
+ * thread, a command's end): its client, log and request id. */
+static void caller_of(struct api_server *srv, struct engine_client *client, const char *id,
+		      struct engine_caller *cl)
+{
+	memset(cl, 0, sizeof(*cl));
+	cl->client = client;
+	cl->door = DOOR_API;
+	cl->audit = srv->cfg.audit;
+	cl->request_id = id;
+}
+
+static void audit_failed(struct api_server *srv, const struct engine_caller *cl)
+{
+	if (cl->audit_err < 0)
+		api_log(srv, "warning", "cannot append to the audit log: %s", strerror(-cl->audit_err));
+}
+
 static void audit_as(struct api_server *srv, struct engine_client *client, const char *id,
 		     struct engine_audit_record *r)
 {
-	int k;
+	struct engine_caller cl;
 
-	if (!srv->cfg.audit)
-		return;
-	r->request_id = id;
-	r->client = client ? client->name : NULL;
-	r->door = DOOR_API;
-	k = engine_audit_write(srv->cfg.audit, r);
-	if (k < 0)
-		api_log(srv, "warning", "cannot append to the audit log: %s", strerror(-k));
+	caller_of(srv, client, id, &cl);
+	engine_call_record(&cl, r);
+	audit_failed(srv, &cl);
 }
 
 void api_audit(struct api_call *c, struct engine_audit_record *r)
@@ -48,14 +63,6 @@ enum MHD_Result api_refuse(struct api_call *c, const struct engine_verdict *v)
 	j = run_result_to_json(&res);
 	run_result_release(&res);
 	return api_respond_json(c, (unsigned)v->http, j);
-}
-
-enum MHD_Result api_reject(struct api_call *c, const struct engine_verdict *v,
-			   struct engine_audit_record *rec)
-{
-	rec->verdict = v;
-	api_audit(c, rec);
-	return api_refuse(c, v);
 }
 
 /* ---- approvals ---- */
@@ -112,17 +119,7 @@ static enum MHD_Result answer_pending(struct api_call *c, const char *id)
 	return api_respond_json(c, 202, j);
 }
 
-static enum MHD_Result respond_pending(struct api_call *c, const char *id,
-				       struct engine_audit_record *rec)
-{
-	rec->approval_id = id;
-	rec->approval_state = "pending";
-	rec->status = "pending";
-	api_audit(c, rec);
-	return answer_pending(c, id);
-}
-
-int api_approval_quota(struct api_call *c, struct engine_verdict *v)
+static int approval_quota(struct api_call *c, struct engine_verdict *v)
 {
 	unsigned most = engine_approvals_per_client(c->srv->approvals);
 
@@ -142,6 +139,7 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 	struct engine_approvals *ap = c->srv->approvals;
 	const char *given = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-Approval-Id");
 	const char *prefer = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Prefer");
+	const struct engine_tool *tool = engine_tool_of_action(a);
 	char what[160];
 	json_t *args;
 	int st;
@@ -150,14 +148,25 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 	*ret_state = NULL;
 	if (!ap)
 		return -EPERM;
-	args = held_args(c);
-	if (facts)
-		json_object_update(args, facts);
+	/* what the person sees and the call again must match: a tool's
+	 * arguments, or the body with code and env as digests */
+	if (tool) {
+		args = facts ? json_deep_copy(facts) : json_object();
+	} else {
+		args = held_args(c);
+		if (facts)
+			json_object_update(args, facts);
+	}
 	if (given) {
 		st = engine_approval_use(ap, given, c->client->name, a, args);
 		snprintf(ret_id, AUDIT_ID_LEN + 1, "%.16s", given);
 	} else {
-		snprintf(what, sizeof(what), "%s by client '%s'", engine_action_name(a), c->client->name);
+		if (tool)
+			snprintf(what, sizeof(what), "%s tool call by client '%s'", tool->name,
+				 c->client->name);
+		else
+			snprintf(what, sizeof(what), "%s by client '%s'", engine_action_name(a),
+				 c->client->name);
 		st = engine_approval_hold(ap, c->client->name, a, what, args, v->approval_timeout_s,
 					  ret_id);
 		/* E2B's SDK has no pending state: its calls wait for the
@@ -180,7 +189,7 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 	if (st == APPROVAL_PENDING && !(c->door && c->door->no_pending))
 		return -EINPROGRESS;
 	if (st == -EDQUOT)
-		return api_approval_quota(c, v);
+		return approval_quota(c, v);
 	{
 		const char *why = st == -EBUSY		  ? "too many calls are held for approval; try again later"
 				  : st == APPROVAL_PENDING ? "approval '%.16s' is not decided yet: send the call again once it is"
@@ -197,29 +206,6 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 	}
 	if (st < 0)
 		ret_id[0] = '\0';
-	return -EPERM;
-}
-
-/* v: the call needs a person's approval.  0: approved (check it again
- * with v->approved); -EPERM: answered in *ret (pending, denied, expired,
- * an approval id that does not fit). */
-static int approval_step(struct api_call *c, enum engine_action a, struct engine_verdict *v,
-			 struct engine_audit_record *rec, enum MHD_Result *ret)
-{
-	char id[AUDIT_ID_LEN + 1];
-	const char *state = NULL;
-	int k = api_approve(c, a, NULL, v, id, &state);
-
-	rec->approval_id = id[0] ? id : NULL;
-	rec->approval_state = state;
-	if (k == 0) {
-		rec->approval_id = c->approval_id;
-		return 0;
-	}
-	if (k == -EINPROGRESS)
-		*ret = respond_pending(c, id, rec);
-	else
-		*ret = api_reject(c, v, rec);
 	return -EPERM;
 }
 
@@ -265,50 +251,89 @@ static void take_limits(struct api_request *req, const struct run_request *rq)
 	req->egress = rq->egress;
 }
 
+/* The engine's pipeline for an HTTP call: its check (with the approval
+ * loop) through the caller; a refusal or a held call answered in *ret. */
+static int check_call(struct api_call *c, struct engine_audit_record *rec,
+		      int (*check)(struct engine_caller *, void *, struct engine_verdict *),
+		      void *arg, struct engine_verdict *v, enum MHD_Result *ret)
+{
+	struct engine_session_error err;
+	struct engine_approval_note an;
+	struct engine_caller cl;
+	int k;
+
+	api_caller(c, &cl);
+	k = engine_call_check(&cl, rec, check, arg, NULL, &an, &err);
+	if (v)
+		*v = err.verdict;
+	if (k < 0)
+		*ret = api_session_refused(c, &cl, k, &err);
+	return k;
+}
+
+struct exec_check {
+	struct api_call *c;
+	struct engine_session *entry;
+	struct api_request *req;
+	struct engine_audit_record *rec;
+	unsigned asked;
+};
+
+static int check_exec(struct engine_caller *cl, void *arg, struct engine_verdict *v)
+{
+	struct exec_check *x = arg;
+	struct api_request *req = x->req;
+	struct run_request rq;
+	int k;
+
+	if (x->entry) {
+		enum session_lang sl = x->entry->lang;
+
+		/* an E2B context of another language runs in the session's
+		 * sandbox (e2b/jupyter.c): the language checked is its own */
+		if (x->c->door && x->c->door->lang_per_call && (req->set & API_SET_LANG))
+			(void)engine_lang_session(req->lang, &sl);
+		x->rec->lang = engine_lang_of_session(sl);
+		return engine_check_exec(cl->client, cl->door, sl,
+					 req->set & API_SET_TIMEOUT ? req->timeout_s : 0, v);
+	}
+	run_request_init(&rq);
+	if (req->set & API_SET_LANG)
+		rq.lang = req->lang;
+	api_request_apply(req, &rq.limits, &rq.output_limit, &rq.net);
+	x->rec->lang = rq.lang;
+	k = engine_check_run(cl->client, cl->door, &rq, x->asked, req->set & API_SET_NET, v);
+	if (k == 0)
+		take_limits(req, &rq);
+	json_decref(x->rec->args);
+	x->rec->args = engine_audit_run_args(&rq, x->asked);
+	return k;
+}
+
 int api_check_exec(struct api_call *c, struct engine_session *entry, struct api_request *req,
 		   struct engine_verdict *v, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = entry ? ACTION_SESSION_EXEC : ACTION_RUN,
-					   .has_lang = true, .code = req->code,
-					   .code_len = req->code_len };
-	struct run_request rq;
-	unsigned asked = req->limits_set;
-	int k;
+					   .session = entry ? entry->id : NULL, .has_lang = true,
+					   .code = req->code, .code_len = req->code_len };
+	struct exec_check x = { c, entry, req, &rec, req->limits_set };
+	int k = check_call(c, &rec, check_exec, &x, v, ret);
 
-again:
-	if (entry) {
-		enum session_lang sl = entry->lang;
-
-		/* an E2B context of another language runs in the session's
-		 * sandbox (e2b/jupyter.c): the language checked is its own */
-		if (c->door && c->door->lang_per_call && (req->set & API_SET_LANG))
-			(void)engine_lang_session(req->lang, &sl);
-		rec.session = entry->id;
-		rec.lang = engine_lang_of_session(sl);
-		k = engine_check_exec(c->client, DOOR_API, sl,
-				      req->set & API_SET_TIMEOUT ? req->timeout_s : 0, v);
-	} else {
-		run_request_init(&rq);
-		if (req->set & API_SET_LANG)
-			rq.lang = req->lang;
-		api_request_apply(req, &rq.limits, &rq.output_limit, &rq.net);
-		rec.lang = rq.lang;
-		k = engine_check_run(c->client, DOOR_API, &rq, asked, req->set & API_SET_NET, v);
-		if (k == 0)
-			take_limits(req, &rq);
-		json_decref(rec.args);
-		rec.args = engine_audit_run_args(&rq, asked);
-	}
-	if (k < 0 && v->needs_approval && c->srv->approvals) {
-		if (approval_step(c, rec.action, v, &rec, ret) == 0) {
-			v->approved = true;
-			goto again;
-		}
-	} else if (k < 0) {
-		*ret = api_reject(c, v, &rec);
-	}
 	json_decref(rec.args);
 	return k;
+}
+
+struct session_check {
+	struct session_opts *so;
+	const struct api_request *req;
+};
+
+static int check_session(struct engine_caller *cl, void *arg, struct engine_verdict *v)
+{
+	struct session_check *x = arg;
+
+	return engine_check_session(cl->client, cl->door, x->so, x->req->limits_set,
+				    x->req->set & API_SET_NET, v);
 }
 
 int api_check_session(struct api_call *c, struct session_opts *so, const struct api_request *req,
@@ -316,19 +341,9 @@ int api_check_session(struct api_call *c, struct session_opts *so, const struct 
 {
 	struct engine_audit_record rec = { .action = ACTION_SESSION_CREATE, .has_lang = true,
 					   .lang = engine_lang_of_session(so->lang) };
-	int k;
+	struct session_check x = { so, req };
 
-again:
-	k = engine_check_session(c->client, DOOR_API, so, req->limits_set, req->set & API_SET_NET, v);
-	if (k < 0 && v->needs_approval && c->srv->approvals) {
-		if (approval_step(c, ACTION_SESSION_CREATE, v, &rec, ret) == 0) {
-			v->approved = true;
-			goto again;
-		}
-	} else if (k < 0) {
-		*ret = api_reject(c, v, &rec);
-	}
-	return k;
+	return check_call(c, &rec, check_session, &x, v, ret);
 }
 
 int api_check_file(struct api_call *c, struct engine_session *e, enum engine_action a,
@@ -365,27 +380,42 @@ void api_audit_file(struct api_call *c, struct engine_session *e, enum engine_ac
 	json_decref(rec.args);
 }
 
+struct file_check {
+	enum engine_action a;
+	uint64_t bytes;
+};
+
+static int check_file(struct engine_caller *cl, void *arg, struct engine_verdict *v)
+{
+	struct file_check *x = arg;
+
+	return engine_check_file(cl->client, cl->door, x->a, x->bytes, v);
+}
+
 int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_action a,
 		      uint64_t bytes, const char *to, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = a, .session = e->id, .bytes = bytes };
-	struct engine_verdict v = { 0 };
-	json_t *args = file_args(c, to, 0);
+	struct file_check x = { a, bytes };
+	int k;
 
-	rec.args = args;
-	while (engine_check_file(c->client, DOOR_API, a, bytes, &v) < 0) {
-		if (!v.needs_approval || !c->srv->approvals)
-			*ret = api_reject(c, &v, &rec);
-		else if (approval_step(c, a, &v, &rec, ret) == 0) {
-			v.approved = true;
-			continue;
-		}
-		json_decref(args);
-		return -EPERM;
-	}
+	rec.args = file_args(c, to, 0);
 	/* allowed: recorded once it ran (api_audit_file), with its outcome */
-	json_decref(args);
-	return 0;
+	k = check_call(c, &rec, check_file, &x, NULL, ret);
+	json_decref(rec.args);
+	return k;
+}
+
+struct command_check {
+	double *timeout_s, asked;
+};
+
+static int check_command(struct engine_caller *cl, void *arg, struct engine_verdict *v)
+{
+	struct command_check *x = arg;
+
+	*x->timeout_s = x->asked;
+	return engine_check_command(cl->client, cl->door, x->timeout_s, v);
 }
 
 int api_check_command(struct api_call *c, struct engine_session *e, const char *cmd, size_t len,
@@ -394,18 +424,25 @@ int api_check_command(struct api_call *c, struct engine_session *e, const char *
 	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC, .session = e->id,
 					   .has_lang = true, .lang = LANG_BASH, .code = cmd,
 					   .code_len = len };
-	const double asked = *timeout_s;
+	struct command_check x = { timeout_s, *timeout_s };
 
-	while (*timeout_s = asked, engine_check_command(c->client, DOOR_API, timeout_s, v) < 0) {
-		if (!v->needs_approval || !c->srv->approvals)
-			*ret = api_reject(c, v, &rec);
-		else if (approval_step(c, ACTION_SESSION_EXEC, v, &rec, ret) == 0) {
-			v->approved = true;
-			continue;
-		}
-		return -EPERM;
-	}
-	return 0;
+	return check_call(c, &rec, check_command, &x, v, ret);
+}
+
+/* An allowed call's record after it ran (engine_call_end): its approval,
+ * result or status, duration and the proxy's connections. */
+static void audit_end(struct api_server *srv, struct engine_client *client,
+		      const char *request_id, const char *approval_id,
+		      struct engine_audit_record *rec, const struct run_result *res, uint64_t t0,
+		      const struct egress_log *eg)
+{
+	struct engine_approval_note an = { .state = "approved" };
+	struct engine_caller cl;
+
+	caller_of(srv, client, request_id, &cl);
+	snprintf(an.id, sizeof(an.id), "%s", approval_id ? approval_id : "");
+	engine_call_end(&cl, rec, &an, res, t0, eg);
+	audit_failed(srv, &cl);
 }
 
 void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
@@ -414,38 +451,25 @@ void api_audit_command(struct api_server *srv, struct engine_client *client, con
 {
 	struct engine_audit_record rec = {
 		.action = ACTION_SESSION_EXEC, .session = e->id, .has_lang = true, .lang = LANG_BASH,
-		.code = cmd, .code_len = len, .duration_ms = (double)(now_ns() - t0) / 1e6,
-		.res = res, .status = res ? NULL : status ? status : "error",
-		.approval_id = approval_id && *approval_id ? approval_id : NULL,
-		.approval_state = approval_id && *approval_id ? "approved" : NULL,
+		.code = cmd, .code_len = len, .status = res ? NULL : status,
 	};
 
-	audit_as(srv, client, request_id, &rec);
+	audit_end(srv, client, request_id, approval_id, &rec, res, t0, NULL);
 }
 
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
 		    const char *approval_id, struct engine_session *entry, const struct api_request *req,
 		    const struct run_result *res, uint64_t t0, const struct egress_log *eg)
 {
-	int k;
-
 	struct engine_audit_record rec = {
 		.action = entry ? ACTION_SESSION_EXEC : ACTION_RUN, .session = entry ? entry->id : NULL,
 		.has_lang = true, .code = req->code, .code_len = req->code_len,
-		.duration_ms = (double)(now_ns() - t0) / 1e6, .res = res,
-		.status = res ? NULL : "error",
-		.approval_id = approval_id && *approval_id ? approval_id : NULL,
-		.approval_state = approval_id && *approval_id ? "approved" : NULL,
 	};
 
 	rec.lang = req->set & API_SET_LANG ? req->lang
 		   : entry		      ? engine_lang_of_session(entry->lang)
 					      : LANG_PYTHON;
-	audit_as(srv, client, request_id, &rec);
-	/* the proxy's connections, under the same request id */
-	if (srv->cfg.audit && eg && (eg->n || eg->dropped) &&
-	    (k = engine_audit_egress(srv->cfg.audit, &rec, eg->ev, eg->n, eg->dropped)) < 0)
-		api_log(srv, "warning", "cannot append to the audit log: %s", strerror(-k));
+	audit_end(srv, client, request_id, approval_id, &rec, res, t0, eg);
 }
 
 void api_audit_session_create(struct api_call *c, const char *id, const struct session_opts *so,

@@ -17,21 +17,19 @@
 
 struct api_server;
 
-/* The policy and the audit log (policy.c).  The checks answer a
- * rejection themselves (*ret) and return -EPERM. */
+/* The policy and the audit log (policy.c): thin over the engine's
+ * pipeline (engine/call.h).  The checks answer a rejection (-EPERM) or a
+ * held call (-EINPROGRESS, 202) themselves in *ret. */
 void api_audit(struct api_call *c, struct engine_audit_record *r);
-enum MHD_Result api_reject(struct api_call *c, const struct engine_verdict *v,
-			   struct engine_audit_record *rec);
 /* The answer to a rejection recorded already (the engine's pipeline). */
 enum MHD_Result api_refuse(struct api_call *c, const struct engine_verdict *v);
-/* engine_caller.approve for the API: the X-Approval-Id header's approval,
- * or the call held until a person decides (E2B's calls wait; /v1's with
- * "Prefer: respond-async" do not).  cls: the api_call. */
+/* engine_caller.approve for the API, every call's and tool's: the
+ * X-Approval-Id header's approval, or the call held until a person
+ * decides (E2B's calls wait; /v1's with "Prefer: respond-async" do not).
+ * What is held: a tool's arguments, or the body with code and env as
+ * digests (and facts over it).  cls: the api_call. */
 int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_verdict *v,
 		char ret_id[AUDIT_ID_LEN + 1], const char **ret_state);
-/* The client has its most calls held already (engine_approval_hold's
- * -EDQUOT): v says so, naming the cap, with HTTP 429.  -EPERM. */
-int api_approval_quota(struct api_call *c, struct engine_verdict *v);
 /* The engine's caller for this call: its client, door, audit log,
  * request id and approval. */
 void api_caller(struct api_call *c, struct engine_caller *cl);
@@ -50,11 +48,6 @@ int api_check_session(struct api_call *c, struct session_opts *so, const struct 
  * -EPERM answered in *ret and recorded. */
 int api_check_file(struct api_call *c, struct engine_session *e, enum engine_action a,
 		   uint64_t bytes, enum MHD_Result *ret);
-/* engine_tool_request.approve for the API: the X-Approval-Id header's
- * approval, or the call held until a person decides.  cls: the api_call. */
-struct engine_tool;
-int api_tool_approve(void *cls, const struct engine_tool *t, json_t *args,
-		     struct engine_verdict *v, char ret_id[17], const char **ret_state);
 /* The same, its record's arguments naming a destination too (a move). */
 int api_check_file_to(struct api_call *c, struct engine_session *e, enum engine_action a,
 		      uint64_t bytes, const char *to, enum MHD_Result *ret);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "engine/audit.h"
+#include "engine/call.h"
 #include "engine/engine.h"
 #include "engine/files.h"
 #include "engine/policy.h"
@@ -286,8 +287,10 @@ static const char *lang_name(const struct engine_session *e)
 /* ---- runs ---- */
 
 static int run_oneshot(struct mcp_tools *t, const struct mcp_run_args *a, struct run_result *res,
-		       struct egress_log *eg, struct buf *msg)
+		       struct buf *msg)
 {
+	struct engine_session_error err;
+	struct engine_caller cl;
 	struct run_request rq;
 	int k;
 
@@ -307,19 +310,19 @@ static int run_oneshot(struct mcp_tools *t, const struct mcp_run_args *a, struct
 	rq.stop_fd = t->cfg.stop_fd;
 	rq.has_seed = a->has_seed;
 	rq.seed = a->seed;
-	rq.egress_log = t->cfg.audit ? eg : NULL;
-	/* the engine's policy check: a rejection is a result */
-	if (t->cfg.client && engine_check_run(t->cfg.client, DOOR_MCP, &rq,
-					      t->cfg.limits_asked | (a->timeout_s > 0 ? 1u << LIMIT_TIMEOUT : 0),
-					      t->cfg.net_asked, &t->verdict) < 0) {
-		engine_verdict_result(&t->verdict, res);
-		return 0;
-	}
-	k = engine_run(&rq, res);
-	if (t->cfg.client)
-		engine_release(t->cfg.client, ACTION_RUN);
+	/* the engine's pipeline: the policy (a rejection is a result), the
+	 * run, the record */
+	caller(t, &cl);
+	k = engine_call_run(&cl, &rq,
+			    t->cfg.limits_asked | (a->timeout_s > 0 ? 1u << LIMIT_TIMEOUT : 0),
+			    t->cfg.net_asked, NULL, NULL, res, &err);
+	if (cl.audit_err < 0)
+		log_msg(t, "warning", "cannot append to the audit log");
+	t->verdict = err.verdict;
+	if (!t->cfg.client)
+		t->verdict.allowed = true;
 	if (k < 0)
-		return buf_printf(msg, "cannot run the code: %s", strerror(-k)), k;
+		return buf_puts(msg, err.message), k;
 	return 0;
 }
 
@@ -359,8 +362,6 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 {
 	struct run_result res;
 	struct engine_session *e = NULL;
-	struct egress_log eg = { 0 };
-	uint64_t t0 = now_ns();
 	int r;
 
 	memset(&res, 0, sizeof(res));
@@ -368,36 +369,11 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 	t->verdict.allowed = true;
 	if (a->session_id && !(e = find(t, a->session_id, msg)))
 		return -ENOENT;
-	r = e ? run_in_session(e, t, a, &res, msg) : run_oneshot(t, a, &res, &eg, msg);
+	r = e ? run_in_session(e, t, a, &res, msg) : run_oneshot(t, a, &res, msg);
 	if (r < 0) {
 		engine_session_unref(e);
-		free(eg.ev);
 		return r;
 	}
-	/* a session's run was recorded by the engine */
-	if (t->cfg.audit && !e) {
-		struct engine_audit_record rec = {
-			.client = audit_client(t), .session = e ? e->id : NULL, .door = DOOR_MCP,
-			.action = e ? ACTION_SESSION_EXEC : ACTION_RUN, .has_lang = true,
-			.code = a->code, .code_len = a->code_len, .verdict = &t->verdict,
-			.duration_ms = (double)(now_ns() - t0) / 1e6, .res = &res,
-		};
-		json_t *args = json_pack("{s:f}", "timeout", a->timeout_s);
-
-		rec.args = args;
-		(void)engine_lang_parse(e ? lang_name(e) : a->language ? a->language : "python",
-					&rec.lang);
-		char id[AUDIT_ID_LEN + 1];
-
-		/* one request id for the run and its proxied connections */
-		engine_audit_id(id);
-		rec.request_id = id;
-		if (engine_audit_write(t->cfg.audit, &rec) < 0 ||
-		    engine_audit_egress(t->cfg.audit, &rec, eg.ev, eg.n, eg.dropped) < 0)
-			log_msg(t, "warning", "cannot append to the audit log");
-		json_decref(args);
-	}
-	free(eg.ev);
 	*ret = run_result_to_json(&res);
 	if (e)
 		json_object_set_new(*ret, "session_id", json_string(e->id));
@@ -748,14 +724,13 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 {
 	const char *sid = json_string_value(json_object_get(args, "session_id"));
 	struct engine_tool_ctx ctx;
-	struct engine_tool_request rq = { .name = name, .args = args, .audit = t->cfg.audit,
-					  .session = sid };
-	char m[TOOL_MSG_MAX];
+	struct engine_tool_request rq = { .name = name, .args = args, .session = sid };
+	struct engine_session_error err;
+	struct engine_caller cl;
 	_cleanup_close_ int fd = -1;
-	int http, k;
+	int k;
 
-	engine_tool_ctx_init(&ctx, DOOR_MCP);
-	ctx.client = t->cfg.client;
+	engine_tool_ctx_init(&ctx);
 	ctx.policies = t->cfg.policies;
 	ctx.stop_flag = t->cfg.stop_flag;
 	if (sid) {
@@ -773,8 +748,10 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 					  "running): run code in it first", sid), -ENOENT;
 		ctx.workspace_fd = fd;
 	}
-	k = engine_tool_call(&ctx, &rq, ret, &http, m, sizeof(m));
+	/* no person to ask here: a call the policy holds is refused */
+	caller(t, &cl);
+	k = engine_tool_call(&cl, &ctx, &rq, ret, &err);
 	if (k < 0)
-		(void)buf_puts(msg, m);
+		(void)buf_puts(msg, err.message);
 	return k;
 }

@@ -33,6 +33,12 @@ _tests = []
 # measured in bench/), only what tells "ended" from "hung".
 HANG_S = 60
 
+# A --timeout for a cell that does real work (imports pandas or
+# matplotlib) where the timeout is not what the test is about: the default
+# 30 s is a second of CPU on an idle machine but can pass before the
+# import ends at a load average of 100.  Like HANG_S it only bounds a hang.
+WORK_S = 300
+
 # --timeout values for a test that needs its program to get somewhere (to
 # print a first line) before the timeout ends it: on a loaded machine the
 # start alone can take over a second, so the test tries again with twice

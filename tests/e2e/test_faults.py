@@ -24,7 +24,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (MountNs, Serve, cgroup_parents, check, children, descendants,  # noqa: E402
+from cctest import (HANG_S, MountNs, Serve, cgroup_parents, check, children, descendants,  # noqa: E402
                     eq, main, sandbox_cgroups, template_of, test)
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -214,11 +214,16 @@ def kernel_killed_mid_execution_reports_and_the_session_goes_on():
         sid = s.session()["id"]
         s.execute(sid, "x = 1\nopen('kept.txt', 'w').write('kept')")
         k = marked_kernel(s, sid)
-        th, out = in_background(s.execute, sid, "import time\ntime.sleep(60)")
-        time.sleep(1)
+        # killed mid-execution: once the cell runs (it opens a file of its
+        # own), not after a pause that a loaded machine may not start it in
+        running = "ccrun-" + uuid.uuid4().hex
+        th, out = in_background(lambda: s.execute(
+            sid, "import time\n_ccrun = open('/tmp/%s', 'w')\ntime.sleep(600)" % running,
+            timeout=3600))
+        eventually(lambda: holder_of(s.pid, running) == k or None, "the cell runs", HANG_S)
         os.kill(k, signal.SIGKILL)
-        th.join(60)
-        r = out["r"]
+        th.join(2 * HANG_S)
+        r = out.get("r")
         check(isinstance(r, dict), "the caller got no answer: %r" % (r,))
         eq((r["status"], r["restarted"], r["error"]["name"]), ("killed", True, "KernelDied"), r)
         check("restarted" in r["error"]["value"], r["error"])

@@ -25,7 +25,7 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cctest import (HANG_S, MountNs, Serve, cgroup_parents, check, children, descendants,  # noqa: E402
-                    eq, main, sandbox_cgroups, template_of, test)
+                    eq, holder_of, main, sandbox_cgroups, template_of, test)
 
 PR_SET_CHILD_SUBREAPER = 36
 def become_subreaper():
@@ -80,22 +80,6 @@ def reap_orphans(keep=()):
         elif st:
             running.append(kid)
     return running
-
-
-def holder_of(root, mark):
-    """The descendant of root with a file whose path holds mark open."""
-    for pid in descendants(root):
-        try:
-            fds = os.listdir("/proc/%d/fd" % pid)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if mark in os.readlink("/proc/%d/fd/%s" % (pid, fd)):
-                    return pid
-            except OSError:
-                pass
-    return None
 
 
 def procs_in_cgroups(server_pid):

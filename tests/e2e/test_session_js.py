@@ -12,7 +12,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, HANG_S, JsonShell, check, children, codecell, eq, main, test  # noqa: E402
+from cctest import (CODECELL, HANG_S, JsonShell, check, children, codecell, eq, holder_of,  # noqa: E402
+                    main, test)
 
 KERNEL_FRAMES = ("[eval]", "node:repl", "node:vm", "node:internal/timers", "runCellSync")
 
@@ -34,18 +35,7 @@ def await_mark(sh, what):
 
     def wait():
         deadline = time.monotonic() + HANG_S
-        while True:
-            for pid in kernel_of(sh.p.pid):
-                try:
-                    fds = os.listdir("/proc/%d/fd" % pid)
-                except OSError:
-                    continue
-                for fd in fds:
-                    try:
-                        if mark in os.readlink("/proc/%d/fd/%s" % (pid, fd)):
-                            return
-                    except OSError:
-                        pass
+        while not holder_of(sh.p.pid, mark):
             check(time.monotonic() < deadline, "%s: never seen" % what)
             time.sleep(0.02)
     return code, wait

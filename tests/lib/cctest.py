@@ -250,6 +250,23 @@ def descendants(pid):
     return out
 
 
+def holder_of(root, mark):
+    """The descendant of root with a file whose path holds mark open (a
+    cell that opens a file of a fresh name is seen running this way)."""
+    for pid in descendants(root):
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if mark in os.readlink("/proc/%d/fd/%s" % (pid, fd)):
+                    return pid
+            except OSError:
+                pass
+    return None
+
+
 def cmdline(pid):
     """The argv of pid joined by spaces ("" once it is gone)."""
     try:

@@ -14,8 +14,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (CODECELL, check, codecell, descendants, eq, main, snapshot,  # noqa: E402
-                    still_running, test, tmpdir, write)
+from cctest import (CODECELL, HANG_S, WORK_S, check, codecell, descendants, eq, main,  # noqa: E402
+                    snapshot, still_running, test, tmpdir, write)
 from llm_standin import StandIn, completion, tool_call  # noqa: E402
 
 
@@ -334,7 +334,9 @@ def long_output_is_cut_head_and_tail():
 def figures_are_described():
     code = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"
     with StandIn(["<execute_python>%s</execute_python>" % code, "a line"]) as s:
-        r = agent(s, "plot")
+        # matplotlib's import on a loaded machine can outlast the default
+        # step timeout, which is not what this is about
+        r = agent(s, "--timeout", str(WORK_S), "plot", timeout=2 * WORK_S)
         eq(r.status, 0, r)
         obs = last_user_text(s.requests[1])
         check("[image: image/png" in obs, obs)
@@ -396,12 +398,13 @@ def usage_errors_say_what_to_do():
 
 @test
 def ctrl_c_stops_the_running_step_and_closes_the_session():
-    with StandIn(["<execute_python>import time\ntime.sleep(120)</execute_python>", "never"]) as s:
+    # the step runs until Ctrl-C: its own timeout must not end it first
+    with StandIn(["<execute_python>import time\ntime.sleep(3600)</execute_python>", "never"]) as s:
         env = dict(os.environ, OPENAI_BASE_URL=s.url, CODECELL_MODEL="standin")
-        p = subprocess.Popen([CODECELL, "agent", "-v", "q"], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+        p = subprocess.Popen([CODECELL, "agent", "-v", "--timeout", "3600", "q"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         err = b""
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_S
         while b"step 1: python code" not in err:
             check(time.monotonic() < deadline, "no step shown: %r" % err)
             r, _, _ = select.select([p.stderr], [], [], 1)

@@ -59,11 +59,13 @@ def procs_with(token):
 @test
 def the_init_the_program_and_its_children_are_in_the_sandbox_cgroup():
     token = "cc-join-" + secrets.token_hex(4)
-    p = subprocess.Popen([CODECELL, "run", "--timeout", "20", "--lang", "bash", "-"],
+    # the run lasts until the test kills it: a timeout that ended it while
+    # a loaded machine still walks /proc would fail the test for nothing
+    p = subprocess.Popen([CODECELL, "run", "--timeout", "3600", "--lang", "bash", "-"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        p.stdin.write("(exec -a %s-a sleep 100) & (exec -a %s-b sleep 100) &\n"
+        p.stdin.write("(exec -a %s-a sleep 3600) & (exec -a %s-b sleep 3600) &\n"
                       "echo started; wait\n" % (token, token))
         p.stdin.close()
         eq(p.stdout.readline().strip(), "started", "program did not start")
@@ -102,11 +104,11 @@ def the_supervisor_stays_where_it_was():
     # the join moves only the child's own thread: codecell itself and its
     # caller keep their cgroups
     mine = cgroup_lines(os.getpid())
-    p = subprocess.Popen([CODECELL, "run", "--timeout", "20", "--lang", "bash", "-"],
+    p = subprocess.Popen([CODECELL, "run", "--timeout", "3600", "--lang", "bash", "-"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        p.stdin.write("echo started; sleep 100\n")
+        p.stdin.write("echo started; sleep 3600\n")
         p.stdin.close()
         eq(p.stdout.readline().strip(), "started", "program did not start")
         sup = cgroup_lines(p.pid)

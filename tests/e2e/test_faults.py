@@ -24,8 +24,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import (MountNs, Serve, cgroup_parents, check, children, descendants,  # noqa: E402
-                    eq, main, sandbox_cgroups, template_of, test)
+from cctest import (HANG_S, MountNs, Serve, cgroup_parents, check, children, descendants,  # noqa: E402
+                    eq, holder_of, main, sandbox_cgroups, template_of, test)
 
 PR_SET_CHILD_SUBREAPER = 36
 def become_subreaper():
@@ -80,22 +80,6 @@ def reap_orphans(keep=()):
         elif st:
             running.append(kid)
     return running
-
-
-def holder_of(root, mark):
-    """The descendant of root with a file whose path holds mark open."""
-    for pid in descendants(root):
-        try:
-            fds = os.listdir("/proc/%d/fd" % pid)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if mark in os.readlink("/proc/%d/fd/%s" % (pid, fd)):
-                    return pid
-            except OSError:
-                pass
-    return None
 
 
 def procs_in_cgroups(server_pid):
@@ -198,8 +182,8 @@ def assert_nothing_left(server_pid, procs, ns, mounts_before, tmp):
     added in its mount namespace (the test's: MountNs), its TMPDIR is
     empty."""
     eventually(lambda: not [p for p in procs if alive(p)] or None,
-               "the old server's processes still run: %r" % [p for p in procs if alive(p)], 20)
-    eventually(lambda: not reap_orphans(keep=(ns.holder.pid,)) or None, "orphans reparented here still run", 20)
+               "the old server's processes still run: %r" % [p for p in procs if alive(p)], HANG_S)
+    eventually(lambda: not reap_orphans(keep=(ns.holder.pid,)) or None, "orphans reparented here still run", HANG_S)
     eq(procs_in_cgroups(server_pid), [], "processes in the old server's sandbox cgroups")
     eq(sorted(ns.mounts() - mounts_before), [], "mounts added in the server's namespace")
     eq(os.listdir(tmp), [], "files left in the server's TMPDIR")
@@ -214,11 +198,16 @@ def kernel_killed_mid_execution_reports_and_the_session_goes_on():
         sid = s.session()["id"]
         s.execute(sid, "x = 1\nopen('kept.txt', 'w').write('kept')")
         k = marked_kernel(s, sid)
-        th, out = in_background(s.execute, sid, "import time\ntime.sleep(60)")
-        time.sleep(1)
+        # killed mid-execution: once the cell runs (it opens a file of its
+        # own), not after a pause that a loaded machine may not start it in
+        running = "ccrun-" + uuid.uuid4().hex
+        th, out = in_background(lambda: s.execute(
+            sid, "import time\n_ccrun = open('/tmp/%s', 'w')\ntime.sleep(600)" % running,
+            timeout=3600))
+        eventually(lambda: holder_of(s.pid, running) == k or None, "the cell runs", HANG_S)
         os.kill(k, signal.SIGKILL)
-        th.join(60)
-        r = out["r"]
+        th.join(2 * HANG_S)
+        r = out.get("r")
         check(isinstance(r, dict), "the caller got no answer: %r" % (r,))
         eq((r["status"], r["restarted"], r["error"]["name"]), ("killed", True, "KernelDied"), r)
         check("restarted" in r["error"]["value"], r["error"])
@@ -228,7 +217,7 @@ def kernel_killed_mid_execution_reports_and_the_session_goes_on():
         # killed while idle: the next execution says so, the one after runs
         k = marked_kernel(s, sid)
         os.kill(k, signal.SIGKILL)
-        eventually(lambda: not alive(ident(k) or (k, -1)) or None, "the kernel dies", 10)
+        eventually(lambda: not alive(ident(k) or (k, -1)) or None, "the kernel dies", HANG_S)
         r = s.execute(sid, "1 + 1")
         eq((r["status"], r["restarted"]), ("killed", True), r)
         eq(s.execute(sid, "1 + 1")["results"][0]["text/plain"], "2")
@@ -257,7 +246,7 @@ def kernel_killed_mid_execution_reports_and_the_session_goes_on():
 
 # ---- the warm pool -------------------------------------------------------------
 
-POOL_REFILL_S = 30  # a liveness bound: a pool refills in about a second
+POOL_REFILL_S = HANG_S  # a liveness bound: a pool refills in about a second
 
 
 def pool_refilled(s, size):
@@ -286,7 +275,7 @@ def pool_template_killed_the_server_serves_and_the_pool_heals():
         # the old init outlived its template while cells it made lived;
         # with none left it exits, and the server reaps it
         eventually(lambda: gone(init_id) or None,
-                   "the dead template's init %d is left as %r" % (init, stat_of(init)), 10)
+                   "the dead template's init %d is left as %r" % (init, stat_of(init)), HANG_S)
         # the pool comes back: a new template, full again, pooled sessions
         eventually(lambda: pool_refilled(s, 2), "the pool refills after its template died "
                    "(healthz: %r)" % s.healthz(), POOL_REFILL_S)
@@ -341,14 +330,14 @@ def pool_template_init_killed_nothing_is_left_and_the_pool_heals():
         pool = s.healthz()["pool"]
         init_id = ident(init)
         os.kill(init, signal.SIGKILL)
-        eventually(lambda: (stat_of(init) or ("Z",))[0] == "Z" or None, "the init dies", 20)
+        eventually(lambda: (stat_of(init) or ("Z",))[0] == "Z" or None, "the init dies", HANG_S)
         # the ready kernels died with it: the pool drops them before any
         # take (one no take reached held the init and its cgroups, and
         # counted as ready)
         soft.check(eventually,
                    lambda: s.healthz()["pool"]["discarded"] >= pool["discarded"] + pool["ready"]
                    or None, "the dead ready kernels are dropped (healthz before the kill: %r, "
-                   "after: %r)" % (pool, s.healthz()["pool"]), 10)
+                   "after: %r)" % (pool, s.healthz()["pool"]), HANG_S)
         r = s.execute(sid, "1 + 1")
         eq((r["status"], r["restarted"], (r["error"] or {}).get("name")),
            ("killed", True, "KernelDied"), r)
@@ -361,9 +350,9 @@ def pool_template_init_killed_nothing_is_left_and_the_pool_heals():
         # the dead init is reaped (not a zombie child of the server) and
         # its cgroups removed
         soft.check(eventually, lambda: gone(init_id) or None,
-                   "the template's init %d is left as %r" % (init, stat_of(init)), 10)
+                   "the template's init %d is left as %r" % (init, stat_of(init)), HANG_S)
         soft.check(eventually, lambda: not [d for d in init_cgroups if os.path.exists(d)] or None,
-                   "the template's cgroups are left", 10)
+                   "the template's cgroups are left", HANG_S)
         soft.check(eventually, lambda: pool_refilled(s, 2),
                    "the pool refills after its template's init died (healthz: %r)" % s.healthz(),
                    POOL_REFILL_S)

@@ -16,7 +16,7 @@ import termios
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, Serve, check, codecell, eq, main, run_code, scratch, test, write  # noqa: E402
+from cctest import CODECELL, HANG_S, Serve, check, codecell, eq, main, run_code, scratch, test, write  # noqa: E402
 
 
 def session(*stmts):
@@ -162,7 +162,20 @@ class Terminal:
     def keys(self, data):
         os.write(self.fd, data)
 
-    def expect(self, what, timeout=30, count=1):
+    def editing(self):
+        """Once libedit has the terminal out of canonical mode (it does so a
+        moment after the prompt shows): before that, a ^D is an end-of-file
+        for a read nobody makes, and a Tab is a blank.  A person does not
+        type that fast; a test on a loaded machine does, whatever pause it
+        takes, so it waits for the mode itself (termios on the master end
+        reads the terminal's)."""
+        deadline = time.monotonic() + HANG_S
+        while termios.tcgetattr(self.fd)[3] & termios.ICANON:
+            check(time.monotonic() < deadline, "the terminal stays in canonical mode; it shows %r"
+                  % self.screen[-2000:])
+            time.sleep(0.01)
+
+    def expect(self, what, timeout=HANG_S, count=1):
         """Read until what has appeared count times (from the start)."""
         deadline = time.monotonic() + timeout
         while self.screen.count(what) < count:
@@ -177,7 +190,7 @@ class Terminal:
                 check(chunk, "the shell went away; it showed %r" % self.screen[-2000:])
                 self.screen += chunk
 
-    def wait(self, timeout=30):
+    def wait(self, timeout=HANG_S):
         deadline = time.monotonic() + timeout
         while self.p.poll() is None and time.monotonic() < deadline:
             r, _, _ = select.select([self.fd], [], [], 0.1)
@@ -216,11 +229,8 @@ def terminal_shell_edits_lines_and_recalls_history():
         t.keys(b"print('after')\r")
         t.expect(b"after\r\n>>> ")
         check(b"NameError" not in t.screen and b"SyntaxError" not in t.screen, t.screen)
-        # Ctrl-D ends the shell.  The prompt is drawn a moment before
-        # libedit takes the terminal out of canonical mode, and a ^D typed
-        # in that moment is an end-of-file for a read nobody makes (a
-        # person does not type that fast): give it the moment.
-        time.sleep(0.3)
+        # Ctrl-D ends the shell, once libedit reads keys (editing())
+        t.editing()
         t.keys(b"\x04")
         eq(t.wait(), 0, "exit status after Ctrl-D")
         hist = open(os.path.join(t.home, ".codecell_history"), "rb").read()
@@ -235,20 +245,20 @@ def tab_completes_names_from_the_kernel():
     try:
         t.keys(b"my_long_variable = 41\r")
         t.expect(b"= 41\r\n>>> ")
-        time.sleep(0.3)  # as above: libedit's terminal modes come a moment after the prompt
+        t.editing()
         # one match: inserted
         t.keys(b"my_lo\t + 1\r")
         t.expect(b"42\r\n>>> ")
         # a module's attributes after a dot
         t.keys(b"import collections\r")
         t.expect(b"collections\r\n>>> ")
-        time.sleep(0.3)
+        t.editing()
         t.keys(b"collections.Ordered\t)\r")
         t.expect(b"OrderedDict()\r\n>>> ")
         # several: their list below the line, then the line again
         t.keys(b"alpha_one = 1; alpha_two = 2\r")
         t.expect(b"alpha_two = 2\r\n>>> ")
-        time.sleep(0.3)
+        t.editing()
         t.keys(b"alpha_\t")
         t.expect(b"alpha_one  alpha_two")
         t.keys(b"t\t\r")

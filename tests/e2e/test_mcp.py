@@ -13,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, check, codecell, eq, main, test  # noqa: E402
+from cctest import CODECELL, HANG_S, await_descendants, check, codecell, eq, main, test  # noqa: E402
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {},
@@ -608,9 +608,13 @@ def sigterm_stops_a_running_cell_and_closes_sessions():
     m.call("run_code", session_id=sid, code="1")
     procs = {p: start_time(p) for p in descendants(m.p.pid)}
     m.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-            "params": {"name": "run_code", "arguments": {"session_id": sid,
-                                                         "code": "import time\ntime.sleep(600)"}}})
-    time.sleep(1)  # let the cell start; the test does not depend on it
+            "params": {"name": "run_code", "arguments": {
+                "session_id": sid, "code": "import subprocess\nsubprocess.run(['sleep', '3600'])"}}})
+    # SIGTERM once the cell runs (its sleep is there), not after a pause
+    # a loaded machine may not have started it in; the sleep must go too
+    sleeper = await_descendants(m.p.pid, "sleep 3600", HANG_S)
+    check(sleeper, "the cell did not start")
+    procs.update({p: start_time(p) for p in sleeper})
     m.p.send_signal(signal.SIGTERM)
     rc = m.p.wait(timeout=60)
     eq(rc, 128 + signal.SIGTERM)

@@ -517,7 +517,7 @@ def sigint_interrupts_running_cell():
         rid = k.start("print('spin', flush=True)\nwhile True:\n    pass")
         k.wait_output("spin")
         k.p.send_signal(signal.SIGINT)
-        eq(Cell(k.collect(rid, timeout=10)).error["name"], "KeyboardInterrupt", "loop")
+        eq(Cell(k.collect(rid, timeout=HANG_S)).error["name"], "KeyboardInterrupt", "loop")
         # and a handler replaced by user code is put back between cells
         k.run_ok("import signal\nsignal.signal(signal.SIGINT, signal.SIG_DFL)")
         k.p.send_signal(signal.SIGINT)
@@ -536,7 +536,7 @@ def a_cell_says_when_it_has_started():
         eq(c.events[0]["id"], c.done["id"], "its id")
         c = k.execute("def f(:")
         eq([e["type"] for e in c.events][0], "started", "a syntax error starts too")
-        c = Cell(k.collect(k.start("1"), 10))
+        c = Cell(k.collect(k.start("1"), HANG_S))
         eq(c.status, "ok")
 
 

@@ -9,9 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import CODECELL, HANG_S, JsonShell, check, children, codecell, eq, main, test  # noqa: E402
+from cctest import (CODECELL, HANG_S, JsonShell, check, children, codecell, eq, holder_of,  # noqa: E402
+                    main, test)
 
 KERNEL_FRAMES = ("[eval]", "node:repl", "node:vm", "node:internal/timers", "runCellSync")
 
@@ -21,6 +23,22 @@ class Shell(JsonShell):
 
     def __init__(self, *args):
         super().__init__(*args, lang="javascript")
+
+
+def await_mark(sh, what):
+    """A fresh file name for the kernel to open (JavaScript that opens it,
+    and a wait for the kernel to hold it open): the moment a cell or a
+    timer got somewhere, seen from the host, where a fixed pause is too
+    short on a loaded machine."""
+    mark = "/tmp/ccmark-" + uuid.uuid4().hex
+    code = "globalThis.__ccmark = require('fs').openSync(%r, 'w')" % mark
+
+    def wait():
+        deadline = time.monotonic() + HANG_S
+        while not holder_of(sh.p.pid, mark):
+            check(time.monotonic() < deadline, "%s: never seen" % what)
+            time.sleep(0.02)
+    return code, wait
 
 
 def text(r):
@@ -216,8 +234,10 @@ def ctrl_c_interrupts_the_cell_and_sigint_between_cells_is_ignored():
     time.sleep(0.3)
     r = sh.run("kept")
     eq((r["status"], text(r), r["restarted"]), ("ok", "9", False), r)
-    sh.send("while (true) {}")
-    time.sleep(0.7)
+    # Ctrl-C once the cell runs, not before the shell has sent it
+    opened, running = await_mark(sh, "the cell")
+    sh.send(opened + "; while (true) {}")
+    running()
     sh.p.send_signal(signal.SIGINT)
     r = sh.result()
     eq((r["status"], r["error"]["name"], r["restarted"]), ("error", "Interrupted", False), r)
@@ -230,9 +250,12 @@ def errors_thrown_later_do_not_kill_the_kernel():
     sh = Shell()
     sh.run("let alive = 'still'")
     # thrown by a timer between cells: written to the next cell's stderr
-    r = sh.run("setTimeout(() => { throw new Error('from a timer') }, 10); 1")
+    # (the next cell goes once the timer has run, seen from here: its
+    # throw follows in the same callback, before the kernel reads again)
+    opened, fired = await_mark(sh, "the timer")
+    r = sh.run("setTimeout(() => { %s; throw new Error('from a timer') }, 10); 1" % opened)
     eq(r["status"], "ok", r)
-    time.sleep(0.3)
+    fired()
     r = sh.run("alive")
     eq((r["status"], text(r)), ("ok", "'still'"), r)
     check(r["logs"]["stderr"].startswith("Uncaught Error: from a timer\n"), r["logs"])
@@ -246,11 +269,13 @@ def errors_thrown_later_do_not_kill_the_kernel():
     r = sh.run("alive")
     eq((text(r), r["restarted"], r["logs"]["stderr"]), ("'still'", False, ""), r)
     # user code that takes the kernel's handlers away does not take it down
+    opened, fired = await_mark(sh, "the timers")
     sh.run("for (const ev of ['uncaughtException', 'unhandledRejection', 'SIGINT'])"
            " process.removeAllListeners(ev);"
            " setTimeout(() => { throw new Error('after removal') }, 10);"
-           " setTimeout(() => Promise.reject(new Error('rejected later')), 10); 0")
-    time.sleep(0.3)
+           " setTimeout(() => Promise.reject(new Error('rejected later')), 10);"
+           " setTimeout(() => { %s }, 10); 0" % opened)
+    fired()
     r = sh.run("alive")
     eq((text(r), r["restarted"]), ("'still'", False), r)
     check("Uncaught Error: after removal" in r["logs"]["stderr"], r["logs"])

@@ -42,6 +42,12 @@ atexit.register(shutil.rmtree, STATE_HOME, True)
 # measured in bench/), only what tells "ended" from "hung".
 HANG_S = 60
 
+# A --timeout for a cell that does real work (imports pandas or
+# matplotlib) where the timeout is not what the test is about: the default
+# 30 s is a second of CPU on an idle machine but can pass before the
+# import ends at a load average of 100.  Like HANG_S it only bounds a hang.
+WORK_S = 300
+
 # --timeout values for a test that needs its program to get somewhere (to
 # print a first line) before the timeout ends it: on a loaded machine the
 # start alone can take over a second, so the test tries again with twice
@@ -251,6 +257,23 @@ def descendants(pid):
                 out.append(kid)
                 todo.append(kid)
     return out
+
+
+def holder_of(root, mark):
+    """The descendant of root with a file whose path holds mark open (a
+    cell that opens a file of a fresh name is seen running this way)."""
+    for pid in descendants(root):
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if mark in os.readlink("/proc/%d/fd/%s" % (pid, fd)):
+                    return pid
+            except OSError:
+                pass
+    return None
 
 
 def cmdline(pid):

@@ -310,13 +310,12 @@ static void session_from(struct agent_config *c, const struct run_opts *r)
 	so->strict = r->req.strict;
 }
 
-/* --policy and --audit: the session is checked now (languages, limits
- * lowered to the ceilings), each step and tool call later. */
+/* --policy and --audit: the loop's session is made through the engine's
+ * pipeline (checked and, refused, recorded) before the model is asked;
+ * each step and tool call is checked later. */
 static int policy_start(struct agent_opts *o, struct engine_policies **ret_p,
 			struct engine_audit **ret_a)
 {
-	struct engine_verdict v = { 0 };
-
 	if (!o->run.policy_path && !o->run.audit_path)
 		return 0;
 	if (cli_policy_open(&o->run, false, ret_p, ret_a) < 0)
@@ -324,16 +323,6 @@ static int policy_start(struct agent_opts *o, struct engine_policies **ret_p,
 	o->cfg.client = &(*ret_p)->clients[0];
 	o->cfg.policies = *ret_p;
 	o->cfg.audit = *ret_a;
-	if (engine_check_session(o->cfg.client, DOOR_CLI, &o->cfg.session, o->run.limits_set,
-				 o->run.net_set, &v) < 0) {
-		log_error("%s", v.message);
-		engine_audit_close(*ret_a);
-		engine_policies_free(*ret_p);
-		*ret_a = NULL;
-		*ret_p = NULL;
-		return -EPERM;
-	}
-	o->cfg.session_checked = true; /* the loop makes it without a second check */
 	return 0;
 }
 

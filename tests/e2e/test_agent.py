@@ -443,4 +443,23 @@ def ctrl_c_stops_a_request_the_model_is_slow_to_answer():
         eq(out, b"")
 
 
+
+@test
+def a_session_the_policy_refuses_is_recorded_and_the_model_is_not_asked():
+    """codecell agent --policy: the session is made through the engine's
+    pipeline, so a refusal is said, recorded in the audit log, and comes
+    before any request to the model."""
+    d = tmpdir()
+    pol = write(os.path.join(d, "p.ini"), "[default]\nlanguages = javascript\n")
+    audit = os.path.join(d, "audit.jsonl")
+    with StandIn(["<execute_python>\nprint(1)\n</execute_python>", "1"]) as s:
+        r = agent(s, "--policy", pol, "--audit", audit, "q")
+        eq(r.status, 125, r)
+        check("rejected by policy" in r.stderr and "python" in r.stderr, r.stderr)
+        eq(len(s.requests), 0, "the model was asked")
+    recs = [json.loads(x) for x in open(audit)]
+    eq([(x["tool"], x["decision"], x["rule"]) for x in recs],
+       [("session_create", "rejected", "languages")], recs)
+
+
 main()

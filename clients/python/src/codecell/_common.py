@@ -259,3 +259,64 @@ def unreachable(url: str, e: BaseException) -> TransportError:
 def not_a_file(path: str) -> IsADirectoryError:
     return IsADirectoryError("'%s' is a directory in the workspace: list it with files.list(%r)"
                              % (path, path))
+
+
+def execute_call(session_id: str, code: str, timeout: Optional[Duration],
+                 session_timeout: Any, client_timeout: Optional[float],
+                 headers: Dict[str, str]) -> Call:
+    """A session's execute: waits for the cell's timeout, else the session's."""
+    body: Dict[str, Any] = {"code": code}
+    if timeout is not None:
+        body["timeout"] = timeout
+    wait = exec_wait(client_timeout, timeout if timeout is not None else session_timeout)
+    return json_call("POST", session_path(session_id, "/execute"), body, headers, wait=wait)
+
+
+def tool_call(name: str, arguments: Mapping[str, Any], session_id: Optional[str],
+              headers: Dict[str, str]) -> Call:
+    body: Dict[str, Any] = {"arguments": dict(arguments)}
+    if session_id is not None:
+        body["session_id"] = session_id
+    return json_call("POST", "/v1/tools/" + urllib.parse.quote(name, safe=""), body, headers)
+
+
+def approval_call(approval_id: str, approve: Optional[bool] = None) -> Call:
+    """GET an approval, or (approve given) POST the operator's decision."""
+    path = "/v1/approvals/" + urllib.parse.quote(approval_id, safe="")
+    if approve is None:
+        return json_call("GET", path)
+    return json_call("POST", path, {"decision": "approve" if approve else "deny"})
+
+
+def still_pending(approval_id: str, timeout: Optional[float]) -> TimeoutError:
+    return TimeoutError("approval '%s' still pending after %g s: the operator has not decided "
+                        "(codecell approvals approve ID)" % (approval_id, timeout or 0))
+
+
+class ClientBase:
+    """What Client and AsyncClient hold: the server, the headers of every
+    call, the timeout and whether held calls answer at once."""
+
+    def __init__(self, base_url: Optional[str] = None, token: Optional[str] = None,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT, respond_async: bool = False) -> None:
+        self.base_url = (base_url or os.environ.get("CODECELL_URL") or DEFAULT_URL).rstrip("/")
+        self._ep = Endpoint.parse(self.base_url)
+        self._headers = base_headers(resolve_token(token))
+        self.timeout = timeout
+        self.respond_async = respond_async
+
+    def _held(self, approval_id: Optional[str]) -> Dict[str, str]:
+        return call_headers(self.respond_async, approval_id)
+
+
+def route_event(line: bytes, cbs: Mapping[str, Callback]) -> Union[
+        Execution, Tuple[Callback, Any], None]:
+    """What a stream's line asks for: the Execution at its end, a callback
+    and its argument, or nothing (no callback for it, an empty line)."""
+    ev = parse_event(line)
+    if ev is None:
+        return None
+    if isinstance(ev[1], Execution):
+        return ev[1]
+    cb = cbs.get(ev[0])
+    return (cb, ev[1]) if cb is not None else None

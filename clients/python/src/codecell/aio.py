@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 import ssl
 import time
-import urllib.parse
 from typing import (Any, AsyncIterator, Awaitable, Coroutine, Dict, Generator, List, Mapping,
-                    Optional, Sequence, Union)
+                    Optional, Sequence, Tuple, Union)
 
 from . import _common as c
 from .errors import NotFound, TransportError, error_from_response
@@ -39,7 +37,8 @@ class _Response:
         try:
             return await asyncio.wait_for(aw, self._wait_s)
         except asyncio.TimeoutError:
-            raise TransportError("no answer from the server within %g s" % self._wait_s) from None
+            raise TransportError("no answer from the server within %g s"
+                                 % (self._wait_s or 0)) from None
         except (asyncio.IncompleteReadError, ConnectionError) as e:
             raise TransportError("the answer was cut: %s" % e) from None
         except asyncio.LimitOverrunError:
@@ -127,17 +126,9 @@ async def _call_back(cb: c.Callback, value: Any) -> None:
         await r
 
 
-class AsyncClient:
+class AsyncClient(c.ClientBase):
     """The asyncio twin of `codecell.Client`: the same arguments and methods,
     each a coroutine. `async with AsyncClient(...) as cc:`."""
-
-    def __init__(self, base_url: Optional[str] = None, token: Optional[str] = None,
-                 timeout: Optional[float] = c.DEFAULT_TIMEOUT, respond_async: bool = False) -> None:
-        self.base_url = (base_url or os.environ.get("CODECELL_URL") or c.DEFAULT_URL).rstrip("/")
-        self._ep = c.Endpoint.parse(self.base_url)
-        self._headers = c.base_headers(c.resolve_token(token))
-        self.timeout = timeout
-        self.respond_async = respond_async
 
     # ---- transport ----------------------------------------------------------
 
@@ -164,7 +155,7 @@ class AsyncClient:
             raise
         return resp
 
-    async def _send(self, call: c.Call) -> Any:
+    async def _send(self, call: c.Call) -> Tuple[int, str, bytes]:
         resp = await self._open(call)
         try:
             return resp.status, resp.headers.get("content-type", ""), await resp.read()
@@ -186,19 +177,14 @@ class AsyncClient:
             if not resp.headers.get("content-type", "").startswith(c.NDJSON):
                 return Execution.from_json(c.decode_json(resp.status, await resp.read()))
             async for line in resp.lines():
-                ev = c.parse_event(line)
-                if ev is None:
-                    continue
-                if ev[0] == "end":
-                    return ev[1]
-                if ev[0] in cbs:
-                    await _call_back(cbs[ev[0]], ev[1])
+                step = c.route_event(line, cbs)
+                if isinstance(step, Execution):
+                    return step
+                if step is not None:
+                    await _call_back(step[0], step[1])
             raise c.stream_ended()
         finally:
             resp.close()
-
-    def _held(self, approval_id: Optional[str]) -> Dict[str, str]:
-        return c.call_headers(self.respond_async, approval_id)
 
     # ---- one-shot runs and sessions ----------------------------------------
 
@@ -254,24 +240,17 @@ class AsyncClient:
                         session_id: Optional[str] = None,
                         approval_id: Optional[str] = None) -> Any:
         """See `Client.call_tool`."""
-        body: Dict[str, Any] = {"arguments": dict(arguments)}
-        if session_id is not None:
-            body["session_id"] = session_id
-        return await self._json(c.json_call("POST", "/v1/tools/" + urllib.parse.quote(name, safe=""),
-                                            body, self._held(approval_id)))
+        return await self._json(c.tool_call(name, arguments, session_id, self._held(approval_id)))
 
     async def list_approvals(self) -> List[Approval]:
         j = await self._json(c.json_call("GET", "/v1/approvals"))
         return [Approval.from_json(a) for a in j.get("approvals") or []]
 
     async def get_approval(self, approval_id: str) -> Approval:
-        return Approval.from_json(await self._json(c.json_call(
-            "GET", "/v1/approvals/" + urllib.parse.quote(approval_id, safe=""))))
+        return Approval.from_json(await self._json(c.approval_call(approval_id)))
 
     async def decide_approval(self, approval_id: str, approve: bool) -> Approval:
-        return Approval.from_json(await self._json(c.json_call(
-            "POST", "/v1/approvals/" + urllib.parse.quote(approval_id, safe=""),
-            {"decision": "approve" if approve else "deny"})))
+        return Approval.from_json(await self._json(c.approval_call(approval_id, approve)))
 
     async def wait_for_approval(self, approval_id: str, timeout: Optional[float] = None,
                                 poll: float = 0.5) -> Approval:
@@ -281,7 +260,7 @@ class AsyncClient:
             if a.state != "pending":
                 return a
             if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError("approval '%s' still pending after %g s" % (approval_id, timeout))
+                raise c.still_pending(approval_id, timeout)
             await asyncio.sleep(poll)
 
     async def health(self) -> Dict[str, Any]:
@@ -367,14 +346,9 @@ class AsyncSession:
                       on_error: Optional[c.Callback] = None,
                       approval_id: Optional[str] = None) -> Execution:
         """See `Session.execute`; callbacks may be coroutine functions."""
-        body: Dict[str, Any] = {"code": code}
-        if timeout is not None:
-            body["timeout"] = timeout
         cl = self._client
-        wait = c.exec_wait(cl.timeout, timeout if timeout is not None else
-                           self.info.limits.get("timeout"))
-        call = c.json_call("POST", c.session_path(self.id, "/execute"), body,
-                           cl._held(approval_id), wait=wait)
+        call = c.execute_call(self.id, code, timeout, self.info.limits.get("timeout"),
+                              cl.timeout, cl._held(approval_id))
         return await cl._execute(call, c.callbacks(on_stdout, on_stderr, on_result, on_error))
 
     async def interrupt(self) -> bool:

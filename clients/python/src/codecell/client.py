@@ -3,9 +3,7 @@ Client may be shared between threads."""
 from __future__ import annotations
 
 import http.client
-import os
 import time
-import urllib.parse
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _common as c
@@ -15,7 +13,7 @@ from .types import Approval, Execution, FileEntry, FileWritten, SessionInfo, Too
 __all__ = ["Client", "Session", "Files"]
 
 
-class Client:
+class Client(c.ClientBase):
     """A connection to `codecell serve`.
 
     base_url: the server (default: CODECELL_URL, else http://127.0.0.1:8080).
@@ -25,19 +23,12 @@ class Client:
     minute. respond_async: a call the policy holds for a person raises
     ApprovalPending at once instead of waiting for the decision."""
 
-    def __init__(self, base_url: Optional[str] = None, token: Optional[str] = None,
-                 timeout: Optional[float] = c.DEFAULT_TIMEOUT, respond_async: bool = False) -> None:
-        self.base_url = (base_url or os.environ.get("CODECELL_URL") or c.DEFAULT_URL).rstrip("/")
-        self._ep = c.Endpoint.parse(self.base_url)
-        self._headers = c.base_headers(c.resolve_token(token))
-        self.timeout = timeout
-        self.respond_async = respond_async
-
     # ---- transport ----------------------------------------------------------
 
     def _open(self, call: c.Call) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         wait = self.timeout if call.wait is c._DEFAULT else call.wait
-        cls = http.client.HTTPSConnection if self._ep.scheme == "https" else http.client.HTTPConnection
+        cls = (http.client.HTTPSConnection if self._ep.scheme == "https"
+               else http.client.HTTPConnection)
         conn = cls(self._ep.host, self._ep.port, timeout=wait)
         try:
             conn.request(call.method, self._ep.prefix + call.path, body=call.body,
@@ -71,21 +62,16 @@ class Client:
             if not resp.getheader("Content-Type", "").startswith(c.NDJSON):
                 return Execution.from_json(c.decode_json(resp.status, resp.read()))
             for line in iter(resp.readline, b""):
-                ev = c.parse_event(line)
-                if ev is None:
-                    continue
-                if ev[0] == "end":
-                    return ev[1]
-                if ev[0] in cbs:
-                    cbs[ev[0]](ev[1])
+                step = c.route_event(line, cbs)
+                if isinstance(step, Execution):
+                    return step
+                if step is not None:
+                    step[0](step[1])
             raise c.stream_ended()
         except (OSError, http.client.HTTPException) as e:
             raise TransportError("the stream from %s was cut: %s" % (self.base_url, e)) from None
         finally:
             conn.close()
-
-    def _held(self, approval_id: Optional[str]) -> Dict[str, str]:
-        return c.call_headers(self.respond_async, approval_id)
 
     # ---- one-shot runs and sessions ----------------------------------------
 
@@ -139,11 +125,7 @@ class Client:
                   session_id: Optional[str] = None, approval_id: Optional[str] = None) -> Any:
         """Call a tool (`POST /v1/tools/{name}`); its result as JSON. A tool's
         own failure (an SQLError) is a result with "error", not an exception."""
-        body: Dict[str, Any] = {"arguments": dict(arguments)}
-        if session_id is not None:
-            body["session_id"] = session_id
-        return self._json(c.json_call("POST", "/v1/tools/" + urllib.parse.quote(name, safe=""),
-                                      body, self._held(approval_id)))
+        return self._json(c.tool_call(name, arguments, session_id, self._held(approval_id)))
 
     # ---- approvals ----------------------------------------------------------
 
@@ -152,14 +134,11 @@ class Client:
         return [Approval.from_json(a) for a in j.get("approvals") or []]
 
     def get_approval(self, approval_id: str) -> Approval:
-        return Approval.from_json(self._json(c.json_call(
-            "GET", "/v1/approvals/" + urllib.parse.quote(approval_id, safe=""))))
+        return Approval.from_json(self._json(c.approval_call(approval_id)))
 
     def decide_approval(self, approval_id: str, approve: bool) -> Approval:
         """Approve or deny a held call (the operator's token only)."""
-        return Approval.from_json(self._json(c.json_call(
-            "POST", "/v1/approvals/" + urllib.parse.quote(approval_id, safe=""),
-            {"decision": "approve" if approve else "deny"})))
+        return Approval.from_json(self._json(c.approval_call(approval_id, approve)))
 
     def wait_for_approval(self, approval_id: str, timeout: Optional[float] = None,
                           poll: float = 0.5) -> Approval:
@@ -171,7 +150,7 @@ class Client:
             if a.state != "pending":
                 return a
             if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError("approval '%s' still pending after %g s" % (approval_id, timeout))
+                raise c.still_pending(approval_id, timeout)
             time.sleep(poll)
 
     def health(self) -> Dict[str, Any]:
@@ -242,14 +221,9 @@ class Session:
         and on_stderr(str) as output comes, on_result(Result) for each figure
         shown and the main result, on_error(ExecutionError). The cell's own
         exception is on the returned Execution's `error`, not raised."""
-        body: Dict[str, Any] = {"code": code}
-        if timeout is not None:
-            body["timeout"] = timeout
         cl = self._client
-        wait = c.exec_wait(cl.timeout, timeout if timeout is not None else
-                           self.info.limits.get("timeout"))
-        call = c.json_call("POST", c.session_path(self.id, "/execute"), body,
-                           cl._held(approval_id), wait=wait)
+        call = c.execute_call(self.id, code, timeout, self.info.limits.get("timeout"),
+                              cl.timeout, cl._held(approval_id))
         return cl._execute(call, c.callbacks(on_stdout, on_stderr, on_result, on_error))
 
     def interrupt(self) -> bool:

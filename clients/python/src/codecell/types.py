@@ -153,8 +153,9 @@ class Execution:
         if self.error is not None:
             raise self.error
         if self.status != "ok":
-            raise ExecutionError(self.status, "the execution ended with status '%s' (limits hit: %s)"
-                                 % (self.status, ", ".join(self.limits_hit) or "none"), "")
+            raise ExecutionError(self.status, "the execution ended with status '%s' (limits "
+                                 "hit: %s)" % (self.status, ", ".join(self.limits_hit) or "none"),
+                                 "")
         return self
 
 

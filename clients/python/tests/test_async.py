@@ -59,18 +59,31 @@ def test_async_session_streaming_png_and_order(aclient):
 
 
 def test_async_streaming_is_live(aclient):
+    """As test_client.test_streaming_is_live: the callback, run while the
+    cell runs, interrupts it (again until it ends)."""
     async def go():
         s = await aclient.create_session()
-        try:
-            async def on_stdout(t):
-                if "ready" in t:
-                    assert await s.interrupt() is True
+        irq, seen = [], []
 
+        async def keep_interrupting():
+            while True:
+                await s.interrupt()
+                await asyncio.sleep(0.2)
+
+        async def on_stdout(t):
+            seen.append(t)
+            if "ready" in "".join(seen) and not irq:
+                irq.append(asyncio.ensure_future(keep_interrupting()))
+
+        try:
             r = await s.execute("import time\nprint('ready', flush=True)\ntime.sleep(600)",
                                 timeout=60, on_stdout=on_stdout)
             assert r.error is not None and r.error.name == "KeyboardInterrupt"
             assert "wall_time" not in r.limits_hit
         finally:
+            for t in irq:
+                t.cancel()
+            await asyncio.gather(*irq, return_exceptions=True)
             await s.close()
     run(go())
 

@@ -20,8 +20,9 @@ agent_pkgs="libcurl4-openssl-dev libcurl4"
 # (src/engine/tool_sql*.c), their headers build it; postgresql (initdb,
 # postgres) for tests/e2e/test_tool_sql.py's own server
 sql_pkgs="libsqlite3-dev libpq-dev postgresql"
-# clang-format: `make format-check` (.clang-format), which CI runs
-test_pkgs="util-linux bubblewrap hyperfine iproute2 procps time clang clang-format libclang-rt-14-dev chromium fonts-dejavu-core"
+# clang-format: `make format-check` (.clang-format), which CI runs;
+# python3-pip installs the Python client's test dependencies (below)
+test_pkgs="python3-pip util-linux bubblewrap hyperfine iproute2 procps time clang clang-format libclang-rt-14-dev chromium fonts-dejavu-core"
 # curl: tests/e2e/test_docs.py runs the docs' curl examples as written
 first_pkgs="curl"
 # `make compare` only (`setup.sh compare`): the sandboxes the escape corpus
@@ -93,6 +94,18 @@ elif ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.codecell-in
 	echo "setup: npm ci in tests/node"
 	(cd "$node_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) &&
 		cp "$node_dir/package-lock.json" "$node_dir/node_modules/.codecell-installed"
+fi
+
+# pytest for tests/e2e/test_python_client.py (the Python client's tests),
+# pinned with hashes by clients/python/requirements-test.lock, installed
+# for Debian's python3 into clients/python/.test-deps, again only when the
+# lock file changes
+py_lock=$(dirname "$0")/../clients/python/requirements-test.lock
+py_deps=$(dirname "$0")/../clients/python/.test-deps
+if ! cmp -s "$py_lock" "$py_deps/.codecell-installed" 2>/dev/null; then
+	echo "setup: pip install clients/python/requirements-test.lock"
+	/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --require-hashes --no-deps \
+		--upgrade --target "$py_deps" -r "$py_lock" && cp "$py_lock" "$py_deps/.codecell-installed"
 fi
 
 # matplotlib's font cache for the sandboxes, rebuilt only when the fonts

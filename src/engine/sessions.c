@@ -568,34 +568,13 @@ int engine_session_check(struct engine_caller *cl, struct engine_session *e,
 	return 0;
 }
 
-/* Under e->lock: e's project and upper layer, or 0 > the error in err. */
-static int project_of(struct engine_session *e, struct changes_base **ret_b, int *ret_up,
-		      struct engine_session_error *err)
-{
-	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
-		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
-		return -ESRCH;
-	}
-	if (!session_project(e->s)) {
-		engine_call_error_set(err, 400, "no_project", "the session has no project: create it with \"project\"");
-		return -ENOTDIR;
-	}
-	if (session_upper_fd(e->s) < 0) {
-		engine_call_error_set(err, 409, "no_workspace", "the session has no sandbox now: restart it first");
-		return -ENOENT;
-	}
-	*ret_b = session_project(e->s);
-	*ret_up = session_upper_fd(e->s);
-	return 0;
-}
-
 /* Under e->lock: the changes now, as the facts an approval names. */
 static int apply_facts(struct engine_session *e, const char *want, json_t **ret,
 		       struct engine_session_error *err)
 {
 	struct engine_changes c;
 	struct changes_base *b;
-	int up, r = project_of(e, &b, &up, err);
+	int up, r = engine_session_project(e, &b, &up, err);
 
 	if (r < 0)
 		return r;
@@ -659,7 +638,7 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
 		return r;
 	}
 	pthread_mutex_lock(&e->lock);
-	r = project_of(e, &b, &up, err);
+	r = engine_session_project(e, &b, &up, err);
 	if (r == 0) {
 		r = engine_changes_apply(up, b, json_string_value(json_object_get(facts, "changes_sha256")),
 					 ret_n, msg, sizeof(msg));

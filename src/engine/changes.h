@@ -9,8 +9,8 @@
  * here (/v1 by engine_session_apply, the CLI's apply and :apply).
  *
  * The changes are where a door finds them: a live session's upper layer
- * (engine_session_project) or a changes directory a run kept
- * (engine_changes_open); what is read, shown, applied or discarded of
+ * (engine_session_project, engine/sessions.h) or a changes directory a
+ * run kept (engine_changes_open); what is read, shown, applied or discarded of
  * them is here, so that no door calls session/changes.h itself. */
 #ifndef CODECELL_ENGINE_CHANGES_H
 #define CODECELL_ENGINE_CHANGES_H
@@ -25,8 +25,6 @@
 #include "util/buf.h"
 #include "util/sha256.h"
 
-struct engine_session;
-struct engine_session_error;
 
 struct engine_changes {
 	struct change_list l;
@@ -77,27 +75,5 @@ int engine_changes_open(const char *dir, struct changes_base *b, int *ret_upper_
 /* Remove such a directory (once applied, or to discard it; the project
  * is not touched).  0 or -errno. */
 int engine_changes_remove(const char *dir);
-
-/* Under e->lock: e's project and its upper layer (the session's fd,
- * valid until e restarts), for the functions above.  0, or -ESRCH (404
- * session_not_found), -ENOTDIR (400 no_project), -ENOENT (409
- * no_workspace), with err. */
-int engine_session_project(struct engine_session *e, struct changes_base **ret_b, int *ret_up,
-			   struct engine_session_error *err);
-/* What a discard did. */
-struct engine_discarded {
-	size_t discarded; /* paths made what the project has again */
-	size_t kept;	  /* files the sandbox cannot read in the project: left */
-	char project[sizeof(((struct changes_base *)0)->project)]; /* resolved */
-};
-/* Discard e's changes while it lives, taking e->lock: every path they
- * touch is made what the project has, through the workspace (the
- * overlay), as the sandbox's owner, so the program sees the project
- * again there; the project is not touched.  Files the sandbox cannot
- * read in the project stay as the program left them (ret->kept).  0, or
- * the errors of engine_session_project, 500 changes_failed (cannot read
- * them: the return is its -errno) or 500 discard_failed, with err. */
-int engine_session_discard(struct engine_session *e, struct engine_discarded *ret,
-			   struct engine_session_error *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* A project session's changes: GET /v1/sessions/{id}/changes, POST
- * .../changes/apply and .../changes/discard (session/changes.h). */
+ * .../changes/apply and .../changes/discard (engine/changes.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,7 +14,6 @@
 #include "engine/changes.h"
 #include "engine/sessions.h"
 #include "engine/policy.h"
-#include "session/changes.h"
 #include "util/macro.h"
 #include "util/json.h"
 #include "util/parse.h"
@@ -26,25 +25,16 @@ static int locked_project(struct api_call *c, struct engine_session **ret_e,
 			  struct changes_base **ret_b, int *ret_up, enum MHD_Result *ret)
 {
 	struct engine_session *e = api_call_session(c, ret);
+	struct engine_session_error err = { 0 };
 
 	if (!e)
 		return -ENOENT;
 	pthread_mutex_lock(&e->lock);
-	if (!e->s) {
-		*ret = api_respond_errorf(c, 404, "session_not_found", "the session '%s' was deleted",
-					  e->id);
-	} else if (!session_project(e->s)) {
-		*ret = api_respond_errorf(c, 400, "no_project",
-					  "the session has no project: create it with \"project\"");
-	} else if (session_upper_fd(e->s) < 0) {
-		*ret = api_respond_errorf(c, 409, "no_workspace",
-					  "the session has no sandbox now: restart it first");
-	} else {
+	if (engine_session_project(e, ret_b, ret_up, &err) == 0) {
 		*ret_e = e;
-		*ret_b = session_project(e->s);
-		*ret_up = session_upper_fd(e->s);
 		return 0;
 	}
+	*ret = api_respond_errorf(c, err.http, err.code, "%s", err.message);
 	pthread_mutex_unlock(&e->lock);
 	engine_session_unref(e);
 	return -EPERM;
@@ -56,7 +46,7 @@ static void unlock_project(struct engine_session *e)
 	engine_session_unref(e);
 }
 
-/* changes_list() failed with r. */
+/* engine_changes_read() failed with r. */
 static enum MHD_Result list_failed(struct api_call *c, int r)
 {
 	return api_respond_errorf(c, 500, "changes_failed", "cannot read the changes: %s",
@@ -95,18 +85,12 @@ enum MHD_Result api_handle_changes(struct api_call *c)
 		return list_failed(c, r);
 	}
 	buf_init(&diff, (size_t)max);
-	r = changes_diff(up, b, &ch.l, &diff);
-	if (r == -E2BIG)
-		cut = true, r = 0;
+	r = engine_changes_diff(up, b, &ch, &diff, &cut);
 	if (r < 0) {
 		ret = api_respond_errorf(c, 500, "changes_failed", "cannot diff the changes: %s",
 					 strerror(-r));
 	} else {
-		j = changes_json(b, &ch.l, &diff, cut);
-		if (j) {
-			json_object_set_new(j, "changes_sha256", json_string(ch.sha256));
-			json_object_set_new(j, "bytes", json_integer((json_int_t)ch.bytes));
-		}
+		j = engine_changes_json(b, &ch, &diff, cut);
 		ret = j ? api_respond_json(c, 200, j)
 			: api_respond_errorf(c, 500, "internal", "out of memory");
 	}
@@ -175,32 +159,22 @@ enum MHD_Result api_handle_changes_apply(struct api_call *c)
 
 enum MHD_Result api_handle_changes_discard(struct api_call *c)
 {
-	struct ws_owner o = { .chown = geteuid() == 0 };
+	struct engine_session_error err;
+	struct engine_discarded d;
 	struct engine_session *e;
-	struct changes_base *b;
-	struct change_list l;
 	enum MHD_Result ret;
-	char msg[1024];
-	int up, r;
 
-	if (locked_project(c, &e, &b, &up, &ret) < 0)
+	e = api_call_session(c, &ret);
+	if (!e)
 		return ret;
-	r = changes_list(up, b, &l);
-	if (r < 0) {
-		unlock_project(e);
-		return list_failed(c, r);
-	}
 	/* every path the changes touch made what the project has, through
 	 * the overlay: the program sees the project again there */
-	session_workspace_owner(e->s, &o.uid, &o.gid);
-	r = changes_revert(session_workspace_fd(e->s), b, &l, &o, msg, sizeof(msg));
-	if (r < 0)
-		ret = api_respond_errorf(c, 500, "discard_failed", "%s", msg);
+	if (engine_session_discard(e, &d, &err) < 0)
+		ret = api_respond_errorf(c, err.http, err.code, "%s", err.message);
 	else
-		ret = api_respond_json(c, 200, json_pack("{s:s, s:i, s:i}", "project", b->project,
-							 "discarded", (json_int_t)(l.n - (size_t)r),
-							 "kept_unreadable", (json_int_t)r));
-	change_list_release(&l);
-	unlock_project(e);
+		ret = api_respond_json(c, 200, json_pack("{s:s, s:i, s:i}", "project", d.project,
+							 "discarded", (json_int_t)d.discarded,
+							 "kept_unreadable", (json_int_t)d.kept));
+	engine_session_unref(e);
 	return ret;
 }

@@ -1,5 +1,5 @@
 /* `codecell diff|apply|discard CHANGES`: the changes a run with
- * --project kept (session/changes.h), and the helpers `codecell run` and
+ * --project kept (engine/changes.h), and the helpers `codecell run` and
  * `codecell shell` use for them. */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,19 +99,13 @@ int cli_changes_show(int upper_fd, const struct changes_base *b, size_t max_byte
 	if (r < 0)
 		return r;
 	buf_init(&diff, max_bytes);
-	r = changes_diff(upper_fd, b, &c.l, &diff);
-	if (r == -E2BIG)
-		cut = true, r = 0;
+	r = engine_changes_diff(upper_fd, b, &c, &diff, &cut);
 	if (r < 0)
 		log_error("cannot diff the changes to '%s': %s", b->project, strerror(-r));
 	else if (json) {
-		json_t *j = changes_json(b, &c.l, &diff, cut);
+		json_t *j = engine_changes_json(b, &c, &diff, cut);
 		char *s;
 
-		if (j) {
-			json_object_set_new(j, "changes_sha256", json_string(c.sha256));
-			json_object_set_new(j, "bytes", json_integer((json_int_t)c.bytes));
-		}
 		s = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 		if (s)
 			fprintf(f, "%s\n", s);
@@ -168,7 +162,7 @@ int cli_changes_apply(int upper_fd, struct changes_base *b, bool yes)
 		engine_changes_release(&c);
 		return -E2BIG;
 	}
-	r = changes_check(b, &c.l, msg, sizeof(msg));
+	r = engine_changes_check(b, &c, msg, sizeof(msg));
 	if (r < 0) {
 		log_error("%s", msg);
 		engine_changes_release(&c);
@@ -216,7 +210,7 @@ static int do_apply(const char *dir, struct changes_base *b, int up, bool yes)
 		return EXIT_CODECELL_ERROR;
 	}
 	r = cli_changes_apply(up, b, yes);
-	if (r == 0 && changes_remove(dir) < 0)
+	if (r == 0 && engine_changes_remove(dir) < 0)
 		log_warn("cannot remove '%s' after applying it", dir);
 	return status_of(r);
 }
@@ -256,7 +250,7 @@ int cli_changes(int argc, char **argv)
 		log_error("no CHANGES directory given (see 'codecell %s --help')", cmd);
 		return EXIT_CODECELL_ERROR;
 	}
-	r = changes_load(dir, &b, &up, msg, sizeof(msg));
+	r = engine_changes_open(dir, &b, &up, msg, sizeof(msg));
 	if (r < 0) {
 		log_error("%s", msg);
 		return EXIT_CODECELL_ERROR;
@@ -265,7 +259,7 @@ int cli_changes(int argc, char **argv)
 		return cli_changes_show(up, &b, (size_t)max, json, stdout) < 0 ? EXIT_CODECELL_ERROR : 0;
 	if (!strcmp(cmd, "apply"))
 		return do_apply(dir, &b, up, yes);
-	r = changes_remove(dir);
+	r = engine_changes_remove(dir);
 	if (r < 0) {
 		log_error("cannot remove '%s': %s", dir, strerror(-r));
 		return EXIT_CODECELL_ERROR;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "session/changes.h"
+#include "engine/changes.h"
 
 /* A new changes directory's path for project: under $XDG_STATE_HOME (or
  * ~/.local/state)/codecell/changes, which is made.  0 or -errno. */

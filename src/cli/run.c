@@ -16,6 +16,7 @@
 #include "engine/audit.h"
 #include "engine/call.h"
 #include "engine/policy.h"
+#include "engine/setup.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -143,10 +144,8 @@ static void warn_unenforced(unsigned bits)
 	if (!bits)
 		return;
 	buf_init(&b, 256);
-	for (unsigned bit = 1; bit <= SANDBOX_LIMIT_LANDLOCK; bit <<= 1)
-		if (bits & bit)
-			(void)buf_printf(&b, "%s%s", b.len ? ", " : "", sandbox_limit_name(bit));
-	sandbox_host_info(&hi);
+	(void)engine_limit_names_of(bits, ", ", &b);
+	engine_host_info(&hi);
 	log_warn("limits not enforced on this host: %s (%s; only per-process rlimits apply; see 'codecell check'; --strict refuses to run)",
 		 buf_str(&b), hi.cgroup_why ? hi.cgroup_why : "no usable cgroup");
 	buf_release(&b);
@@ -278,7 +277,7 @@ static int checked_run(struct run_opts *o, struct run_result *res, int *ret_sig)
 static struct sandbox *g_teardown;
 
 /* Everything is said: hand the rest of the sandbox's end to a process
- * of its own (sandbox_free_detached) and exit without waiting for it,
+ * of its own (engine_run_end_detached) and exit without waiting for it,
  * as bwrap does once its pid 1 reports.  Our fds 0-2 become /dev/null
  * first: a caller reading our output to its end (a shell's $(...)) gets
  * it when we exit, not when that process has closed its copies. */
@@ -289,7 +288,7 @@ static void end_sandbox(struct sandbox *sb)
 	fflush(stdout);
 	fflush(stderr);
 	stdio_to_devnull();
-	sandbox_free_detached(sb);
+	engine_run_end_detached(sb);
 }
 
 int cli_run(int argc, char **argv)
@@ -365,7 +364,7 @@ int cli_run(int argc, char **argv)
 		o.req.changes = &g_changes;
 	}
 	o.req.teardown = &g_teardown;
-	sandbox_defer_sweep();
+	engine_run_defer_sweep();
 	r = checked_run(&o, &res, &stopsig);
 	buf_release(&code);
 	if (r == -ECANCELED)

@@ -22,9 +22,10 @@
 #include "engine/audit.h"
 #include "engine/policy.h"
 #include "engine/sessions.h"
+#include "engine/setup.h"
+#include "engine/shell.h"
 #include "util/macro.h"
 #include "cli/lineedit.h"
-#include "session/session.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -100,7 +101,6 @@ static int read_line(struct line_reader *lr, struct buf *line, int sig_fd, uint6
 }
 
 struct shell {
-	struct session *s; /* the entry's */
 	struct engine_sessions reg; /* the shell's one session, the engine's */
 	struct engine_session *e;
 	struct engine_caller cl; /* who runs: the CLI's client, --audit */
@@ -119,7 +119,7 @@ static int complete_name(void *userdata, const char *word, char ***ret, size_t *
 {
 	struct shell *sh = userdata;
 
-	return session_names(sh->s, word, ret, ret_n);
+	return engine_session_names(sh->e, word, ret, ret_n);
 }
 
 static bool is_error(const struct run_result *r, const char *name)
@@ -284,53 +284,55 @@ static int next_line(struct shell *sh, struct line_reader *lr, struct buf *line,
 /* :discard in a live session: every path the changes touch is made
  * what the project has, through the workspace (the overlay), so the
  * program sees the project again there. */
-static int discard_live(struct shell *sh, struct changes_base *b, int up)
+static int discard_live(struct shell *sh, const struct changes_base *b)
 {
-	struct ws_owner o = { .chown = geteuid() == 0 };
-	struct change_list l;
-	char msg[1024];
-	int r = changes_list(up, b, &l);
+	struct engine_session_error err;
+	struct engine_discarded d;
+	int r = engine_session_discard(sh->e, &d, &err);
 
-	if (r < 0) {
+	if (r < 0 && !strcmp(err.code, "changes_failed"))
 		log_error("cannot read the changes to '%s': %s", b->project, strerror(-r));
-		return r;
-	}
-	session_workspace_owner(sh->s, &o.uid, &o.gid);
-	r = changes_revert(session_workspace_fd(sh->s), b, &l, &o, msg, sizeof(msg));
+	else if (r < 0)
+		log_error("discarding: %s", err.message);
 	if (r < 0)
-		log_error("discarding: %s", msg);
-	else
-		fprintf(stderr, "codecell: discarded %zu change%s to '%s'\n", l.n - (size_t)r,
-			l.n - (size_t)r == 1 ? "" : "s", b->project);
-	if (r > 0)
-		log_warn("%d file%s the sandbox cannot read in the project stay%s as the program left "
+		return r;
+	fprintf(stderr, "codecell: discarded %zu change%s to '%s'\n", d.discarded,
+		d.discarded == 1 ? "" : "s", d.project);
+	if (d.kept)
+		log_warn("%zu file%s the sandbox cannot read in the project stay%s as the program left "
 			 "%s (see ':diff')",
-			 r, r == 1 ? "" : "s", r == 1 ? "s" : "", r == 1 ? "it" : "them");
-	change_list_release(&l);
-	return r;
+			 d.kept, d.kept == 1 ? "" : "s", d.kept == 1 ? "s" : "", d.kept == 1 ? "it" : "them");
+	return 0;
 }
 
 /* ':diff', ':apply', ':discard' with --project.  Returns whether line was
  * one. */
 static bool project_command(struct shell *sh, const char *line)
 {
-	struct changes_base *b = sh->o->req.project_dir ? session_project(sh->s) : NULL;
+	struct engine_session_error err = { 0 };
+	struct changes_base *b = NULL;
 	char word[16] = "";
-	int up;
+	int up = -1, r;
 
-	if (!b || sscanf(line, " %15s", word) != 1 || word[0] != ':')
+	if (!sh->o->req.project_dir || sscanf(line, " %15s", word) != 1 || word[0] != ':')
 		return false;
 	if (strcmp(word, ":diff") && strcmp(word, ":apply") && strcmp(word, ":discard"))
 		return false;
-	up = session_upper_fd(sh->s);
-	if (up < 0) {
+	/* the shell's one session: nothing else uses it between here and
+	 * the command below */
+	pthread_mutex_lock(&sh->e->lock);
+	r = engine_session_project(sh->e, &b, &up, &err);
+	pthread_mutex_unlock(&sh->e->lock);
+	if (r == -ENOTDIR)
+		return false;
+	if (r < 0) {
 		log_error("the session has no sandbox now: its changes are gone");
 		return true;
 	}
 	if (!strcmp(word, ":diff")) {
 		(void)cli_changes_show(up, b, CHANGES_DIFF_MAX, sh->o->json, stdout);
 	} else if (!strcmp(word, ":discard")) {
-		(void)discard_live(sh, b, up);
+		(void)discard_live(sh, b);
 	} else {
 		const struct engine_policy *p = sh->policies->clients[0].policy;
 
@@ -362,7 +364,7 @@ static void feed(struct shell *sh, struct buf *stmt, const char *line)
 	 * statements are complete as soon as the kernel says so. */
 	if (stmt->len && sh->o->req.lang == LANG_PYTHON && starts_statement(line)) {
 		(void)buf_puts(stmt, "\n");
-		if (session_complete(sh->s, buf_str(stmt)) == 1) {
+		if (engine_session_complete(sh->e, buf_str(stmt)) == 1) {
 			run_statement(sh, stmt->data, stmt->len);
 			buf_reset(stmt);
 		} else {
@@ -375,7 +377,7 @@ static void feed(struct shell *sh, struct buf *stmt, const char *line)
 		buf_reset(stmt);
 		return;
 	}
-	c = session_complete(sh->s, buf_str(stmt));
+	c = engine_session_complete(sh->e, buf_str(stmt));
 	if (c != 0) {
 		/* complete; or invalid: running it shows the SyntaxError; or
 		 * the kernel could not answer: running it reports why and
@@ -422,7 +424,7 @@ static int loop(struct shell *sh)
 		}
 		if (r <= 0)
 			break;
-		if (session_expired(sh->s)) {
+		if (engine_session_expired(sh->e)) {
 			log_error("the session expired after %g s without input (--idle-timeout)",
 				  sh->o->idle_timeout_s);
 			sh->status = EXIT_CODECELL_ERROR;
@@ -454,6 +456,7 @@ int cli_shell(int argc, char **argv)
 	struct run_opts o;
 	struct shell sh = { 0 };
 	_cleanup_(engine_env_freep) char **seeded = NULL;
+	const char *preloaded;
 	struct buf err;
 	uint64_t t0;
 	int r;
@@ -470,7 +473,7 @@ int cli_shell(int argc, char **argv)
 		run_opts_usage(true, stdout);
 		return 0;
 	}
-	session_opts_init(so);
+	engine_session_opts_init(so);
 	/* finish_shell() refused languages without sessions */
 	(void)engine_lang_session(o.req.lang, &so->lang);
 	so->limits = o.req.limits;
@@ -526,22 +529,22 @@ int cli_shell(int argc, char **argv)
 		engine_policies_free(sh.policies);
 		return EXIT_CODECELL_ERROR;
 	}
-	sh.s = sh.e->s;
 	/* Tab completes names from the kernel's namespace (Python only) */
 	if (sh.ed && so->lang == SESSION_PYTHON)
-		lineedit_set_completer(sh.ed, complete_name, session_names_free, &sh);
-	if (*session_preload_failed(sh.s))
-		log_warn("--preload: not imported: %s", session_preload_failed(sh.s));
+		lineedit_set_completer(sh.ed, complete_name, engine_session_names_free, &sh);
+	/* what the kernel imported, as the engine noted it at the start */
+	preloaded = sh.e->preloaded ? sh.e->preloaded : "";
+	if (sh.e->preload_failed && *sh.e->preload_failed)
+		log_warn("--preload: not imported: %s", sh.e->preload_failed);
 	if (sh.tty)
 		printf("codecell shell: %s session ready in %.0f ms%s%s; Ctrl-D ends it\n",
 		       engine_lang_title(o.req.lang),
-		       (double)(now_ns() - t0) / 1e6, *session_preloaded(sh.s) ? ", preloaded " : "",
-		       session_preloaded(sh.s));
+		       (double)(now_ns() - t0) / 1e6, *preloaded ? ", preloaded " : "", preloaded);
 	r = loop(&sh);
 	if (o.req.workspace_dir) {
 		char *warning = NULL;
 
-		if (session_sync_workspace(sh.s, &warning) < 0 && r == 0)
+		if (engine_session_sync_workspace(sh.e, &warning) < 0 && r == 0)
 			r = EXIT_CODECELL_ERROR;
 		if (warning)
 			log_warn("%s", warning);

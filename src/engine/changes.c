@@ -70,3 +70,43 @@ int engine_changes_apply(int upper_fd, struct changes_base *b, const char *sha25
 	engine_changes_release(&c);
 	return r;
 }
+
+int engine_changes_check(const struct changes_base *b, const struct engine_changes *c, char *msg,
+			 size_t n)
+{
+	return changes_check(b, &c->l, msg, n);
+}
+
+int engine_changes_diff(int upper_fd, const struct changes_base *b, const struct engine_changes *c,
+			struct buf *diff, bool *ret_cut)
+{
+	int r = changes_diff(upper_fd, b, &c->l, diff);
+
+	/* what fits is kept: a long diff is shown cut, not refused */
+	*ret_cut = r == -E2BIG;
+	return r == -E2BIG ? 0 : r;
+}
+
+json_t *engine_changes_json(const struct changes_base *b, const struct engine_changes *c,
+			    const struct buf *diff, bool cut)
+{
+	json_t *j = changes_json(b, &c->l, diff, cut);
+
+	if (j && (json_object_set_new(j, "changes_sha256", json_string(c->sha256)) < 0 ||
+		  json_object_set_new(j, "bytes", json_integer((json_int_t)c->bytes)) < 0)) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+int engine_changes_open(const char *dir, struct changes_base *b, int *ret_upper_fd, char *msg,
+			size_t n)
+{
+	return changes_load(dir, b, ret_upper_fd, msg, n);
+}
+
+int engine_changes_remove(const char *dir)
+{
+	return changes_remove(dir);
+}

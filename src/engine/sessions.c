@@ -568,25 +568,72 @@ int engine_session_check(struct engine_caller *cl, struct engine_session *e,
 	return 0;
 }
 
-/* Under e->lock: e's project and upper layer, or 0 > the error in err. */
-static int project_of(struct engine_session *e, struct changes_base **ret_b, int *ret_up,
-		      struct engine_session_error *err)
+int engine_session_project(struct engine_session *e, struct changes_base **ret_b, int *ret_up,
+			   struct engine_session_error *err)
 {
-	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
-		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+	if (!e->s || engine_session_gone(e)) {
+		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted",
+				      e->id);
 		return -ESRCH;
 	}
 	if (!session_project(e->s)) {
-		engine_call_error_set(err, 400, "no_project", "the session has no project: create it with \"project\"");
+		engine_call_error_set(err, 400, "no_project",
+				      "the session has no project: create it with \"project\"");
 		return -ENOTDIR;
 	}
 	if (session_upper_fd(e->s) < 0) {
-		engine_call_error_set(err, 409, "no_workspace", "the session has no sandbox now: restart it first");
+		engine_call_error_set(err, 409, "no_workspace",
+				      "the session has no sandbox now: restart it first");
 		return -ENOENT;
 	}
 	*ret_b = session_project(e->s);
 	*ret_up = session_upper_fd(e->s);
 	return 0;
+}
+
+/* Under e->lock: what engine_session_discard says. */
+static int discard_locked(struct engine_session *e, struct engine_discarded *ret,
+			  struct engine_session_error *err)
+{
+	struct ws_owner o = { .chown = geteuid() == 0 };
+	struct changes_base *b;
+	struct change_list l;
+	char msg[sizeof(err->message)];
+	int up, r = engine_session_project(e, &b, &up, err);
+
+	if (r < 0)
+		return r;
+	r = changes_list(up, b, &l);
+	if (r < 0) {
+		engine_call_error_set(err, 500, "changes_failed", "cannot read the changes: %s",
+				      strerror(-r));
+		return r;
+	}
+	session_workspace_owner(e->s, &o.uid, &o.gid);
+	r = changes_revert(session_workspace_fd(e->s), b, &l, &o, msg, sizeof(msg));
+	if (r < 0) {
+		engine_call_error_set(err, 500, "discard_failed", "%s", msg);
+	} else {
+		ret->discarded = l.n - (size_t)r;
+		ret->kept = (size_t)r;
+		snprintf(ret->project, sizeof(ret->project), "%s", b->project);
+		r = 0;
+	}
+	change_list_release(&l);
+	return r;
+}
+
+int engine_session_discard(struct engine_session *e, struct engine_discarded *ret,
+			   struct engine_session_error *err)
+{
+	int r;
+
+	memset(err, 0, sizeof(*err));
+	memset(ret, 0, sizeof(*ret));
+	pthread_mutex_lock(&e->lock);
+	r = discard_locked(e, ret, err);
+	pthread_mutex_unlock(&e->lock);
+	return r;
 }
 
 /* Under e->lock: the changes now, as the facts an approval names. */
@@ -595,7 +642,7 @@ static int apply_facts(struct engine_session *e, const char *want, json_t **ret,
 {
 	struct engine_changes c;
 	struct changes_base *b;
-	int up, r = project_of(e, &b, &up, err);
+	int up, r = engine_session_project(e, &b, &up, err);
 
 	if (r < 0)
 		return r;
@@ -659,7 +706,7 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
 		return r;
 	}
 	pthread_mutex_lock(&e->lock);
-	r = project_of(e, &b, &up, err);
+	r = engine_session_project(e, &b, &up, err);
 	if (r == 0) {
 		r = engine_changes_apply(up, b, json_string_value(json_object_get(facts, "changes_sha256")),
 					 ret_n, msg, sizeof(msg));

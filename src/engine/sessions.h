@@ -14,6 +14,7 @@
 
 #include "engine/audit.h"
 #include "engine/call.h"
+#include "engine/changes.h"
 #include "engine/engine.h"
 #include "engine/policy.h"
 #include "session/session.h"
@@ -191,6 +192,28 @@ int engine_session_check(struct engine_caller *cl, struct engine_session *e,
  * no_workspace), another -errno (500): err says so. */
 int engine_session_apply(struct engine_caller *cl, struct engine_session *e, const char *want,
 			 size_t *ret_n, struct engine_session_error *err);
+/* Under e->lock: e's project and its upper layer (the session's fd,
+ * valid until e restarts), for engine/changes.h's functions.  0, or
+ * -ESRCH (404 session_not_found), -ENOTDIR (400 no_project), -ENOENT
+ * (409 no_workspace), with err. */
+int engine_session_project(struct engine_session *e, struct changes_base **ret_b, int *ret_up,
+			   struct engine_session_error *err);
+/* What a discard did. */
+struct engine_discarded {
+	size_t discarded; /* paths made what the project has again */
+	size_t kept;	  /* files the sandbox cannot read in the project: left */
+	char project[sizeof(((struct changes_base *)0)->project)]; /* resolved */
+};
+/* Discard e's changes while it lives, taking e->lock: every path they
+ * touch is made what the project has, through the workspace (the
+ * overlay), as the sandbox's owner, so the program sees the project
+ * again there; the project is not touched.  Files the sandbox cannot
+ * read in the project stay as the program left them (ret->kept).  0, or
+ * the errors of engine_session_project, 500 changes_failed (cannot read
+ * them: the return is its -errno) or 500 discard_failed, with err. */
+int engine_session_discard(struct engine_session *e, struct engine_discarded *ret,
+			   struct engine_session_error *err);
+
 /* Run code in e through the pipeline: the policy (engine_check_exec:
  * the language, the cell's timeout eo->timeout_s, the client's
  * executions and rate; a person's approval through cl), the cell under

@@ -16,27 +16,6 @@ from cctest import ROOT, check, main, test  # noqa: E402
 DOORS = ("cli", "api", "mcp", "agent", "e2b", "http")
 LOWER = ("session", "sandbox")
 
-# Door files not routed through the engine yet, each with what is left.
-# Not a justification: a list to shrink.  A file on it that no longer
-# needs to be fails the test below, so it cannot outlive its fix.
-NOT_YET_ROUTED = {
-    # the REPL's completion, names, idle expiry, workspace sync and its
-    # project's revert/discard still call the session's own functions
-    "src/cli/shell.c",
-    # a project's discard: session_project/upper_fd/workspace_owner and
-    # session/changes.h's changes_revert; engine_session_apply covers apply only
-    "src/api/changes.c",
-    # a project's diff/apply/discard from the command line: session/changes.h
-    # (changes_load, changes_diff, ...) through cli/changes.h
-    "src/cli/changes.c",
-    # `codecell check` reads the host's probe and the limits' names
-    "src/cli/check.c",
-    # a one-shot run's host probe, limit names, and the detached sandbox
-    # teardown before exit
-    "src/cli/run.c",
-}
-
-
 def door_files():
     for d in DOORS:
         for path in sorted(glob.glob(os.path.join(ROOT, "src", d, "*.c"))):
@@ -75,17 +54,9 @@ def no_door_includes_or_calls_the_session_or_sandbox_tiers():
     found = {}
     for path in door_files():
         bad = violations(path, funcs)
-        if bad and path not in NOT_YET_ROUTED:
+        if bad:
             found[path] = bad
     check(not found, "doors reaching below the engine (route them through engine/): %r" % found)
-
-
-@test
-def the_not_yet_routed_list_is_not_stale():
-    funcs = lower_functions()
-    stale = [p for p in sorted(NOT_YET_ROUTED)
-             if not os.path.exists(os.path.join(ROOT, p)) or not violations(p, funcs)]
-    check(not stale, "routed now: take them off NOT_YET_ROUTED: %r" % stale)
 
 
 main()

@@ -88,4 +88,17 @@ def the_not_yet_routed_list_is_not_stale():
     check(not stale, "routed now: take them off NOT_YET_ROUTED: %r" % stale)
 
 
+@test
+def every_c_file_under_src_includes_banned_h():
+    """util/banned.h turns a call of strcpy, sprintf, atoi, system, ...
+    into a compile error, but only in a file that includes it: one that
+    misses it may call them unnoticed (STYLE.md, "a banned list")."""
+    missing = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "src", "**", "*.c"), recursive=True)):
+        with open(path) as f:
+            if '#include "util/banned.h"' not in f.read():
+                missing.append(os.path.relpath(path, ROOT))
+    check(missing == [], "include \"util/banned.h\" (last) in: %r" % missing)
+
+
 main()

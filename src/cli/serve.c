@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http/serve.h"
+#include "http/server.h"
 #include "api/api.h"
 #include "e2b/e2b.h"
 #include "mcp/mcp.h"

@@ -9,7 +9,7 @@
 
 #include <microhttpd.h>
 
-#include "http/serve.h"
+#include "http/server.h"
 #include "http/door.h"
 #include "http/conns.h"
 #include "http/metrics.h"

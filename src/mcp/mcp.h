@@ -116,7 +116,7 @@ bool mcp_version_known(const char *name);
  * Heap string (free()), or NULL on ENOMEM. */
 char *mcp_parse_error_reply(const char *why, size_t *ret_len);
 
-/* MCP over Streamable HTTP (http.c): POST and DELETE /mcp of `codecell
+/* MCP over Streamable HTTP (streamable.c): POST and DELETE /mcp of `codecell
  * serve`, a door that registers with the transport (http/door.h). */
 struct http_door;
 extern const struct http_door mcp_http_door;

@@ -291,6 +291,8 @@ static int route_jupyter(struct api_call *c, struct e2b_call *x, const char *pat
 	return 0;
 }
 
+enum { E2B_R_ALL = 1 }; /* the door's one route (http/door.h) */
+
 static int e2b_start(struct api_call *c, const char *url, struct api_error *e)
 {
 	struct MHD_Connection *conn = c->conn;
@@ -302,7 +304,7 @@ static int e2b_start(struct api_call *c, const char *url, struct api_error *e)
 	uint64_t v;
 
 	c->door = &e2b_door;
-	c->route.id = API_R_E2B; /* the door's one route, which routes by itself */
+	c->route.id = E2B_R_ALL; /* the door's one route, which routes by itself */
 	if (!x)
 		return api_error_set(e, 500, "internal", "out of memory");
 	c->door_call = x;
@@ -894,7 +896,7 @@ static json_t *e2b_result_event(const json_t *bundle)
 /* One route: the door routes by itself (e2b_start), has its own auth and
  * body limits, and reads forms of any type. */
 static const struct http_route routes[] = {
-	{ API_R_E2B, HTTP_GET | HTTP_HEAD | HTTP_POST | HTTP_PUT | HTTP_DELETE, e2b_handle, false,
+	{ E2B_R_ALL, HTTP_GET | HTTP_HEAD | HTTP_POST | HTTP_PUT | HTTP_DELETE, e2b_handle, false,
 	  API_BODY_MAX, true, e2b_data, e2b_body_max },
 };
 

@@ -22,9 +22,10 @@ struct engine_verdict;
 
 enum http_method { HTTP_GET = 1, HTTP_POST = 2, HTTP_PUT = 4, HTTP_DELETE = 8, HTTP_HEAD = 16 };
 
-/* One route of a door: a route id and the methods it answers. */
+/* One route of a door: a route id (the door's own numbering, as its
+ * resolve hook fills struct api_route.id) and the methods it answers. */
 struct http_route {
-	enum api_route_id route;
+	int route;
 	unsigned method; /* enum http_method bits */
 	enum MHD_Result (*fn)(struct api_call *c);
 	bool public;	 /* no token needed */
@@ -42,6 +43,12 @@ struct http_door {
 	const char *name;
 	const struct http_route *routes;
 	size_t n_routes;
+	/* Its routes by path: path[0..n) decoded by the transport, to one of
+	 * routes[] (struct http_resolver's contract, http/route.h).  The
+	 * doors are asked in the order the server was given them, after
+	 * the transport's own routes (/healthz, /metrics): a door that
+	 * takes every path left (the playground's files) comes last. */
+	int (*resolve)(const char *path, size_t n, struct api_route *r, struct api_error *e);
 	/* A door that routes by itself, before the route table: whether
 	 * the request is its, and then start() routes it (c->route.id, and
 	 * c->door when the door answers in its own shapes): 0, or -errno

@@ -472,15 +472,27 @@ static enum MHD_Result handle_mcp(struct api_call *c)
 	return handle_post(c, m, sid);
 }
 
+enum { MCP_R_MCP = 1 }; /* the door's one route */
+
+static int mcp_resolve(const char *path, size_t n, struct api_route *r, struct api_error *e)
+{
+	(void)n, (void)e;
+	if (strcmp(path, "/mcp") != 0)
+		return 0;
+	r->id = MCP_R_MCP;
+	return 1;
+}
+
 /* POST and DELETE /mcp */
 static const struct http_route routes[] = {
-	{ API_R_MCP, HTTP_POST | HTTP_DELETE, handle_mcp, false, MCP_HTTP_BODY_MAX, false, NULL, NULL },
+	{ MCP_R_MCP, HTTP_POST | HTTP_DELETE, handle_mcp, false, MCP_HTTP_BODY_MAX, false, NULL, NULL },
 };
 
 const struct http_door mcp_http_door = {
 	.name = "mcp",
 	.routes = routes,
 	.n_routes = ARRAY_SIZE(routes),
+	.resolve = mcp_resolve,
 	.init = mcp_http_init,
 	.stop = mcp_http_stop,
 	.free = mcp_http_free,

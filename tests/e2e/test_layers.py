@@ -88,6 +88,30 @@ def the_not_yet_routed_list_is_not_stale():
     check(not stale, "routed now: take them off NOT_YET_ROUTED: %r" % stale)
 
 
+def code_of(path):
+    """A C file's text without its comments and string literals."""
+    with open(os.path.join(ROOT, path)) as f:
+        text = f.read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+@test
+def the_transport_knows_no_doors_routes():
+    """Each door declares its route ids and resolves its own paths
+    (http/door.h's resolve hook): src/http/ names none of them, and
+    includes no header of a door."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "src", "http", "*.[ch]"))):
+        rel = os.path.relpath(path, ROOT)
+        code = code_of(rel)
+        bad = sorted(set(re.findall(r"\bAPI_R_\w+", code)))
+        bad += re.findall(r'#include "(?:api|e2b|mcp)/[^"]+"', open(path).read())
+        if bad:
+            found[rel] = bad
+    check(not found, "the transport names a door's routes: %r" % found)
+
+
 @test
 def every_c_file_under_src_includes_banned_h():
     """util/banned.h turns a call of strcpy, sprintf, atoi, system, ...

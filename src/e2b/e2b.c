@@ -842,55 +842,6 @@ static enum MHD_Result e2b_handle(struct api_call *c)
 	}
 }
 
-static unsigned e2b_exec_count(const struct api_call *c)
-{
-	return e2b_of(c) ? e2b_of(c)->count : 0;
-}
-
-/* ---- results ---- */
-
-static const struct {
-	const char *mime, *key;
-} mime_keys[] = {
-	{ "text/plain", "text" },	  { "text/html", "html" },
-	{ "text/markdown", "markdown" },  { "image/svg+xml", "svg" },
-	{ "image/png", "png" },		  { "image/jpeg", "jpeg" },
-	{ "application/pdf", "pdf" },	  { "text/latex", "latex" },
-	{ "application/json", "json" },	  { "application/javascript", "javascript" },
-};
-
-static json_t *e2b_result_event(const json_t *bundle)
-{
-	json_t *ev = json_pack("{s:s}", "type", "result"), *v, *extra = NULL;
-	const char *k;
-
-	if (!ev || !json_is_object(bundle))
-		return ev;
-	json_object_foreach((json_t *)bundle, k, v) {
-		size_t i;
-
-		if (!strcmp(k, "is_main_result")) {
-			json_object_set(ev, "is_main_result", v);
-			continue;
-		}
-		for (i = 0; i < ARRAY_SIZE(mime_keys); i++)
-			if (!strcmp(k, mime_keys[i].mime))
-				break;
-		if (i < ARRAY_SIZE(mime_keys)) {
-			json_object_set(ev, mime_keys[i].key, v);
-		} else {
-			if (!extra)
-				extra = json_object();
-			json_object_set(extra, k, v);
-		}
-	}
-	if (extra)
-		json_object_set_new(ev, "extra", extra);
-	if (!json_object_get(ev, "is_main_result"))
-		json_object_set_new(ev, "is_main_result", json_false());
-	return ev;
-}
-
 /* ---- the door ---- */
 
 /* One route: the door routes by itself (e2b_start), has its own auth and
@@ -910,8 +861,7 @@ const struct http_door e2b_door = {
 	.release = e2b_release,
 	.respond_error = e2b_respond_error,
 	.refuse = e2b_refuse,
-	.result_event = e2b_result_event,
-	.exec_count = e2b_exec_count,
+	.stream = &e2b_stream_shape,
 	.no_pending = true,
 	.lang_per_call = true,
 	.init = e2b_init,

@@ -113,6 +113,15 @@ def the_transport_knows_no_doors_routes():
 
 
 @test
+def the_transport_shapes_no_doors_stream():
+    """An execution's NDJSON events in E2B's shape (Jupyter's lines,
+    results, end) are made in src/e2b/ behind the door's stream hook:
+    http/exec.c reads the output and hands it over, naming no door."""
+    found = sorted(set(re.findall(r"\b(?:e2b|E2B)\w*", code_of("src/http/exec.c"))))
+    check(not found, "http/exec.c shapes E2B's events itself: %r" % found)
+
+
+@test
 def every_c_file_under_src_includes_banned_h():
     """util/banned.h turns a call of strcpy, sprintf, atoi, system, ...
     into a compile error, but only in a file that includes it: one that

@@ -222,7 +222,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz-*.c)
 FUZZ_LIB_SRC := $(filter-out src/sandbox/seccomp_policy.c,$(wildcard src/util/*.c src/engine/*.c src/session/*.c src/sandbox/*.c)) src/sandbox/seccomp_policy.c
 # the pure parsers of `codecell serve` (no libmicrohttpd calls in them)
-FUZZ_API_SRC := src/http/request.c src/http/route.c src/http/text.c src/e2b/connect.c src/e2b/parse.c
+FUZZ_API_SRC := src/http/request.c src/http/route.c src/api/route.c src/http/text.c src/e2b/connect.c src/e2b/parse.c
 fuzz: setup
 	$(MAKE) BUILD=build-fuzz build-fuzz/gen/kernels.h build-fuzz/gen/seccomp_bpf.c build-fuzz/gen/site_py.c
 	@mkdir -p build-fuzz/fuzz

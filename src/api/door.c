@@ -2,6 +2,7 @@
  * their methods, auth and body limits (http/door.h). */
 #include "api/api.h"
 #include "api/handlers.h"
+#include "api/route.h"
 #include "http/http.h"
 #include "http/upload.h"
 #include "util/macro.h"
@@ -44,4 +45,5 @@ const struct http_door api_door = {
 	.name = "api",
 	.routes = routes,
 	.n_routes = ARRAY_SIZE(routes),
+	.resolve = api_route_resolve,
 };

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http/serve.h"
+#include "http/server.h"
 #include "api/api.h"
 #include "e2b/e2b.h"
 #include "mcp/mcp.h"
@@ -355,8 +355,9 @@ static int serve(const struct serve_opts *o, struct api_config *cfg)
 }
 
 /* The doors of `codecell serve`.  E2B's first: it claims its requests
- * (by header or path) before the route table sees them. */
-static const struct http_door *const serve_doors[] = { &e2b_door, &api_door, &mcp_http_door,
+ * (by header or path) before the route table sees them.  /v1's last:
+ * the playground's files take every path no door took before. */
+static const struct http_door *const serve_doors[] = { &e2b_door, &mcp_http_door, &api_door,
 						       NULL };
 
 int cli_serve(int argc, char **argv)

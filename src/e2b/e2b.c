@@ -291,6 +291,8 @@ static int route_jupyter(struct api_call *c, struct e2b_call *x, const char *pat
 	return 0;
 }
 
+enum { E2B_R_ALL = 1 }; /* the door's one route (http/door.h) */
+
 static int e2b_start(struct api_call *c, const char *url, struct api_error *e)
 {
 	struct MHD_Connection *conn = c->conn;
@@ -302,7 +304,7 @@ static int e2b_start(struct api_call *c, const char *url, struct api_error *e)
 	uint64_t v;
 
 	c->door = &e2b_door;
-	c->route.id = API_R_E2B; /* the door's one route, which routes by itself */
+	c->route.id = E2B_R_ALL; /* the door's one route, which routes by itself */
 	if (!x)
 		return api_error_set(e, 500, "internal", "out of memory");
 	c->door_call = x;
@@ -840,61 +842,12 @@ static enum MHD_Result e2b_handle(struct api_call *c)
 	}
 }
 
-static unsigned e2b_exec_count(const struct api_call *c)
-{
-	return e2b_of(c) ? e2b_of(c)->count : 0;
-}
-
-/* ---- results ---- */
-
-static const struct {
-	const char *mime, *key;
-} mime_keys[] = {
-	{ "text/plain", "text" },	  { "text/html", "html" },
-	{ "text/markdown", "markdown" },  { "image/svg+xml", "svg" },
-	{ "image/png", "png" },		  { "image/jpeg", "jpeg" },
-	{ "application/pdf", "pdf" },	  { "text/latex", "latex" },
-	{ "application/json", "json" },	  { "application/javascript", "javascript" },
-};
-
-static json_t *e2b_result_event(const json_t *bundle)
-{
-	json_t *ev = json_pack("{s:s}", "type", "result"), *v, *extra = NULL;
-	const char *k;
-
-	if (!ev || !json_is_object(bundle))
-		return ev;
-	json_object_foreach((json_t *)bundle, k, v) {
-		size_t i;
-
-		if (!strcmp(k, "is_main_result")) {
-			json_object_set(ev, "is_main_result", v);
-			continue;
-		}
-		for (i = 0; i < ARRAY_SIZE(mime_keys); i++)
-			if (!strcmp(k, mime_keys[i].mime))
-				break;
-		if (i < ARRAY_SIZE(mime_keys)) {
-			json_object_set(ev, mime_keys[i].key, v);
-		} else {
-			if (!extra)
-				extra = json_object();
-			json_object_set(extra, k, v);
-		}
-	}
-	if (extra)
-		json_object_set_new(ev, "extra", extra);
-	if (!json_object_get(ev, "is_main_result"))
-		json_object_set_new(ev, "is_main_result", json_false());
-	return ev;
-}
-
 /* ---- the door ---- */
 
 /* One route: the door routes by itself (e2b_start), has its own auth and
  * body limits, and reads forms of any type. */
 static const struct http_route routes[] = {
-	{ API_R_E2B, HTTP_GET | HTTP_HEAD | HTTP_POST | HTTP_PUT | HTTP_DELETE, e2b_handle, false,
+	{ E2B_R_ALL, HTTP_GET | HTTP_HEAD | HTTP_POST | HTTP_PUT | HTTP_DELETE, e2b_handle, false,
 	  API_BODY_MAX, true, e2b_data, e2b_body_max },
 };
 
@@ -908,8 +861,7 @@ const struct http_door e2b_door = {
 	.release = e2b_release,
 	.respond_error = e2b_respond_error,
 	.refuse = e2b_refuse,
-	.result_event = e2b_result_event,
-	.exec_count = e2b_exec_count,
+	.stream = &e2b_stream_shape,
 	.no_pending = true,
 	.lang_per_call = true,
 	.init = e2b_init,

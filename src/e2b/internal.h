@@ -193,4 +193,8 @@ int e2b_cell(struct engine_session *e, const char *code, double timeout_s, struc
 /* The text/plain of the cell's main result, or NULL. */
 const char *e2b_cell_text(const struct run_result *res);
 
+/* stream.c: an execution's NDJSON events in Jupyter's shape (the
+ * door's stream hook, http/door.h). */
+extern const struct http_stream_shape e2b_stream_shape;
+
 #endif

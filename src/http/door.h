@@ -19,12 +19,44 @@ struct api_error;
 struct api_server;
 struct engine_client;
 struct engine_verdict;
+struct run_result;
 
 enum http_method { HTTP_GET = 1, HTTP_POST = 2, HTTP_PUT = 4, HTTP_DELETE = 8, HTTP_HEAD = 16 };
 
-/* One route of a door: a route id and the methods it answers. */
+/* Where a door's stream hooks send an event: emit() takes ev (NULL is
+ * dropped) and returns false when the client was too far behind for it. */
+struct http_emitter {
+	bool (*emit)(void *cls, json_t *ev);
+	void *cls;
+};
+
+/* An execution's NDJSON events in the shape of the door that took the
+ * call over (E2B's: Jupyter's), in place of /v1's.  The transport reads
+ * the output and the results and hands them over in order; the door
+ * makes the events. */
+struct http_stream_shape {
+	/* The call's state; NULL: out of memory (the call fails). */
+	void *(*begin)(const struct api_call *c);
+	/* Stream i's text (0 stdout, 1 stderr; whole UTF-8 characters). */
+	void (*output)(void *st, int i, const char *text, size_t n, const struct http_emitter *out);
+	/* What it holds back of the output, now: before a result, at the
+	 * end of a stream, and when hold_ms() ran out with nothing new. */
+	void (*flush)(void *st, const struct http_emitter *out);
+	/* How long what it holds back may wait for more (ms); -1: none held. */
+	int (*hold_ms)(const void *st);
+	/* A result bundle as an event (a new reference). */
+	json_t *(*result)(void *st, const json_t *bundle);
+	/* The last events, after the results: err when the call failed
+	 * (res is then NULL), else res's error and status. */
+	void (*end)(void *st, const struct api_error *err, const struct run_result *res,
+		    const struct http_emitter *out);
+	void (*free)(void *st);
+};
+
+/* One route of a door: a route id (the door's own numbering, as its
+ * resolve hook fills struct api_route.id) and the methods it answers. */
 struct http_route {
-	enum api_route_id route;
+	int route;
 	unsigned method; /* enum http_method bits */
 	enum MHD_Result (*fn)(struct api_call *c);
 	bool public;	 /* no token needed */
@@ -42,6 +74,12 @@ struct http_door {
 	const char *name;
 	const struct http_route *routes;
 	size_t n_routes;
+	/* Its routes by path: path[0..n) decoded by the transport, to one of
+	 * routes[] (struct http_resolver's contract, http/route.h).  The
+	 * doors are asked in the order the server was given them, after
+	 * the transport's own routes (/healthz, /metrics): a door that
+	 * takes every path left (the playground's files) comes last. */
+	int (*resolve)(const char *path, size_t n, struct api_route *r, struct api_error *e);
 	/* A door that routes by itself, before the route table: whether
 	 * the request is its, and then start() routes it (c->route.id, and
 	 * c->door when the door answers in its own shapes): 0, or -errno
@@ -57,13 +95,11 @@ struct http_door {
 	void (*release)(struct api_call *c);
 
 	/* A call the door took over (c->door): its shapes.  An error; a
-	 * refusal by the policy (recorded already); a result event of an
-	 * NDJSON stream from a codecell bundle, and the number of the
-	 * execution (Jupyter's shape). */
+	 * refusal by the policy (recorded already); an execution's NDJSON
+	 * events (NULL: /v1's). */
 	enum MHD_Result (*respond_error)(struct api_call *c, const struct api_error *e);
 	enum MHD_Result (*refuse)(struct api_call *c, const struct engine_verdict *v);
-	json_t *(*result_event)(const json_t *bundle);
-	unsigned (*exec_count)(const struct api_call *c);
+	const struct http_stream_shape *stream;
 	/* Its calls wait for a person's decision: no "pending" answer. */
 	bool no_pending;
 	/* A call may run code of another language than its session's

@@ -41,11 +41,6 @@
 #define STREAM_MAX (512u << 20) /* NDJSON bytes waiting for a slow client */
 #define LIVE_PIPE_SIZE (1 << 20)
 #define LIVE_RESULTS_MAX (64u << 20) /* results waiting for the connection's thread */
-/* E2B streams: output events end at a line end, as Jupyter's do (a
- * print() is one event, not "hi" and then "\n"); the rest of a line
- * waits this long for its end, or a result, or the end of the stream */
-#define E2B_LINE_WAIT_MS 100
-#define E2B_LINE_MAX (64u << 10)
 
 struct exec_job {
 	struct api_server *srv;
@@ -53,10 +48,10 @@ struct exec_job {
 	struct api_request req;	   /* owned */
 	bool stream;
 	/* events in the shape of the door that took the call over (E2B's,
-	 * Jupyter's: its result_event hook), or NULL: /v1's */
-	const struct http_door *e2b;
-	unsigned e2b_count;
-	struct buf line[2]; /* e2b: the start of a line not ended yet */
+	 * Jupyter's: its stream hooks) and their state, or NULL: /v1's */
+	const struct http_stream_shape *shape;
+	void *shape_st;
+	struct http_emitter out; /* emit() on this job, for the shape */
 	int live[2][2]; /* stdout, stderr pipes: [0] read, [1] write */
 	int done_fd;	/* eventfd: the thread is done */
 	int stop[2];	/* one-shot: engine_run's stop fd */
@@ -101,6 +96,8 @@ struct exec_job {
 	char approval_id[AUDIT_ID_LEN + 1];
 	uint64_t t0;
 };
+
+static bool emit_cb(void *cls, json_t *ev);
 
 /* ---- the job list (shutdown stops them all) ---- */
 
@@ -363,8 +360,8 @@ static void job_free(struct exec_job *j)
 	close_fd(&j->done_fd);
 	close_fd(&j->res_fd);
 	buf_release(&j->live_res);
-	buf_release(&j->line[0]);
-	buf_release(&j->line[1]);
+	if (j->shape)
+		j->shape->free(j->shape_st);
 	if (j->has_res)
 		run_result_release(&j->res);
 	api_request_release(&j->req);
@@ -405,8 +402,11 @@ static struct exec_job *job_new(struct api_call *c, struct engine_session *entry
 	}
 	j->srv = c->srv;
 	j->stream = c->wants_ndjson;
-	j->e2b = c->door && c->door->result_event ? c->door : NULL;
-	j->e2b_count = j->e2b ? j->e2b->exec_count(c) : 0;
+	j->shape = c->door ? c->door->stream : NULL;
+	j->shape_st = j->shape ? j->shape->begin(c) : NULL;
+	if (j->shape && !j->shape_st)
+		r = -ENOMEM;
+	j->out = (struct http_emitter){ emit_cb, j };
 	j->inline_run = inline_run;
 	j->req = *req;
 	memset(req, 0, sizeof(*req));
@@ -421,8 +421,6 @@ static struct exec_job *job_new(struct api_call *c, struct engine_session *entry
 	pthread_mutex_init(&j->lock, NULL);
 	buf_init(&j->pending, STREAM_MAX);
 	buf_init(&j->live_res, LIVE_RESULTS_MAX);
-	buf_init(&j->line[0], E2B_LINE_MAX);
-	buf_init(&j->line[1], E2B_LINE_MAX);
 	j->res_fd = j->stream ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
 	if (j->stream && j->res_fd < 0)
 		r = -errno;
@@ -580,49 +578,16 @@ static bool emit(struct exec_job *j, json_t *ev)
 	return ok;
 }
 
-static void emit_text(struct exec_job *j, int i, const char *text, size_t n)
+static bool emit_cb(void *cls, json_t *ev)
 {
-	emit(j, json_pack("{s:s, s:s%}", "type", i == 0 ? "stdout" : "stderr", "text", text, n));
+	return emit(cls, ev);
 }
 
-/* E2B: stream i's text up to its last line end; the rest waits in
- * j->line[i] (e2b_flush), unless that grows past E2B_LINE_MAX. */
-static void e2b_lines(struct exec_job *j, int i, const char *text, size_t n)
+/* What the door's shape holds back of the output, now. */
+static void shape_flush(struct exec_job *j)
 {
-	struct buf *l = &j->line[i];
-	size_t end = n;
-
-	while (end && text[end - 1] != '\n')
-		end--;
-	if (end == 0) {
-		if (buf_append(l, text, n) == 0)
-			return;
-		/* too long a line: out it goes as it is */
-		emit_text(j, i, l->data ? l->data : "", l->len);
-		buf_reset(l);
-		emit_text(j, i, text, n);
-		return;
-	}
-	if (l->len && buf_append(l, text, end) == 0) {
-		emit_text(j, i, l->data, l->len);
-	} else {
-		if (l->len)
-			emit_text(j, i, l->data, l->len);
-		emit_text(j, i, text, end);
-	}
-	buf_reset(l);
-	if (end < n && buf_append(l, text + end, n - end) < 0)
-		emit_text(j, i, text + end, n - end);
-}
-
-/* E2B: what waits of both streams' lines, now. */
-static void e2b_flush(struct exec_job *j)
-{
-	for (int i = 0; j->e2b && i < 2; i++)
-		if (j->line[i].len) {
-			emit_text(j, i, j->line[i].data, j->line[i].len);
-			buf_reset(&j->line[i]);
-		}
+	if (j->shape)
+		j->shape->flush(j->shape_st, &j->out);
 }
 
 /* Output bytes of stream i as an event; a character split across reads
@@ -641,8 +606,8 @@ static void emit_output(struct exec_job *j, int i, const char *data, size_t n, b
 	j->carry_len[i] = len - done;
 	memcpy(j->carry[i], joined + done, j->carry_len[i]);
 	text = done ? utf8_repair(joined, done, &tlen) : NULL;
-	if (text && j->e2b)
-		e2b_lines(j, i, text, tlen);
+	if (text && j->shape)
+		j->shape->output(j->shape_st, i, text, tlen, &j->out);
 	else if (text)
 		emit(j, json_pack("{s:s, s:s%}", "type", i == 0 ? "stdout" : "stderr", "text", text,
 				  tlen));
@@ -661,7 +626,7 @@ static void read_live(struct exec_job *j, int i)
 		j->eof[i] = true;
 		if (j->carry_len[i])
 			emit_output(j, i, "", 0, true);
-		e2b_flush(j);
+		shape_flush(j);
 	}
 }
 
@@ -699,17 +664,17 @@ static void emit_live_results(struct exec_job *j)
 	pthread_mutex_unlock(&j->lock);
 	/* the output so far comes before the results */
 	if (q.len)
-		e2b_flush(j);
+		shape_flush(j);
 	/* each line is a bundle as json_dumps made it: wrapped as it is,
 	 * not parsed and serialized again */
 	for (line = q.data; line && (nl = memchr(line, '\n', q.len - (size_t)(line - q.data)));
 	     line = nl + 1) {
-		if (j->e2b) {
+		if (j->shape) {
 			json_t *b = json_loadb(line, (size_t)(nl - line), 0, NULL);
 
 			/* emit() drops what does not fit: the end sends no
-			 * results again for E2B (n_streamed counts them) */
-			emit(j, b ? j->e2b->result_event(b) : NULL);
+			 * results again in a door's shape (n_streamed counts them) */
+			emit(j, b ? j->shape->result(j->shape_st, b) : NULL);
 			json_decref(b);
 			j->n_streamed++;
 			continue;
@@ -729,46 +694,31 @@ static void emit_live_results(struct exec_job *j)
 
 /* One step of the end: a result not sent while the cell ran, the error,
  * then the end event; true when the stream is complete. */
-/* The end in E2B's shape: results not streamed, the error (or why the
- * run failed), number_of_executions, end_of_execution. */
-static bool emit_end_step_e2b(struct exec_job *j)
+/* The end in a door's shape: what it holds back, the results not
+ * streamed, then its last events. */
+static bool emit_end_step_shaped(struct exec_job *j)
 {
-	e2b_flush(j);
-	if (j->has_err) {
-		emit(j, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", j->err.code, "value",
-				  j->err.message, "traceback", ""));
-		emit(j, json_pack("{s:s}", "type", "end_of_execution"));
-		return true;
+	shape_flush(j);
+	if (!j->has_err) {
+		if (!j->ending) {
+			j->ending = true;
+			j->end_next = j->n_streamed;
+		}
+		if (j->end_next < json_array_size(j->res.results)) {
+			emit(j, j->shape->result(j->shape_st,
+						 json_array_get(j->res.results, j->end_next++)));
+			return false;
+		}
 	}
-	if (!j->ending) {
-		j->ending = true;
-		j->end_next = j->n_streamed;
-	}
-	if (j->end_next < json_array_size(j->res.results)) {
-		emit(j, j->e2b->result_event(json_array_get(j->res.results, j->end_next++)));
-		return false;
-	}
-	if (j->res.has_error)
-		emit(j, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name",
-				  j->res.error_name ? j->res.error_name : "", "value",
-				  j->res.error_value ? j->res.error_value : "", "traceback",
-				  j->res.error_traceback ? j->res.error_traceback : ""));
-	else if (j->res.status != RESULT_OK)
-		/* a limit, the timeout, a kill: no exception of the code's */
-		emit(j, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name",
-				  result_status_name(j->res.status), "value",
-				  j->res.message ? j->res.message : result_status_name(j->res.status),
-				  "traceback", ""));
-	emit(j, json_pack("{s:s, s:i}", "type", "number_of_executions", "execution_count",
-			  (int)j->e2b_count));
-	emit(j, json_pack("{s:s}", "type", "end_of_execution"));
+	j->shape->end(j->shape_st, j->has_err ? &j->err : NULL, j->has_err ? NULL : &j->res,
+		      &j->out);
 	return true;
 }
 
 static bool emit_end_step(struct exec_job *j)
 {
-	if (j->e2b)
-		return emit_end_step_e2b(j);
+	if (j->shape)
+		return emit_end_step_shaped(j);
 	if (j->has_err) {
 		emit(j, json_pack("{s:s, s:s, s:{s:s, s:s}}", "type", "end", "status", "failed", "error",
 				  "code", j->err.code, "message", j->err.message));
@@ -812,7 +762,7 @@ static void stream_pump(struct exec_job *j)
 		j->ended = emit_end_step(j);
 		return;
 	}
-	bool waited = job_poll(j, true, j->line[0].len || j->line[1].len ? E2B_LINE_WAIT_MS : -1);
+	bool waited = job_poll(j, true, j->shape ? j->shape->hold_ms(j->shape_st) : -1);
 
 	/* drain what is there before looking at done: the thread closed the
 	 * pipes before it signalled */
@@ -821,7 +771,7 @@ static void stream_pump(struct exec_job *j)
 			read_live(j, i);
 	emit_live_results(j);
 	if (waited)
-		e2b_flush(j);
+		shape_flush(j);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)

@@ -9,7 +9,7 @@
 
 #include <microhttpd.h>
 
-#include "http/serve.h"
+#include "http/server.h"
 #include "http/door.h"
 #include "http/conns.h"
 #include "http/metrics.h"
@@ -79,6 +79,11 @@ struct api_server {
 		const struct http_door *door;
 	} *table;
 	size_t n_table;
+	/* who resolves a path, in order: the transport's own routes (door
+	 * NULL), then each door with a resolve hook */
+	struct http_resolver resolver[HTTP_DOORS_MAX + 1];
+	const struct http_door *resolver_door[HTTP_DOORS_MAX + 1];
+	size_t n_resolvers;
 };
 
 #endif

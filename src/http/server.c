@@ -128,6 +128,7 @@ struct request_ctx {
 	struct api_error err;
 	bool failed; /* err is the answer */
 	int entry;   /* index in srv->table */
+	const struct http_door *door; /* whose route it is; NULL: the transport's */
 	struct buf body;
 	size_t body_max;
 	size_t uri_len; /* strlen of the target before the query was split off */
@@ -259,15 +260,28 @@ static int admit(struct api_server *srv, struct MHD_Connection *conn, int entry,
 	return 0;
 }
 
-/* Find the table entry for the route and method; 404/405 otherwise. */
-static int find_entry(const struct api_server *srv, const struct api_route *rt, const char *method,
-		      struct api_error *e)
+/* The route of url: the transport's own, or a door's (x->door). */
+static int route(struct api_server *srv, struct request_ctx *x, const char *url)
+{
+	size_t which = 0;
+
+	if (http_route_resolve(url, srv->resolver, srv->n_resolvers, &x->call.route, &which,
+			       &x->err) < 0)
+		return -EINVAL;
+	x->door = srv->resolver_door[which];
+	return 0;
+}
+
+/* Find the table entry for door's route and the method; 404/405
+ * otherwise. */
+static int find_entry(const struct api_server *srv, const struct http_door *door,
+		      const struct api_route *rt, const char *method, struct api_error *e)
 {
 	unsigned m = method_bit(method);
 	bool route_known = false;
 
 	for (size_t i = 0; i < srv->n_table; i++) {
-		if (srv->table[i].r->route != rt->id)
+		if (srv->table[i].door != door || srv->table[i].r->route != rt->id)
 			continue;
 		route_known = true;
 		if (srv->table[i].r->method & m)
@@ -345,13 +359,14 @@ static void start_request(struct api_server *srv, struct request_ctx *x,
 		if (!d->claims || !d->claims(conn, url))
 			continue;
 		claimed = true;
+		x->door = d;
 		if (d->start(&x->call, url, &x->err) < 0) {
 			x->failed = true;
 			return;
 		}
 	}
-	if ((!claimed && api_route_parse(url, &x->call.route, &x->err) < 0) ||
-	    (x->entry = find_entry(srv, &x->call.route, method, &x->err)) < 0 ||
+	if ((!claimed && route(srv, x, url) < 0) ||
+	    (x->entry = find_entry(srv, x->door, &x->call.route, method, &x->err)) < 0 ||
 	    admit(srv, conn, x->entry, &x->call.client, &x->err) < 0) {
 		x->failed = true;
 		return;
@@ -666,6 +681,13 @@ static int init_doors(struct api_server *srv)
 		for (size_t i = 0; i < srv->door[d]->n_routes; i++)
 			srv->table[srv->n_table++] =
 				(struct http_entry){ &srv->door[d]->routes[i], srv->door[d] };
+	srv->resolver[srv->n_resolvers++] = (struct http_resolver){ http_status_resolve };
+	for (size_t d = 0; d < srv->n_doors; d++)
+		if (srv->door[d]->resolve) {
+			srv->resolver_door[srv->n_resolvers] = srv->door[d];
+			srv->resolver[srv->n_resolvers++] =
+				(struct http_resolver){ srv->door[d]->resolve };
+		}
 	for (size_t d = 0; d < srv->n_doors; d++)
 		if (srv->door[d]->init && (r = srv->door[d]->init(srv, &srv->door_state[d])) < 0)
 			return r;

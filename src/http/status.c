@@ -1,6 +1,7 @@
 /* The transport's own routes: GET /healthz (the server and its pool)
  * and GET /metrics (Prometheus text). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "http/http.h"
 #include "http/internal.h"
@@ -77,7 +78,19 @@ static enum MHD_Result handle_metrics(struct api_call *c)
 	return api_respond_owned(c, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
+enum { STATUS_R_HEALTHZ = 1, STATUS_R_METRICS };
+
 const struct http_route http_status_routes[2] = {
-	{ API_R_HEALTHZ, HTTP_GET | HTTP_HEAD, handle_healthz, true, 0, false, NULL, NULL },
-	{ API_R_METRICS, HTTP_GET, handle_metrics, false, 0, false, NULL, NULL },
+	{ STATUS_R_HEALTHZ, HTTP_GET | HTTP_HEAD, handle_healthz, true, 0, false, NULL, NULL },
+	{ STATUS_R_METRICS, HTTP_GET, handle_metrics, false, 0, false, NULL, NULL },
 };
+
+int http_status_resolve(const char *path, size_t n, struct api_route *r, struct api_error *e)
+{
+	(void)n, (void)e;
+	if (!strcmp(path, "/healthz"))
+		r->id = STATUS_R_HEALTHZ;
+	else if (!strcmp(path, "/metrics"))
+		r->id = STATUS_R_METRICS;
+	return r->id != 0;
+}

@@ -6,5 +6,7 @@
 #include "http/door.h"
 
 extern const struct http_route http_status_routes[2];
+/* Their resolver (struct http_resolver's contract). */
+int http_status_resolve(const char *path, size_t n, struct api_route *r, struct api_error *e);
 
 #endif

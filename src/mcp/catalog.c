@@ -605,7 +605,6 @@ json_t *mcp_catalog_call(struct mcp_tools *mt, const char *name, json_t *argumen
 		*ret_code = MCP_INVALID_PARAMS;
 		return NULL;
 	}
-	mcp_tools_begin(mt);
 	k = t->call(mt, &a, &res, msg);
 	if (strcmp(t->name, "run_code") != 0) {
 		const char *sid = json_string_value(json_object_get(res, "session_id"));

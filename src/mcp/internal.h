@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "engine/policy.h"
 #include "mcp/mcp.h"
 #include "util/buf.h"
 
@@ -26,16 +27,32 @@
  * Each call returns 0 with a JSON object in *ret (a new reference), or
  * -errno with a message for the model in msg (a tool error: isError). */
 
-struct mcp_tools;
+struct mcp_tools_shared; /* what every call shares: the sessions, the pool */
 
-int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools **ret, char **ret_error);
-void mcp_tools_free(struct mcp_tools *t);
-/* Before a tool call: the call's verdict starts as allowed.  After a
- * call other than run_code (which writes its own, with the result): its
- * audit record (session: the id it named or made, or NULL). */
-void mcp_tools_begin(struct mcp_tools *t);
+/* One call's tools: what the shared state holds that never changes
+ * (copied: the config, the session table, the preload), and the call's
+ * own (its verdict, whether the engine wrote its audit record).  Calls
+ * of one core may run at once, each on its own struct: /mcp serves one
+ * client's requests side by side. */
+struct mcp_tools {
+	struct mcp_tools_shared *sh;
+	struct mcp_config cfg;
+	const char *preload;
+	struct engine_sessions *reg;
+	struct engine_verdict verdict;
+	bool recorded; /* the engine wrote this call's audit record */
+};
+
+int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools_shared **ret, char **ret_error);
+void mcp_tools_free(struct mcp_tools_shared *sh);
+/* Before a call, t on the caller's stack: nothing to release.  The
+ * call's verdict starts as allowed. */
+void mcp_tools_begin(struct mcp_tools_shared *sh, struct mcp_tools *t);
+/* After a call other than run_code (which writes its own, with the
+ * result): its audit record (session: the id it named or made, or
+ * NULL). */
 void mcp_tools_audit(struct mcp_tools *t, const char *tool, const char *session, bool ok);
-unsigned mcp_tools_count(const struct mcp_tools *t);
+unsigned mcp_tools_count(struct mcp_tools_shared *sh);
 /* Close sessions idle past the idle timeout. */
 void mcp_tools_expire(struct mcp_tools *t);
 

@@ -10,8 +10,11 @@
  * negotiated with `initialize`, or none for the stateless 2026-07-28
  * revision, whose requests carry their version in params._meta).
  *
- * Not thread-safe: one caller at a time per server (the HTTP route must
- * serialize calls into one server, or give each client its own).
+ * Threads: calls into one server may run at once, each on a connection
+ * (each tools/call has its own state: mcp/internal.h, struct mcp_tools),
+ * and so may calls on one connection once its `initialize` is answered
+ * (the Streamable HTTP route serves one Mcp-Session-Id's POSTs side by
+ * side); `initialize` itself comes alone, before any other.
  * The core never prints and never exits; messages for the operator go
  * through the log callback of its config. */
 #ifndef CODECELL_MCP_MCP_H
@@ -113,7 +116,7 @@ bool mcp_version_known(const char *name);
  * Heap string (free()), or NULL on ENOMEM. */
 char *mcp_parse_error_reply(const char *why, size_t *ret_len);
 
-/* MCP over Streamable HTTP (http.c): POST and DELETE /mcp of `codecell
+/* MCP over Streamable HTTP (streamable.c): POST and DELETE /mcp of `codecell
  * serve`, a door that registers with the transport (http/door.h). */
 struct http_door;
 extern const struct http_door mcp_http_door;

@@ -30,7 +30,7 @@
 
 struct mcp_server {
 	struct mcp_config cfg;
-	struct mcp_tools *tools;
+	struct mcp_tools_shared *tools;
 };
 
 /* The handshake revisions, oldest first: the last is what an unknown
@@ -212,11 +212,13 @@ static bool wants_structured(const struct mcp_conn *c)
 static int m_tools_list(struct mcp_conn *c, json_t *params, struct reply *r)
 {
 	json_t *cursor = json_object_get(params, "cursor");
+	struct mcp_tools t;
 
 	/* one page: a cursor we never gave out is invalid */
 	if (cursor && !json_is_null(cursor))
 		return fail(r, MCP_INVALID_PARAMS, "unknown cursor: tools/list has a single page");
-	r->result = json_pack("{s:o}", "tools", mcp_catalog_list(c->srv->tools, wants_structured(c)));
+	mcp_tools_begin(c->srv->tools, &t);
+	r->result = json_pack("{s:o}", "tools", mcp_catalog_list(&t, wants_structured(c)));
 	if (!c->version) {
 		json_object_set_new(r->result, "ttlMs", json_integer(3600000));
 		json_object_set_new(r->result, "cacheScope", json_string("public"));
@@ -228,13 +230,16 @@ static int m_tools_call(struct mcp_conn *c, json_t *params, struct reply *r)
 {
 	json_t *name = json_object_get(params, "name");
 	json_t *args = json_object_get(params, "arguments");
+	struct mcp_tools t;
 
 	if (!json_is_string(name))
 		return fail(r, MCP_INVALID_PARAMS, "tools/call needs params.name, the tool's name (see tools/list)");
 	if (args && !json_is_object(args) && !json_is_null(args))
 		return fail(r, MCP_INVALID_PARAMS, "params.arguments must be an object");
-	mcp_tools_expire(c->srv->tools);
-	r->result = mcp_catalog_call(c->srv->tools, json_string_value(name),
+	/* the call's own verdict and record: calls may run at once */
+	mcp_tools_begin(c->srv->tools, &t);
+	mcp_tools_expire(&t);
+	r->result = mcp_catalog_call(&t, json_string_value(name),
 				     json_is_object(args) ? args : NULL, wants_structured(c), &r->code,
 				     &r->msg);
 	return r->result ? 0 : -EINVAL;
@@ -353,10 +358,11 @@ static json_t *handle_one(struct mcp_conn *c, json_t *m, bool in_batch)
 	if (!json_is_string(method))
 		return error_reply(id, MCP_INVALID_REQUEST, "\"method\" must be a string", NULL);
 	if (!id) {
-		/* notifications: initialized; cancelled and the rest need nothing,
-		 * as requests are answered one at a time */
+		/* notifications: initialized; the rest need nothing (stdio
+		 * answers one request at a time; over HTTP a call in flight is
+		 * not cancelled: its timeout or close_session ends it) */
 		if (!strcmp(json_string_value(method), "notifications/initialized") && c->version)
-			c->initialized = true;
+			__atomic_store_n(&c->initialized, true, __ATOMIC_RELAXED);
 		return NULL;
 	}
 	if (params && !json_is_object(params))

@@ -44,14 +44,17 @@
 #include "util/banned.h"
 
 
-struct mcp_tools {
+/* What the calls share: made once, by mcp_tools_new.  Calls of one core
+ * may run at once (/mcp serves a client's requests side by side), so
+ * what a call changes is in its own struct mcp_tools (internal.h), and
+ * the pool, made by a thread, is waited for under pool_lock. */
+struct mcp_tools_shared {
 	struct mcp_config cfg;
-	struct engine_verdict verdict; /* the last call's (calls come one at a time) */
 	char *preload; /* owned copy of cfg.preload */
 	struct engine_sessions own; /* without cfg.sessions */
 	struct engine_sessions *reg; /* &own, or cfg.sessions */
-	bool recorded; /* the engine wrote this call's audit record */
 	/* the warm pool, made by pool_thread */
+	pthread_mutex_t pool_lock;
 	pthread_t pool_thread;
 	bool pool_started, pool_joined;
 	struct session_pool *pool;
@@ -88,60 +91,75 @@ static void base_opts(const struct mcp_tools *t, struct session_opts *so)
 
 static void *pool_main(void *arg)
 {
-	struct mcp_tools *t = arg;
+	struct mcp_tools_shared *sh = arg;
+	struct mcp_tools t;
 	struct session_opts so;
 
-	base_opts(t, &so);
-	t->pool_err = engine_pool_new(&so, t->cfg.pool_size, &t->pool, &t->pool_msg);
+	mcp_tools_begin(sh, &t);
+	base_opts(&t, &so);
+	sh->pool_err = engine_pool_new(&so, sh->cfg.pool_size, &sh->pool, &sh->pool_msg);
 	return NULL;
 }
 
-/* The pool, once it is made; NULL when there is none. */
+/* The pool, once it is made; NULL when there is none.  The first call
+ * that needs it joins the thread; the others wait for that one. */
 static struct session_pool *pool_wait(struct mcp_tools *t)
 {
-	if (t->pool_started && !t->pool_joined) {
-		pthread_join(t->pool_thread, NULL);
-		t->pool_joined = true;
-		if (t->pool_err < 0) {
+	struct mcp_tools_shared *sh = t->sh;
+	struct session_pool *pool;
+
+	pthread_mutex_lock(&sh->pool_lock);
+	if (sh->pool_started && !sh->pool_joined) {
+		pthread_join(sh->pool_thread, NULL);
+		sh->pool_joined = true;
+		if (sh->pool_err < 0) {
 			log_msg(t, "warning", "--pool %u: no warm pool (%s); sessions start cold",
-				t->cfg.pool_size, t->pool_msg ? t->pool_msg : strerror(-t->pool_err));
-			t->pool = NULL;
+				sh->cfg.pool_size, sh->pool_msg ? sh->pool_msg : strerror(-sh->pool_err));
+			sh->pool = NULL;
 		}
 	}
-	return t->pool;
+	pool = sh->pool;
+	pthread_mutex_unlock(&sh->pool_lock);
+	return pool;
 }
 
-int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools **ret, char **ret_error)
+int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools_shared **ret, char **ret_error)
 {
-	struct mcp_tools *t = calloc(1, sizeof(*t));
+	struct mcp_tools_shared *sh = calloc(1, sizeof(*sh));
+	struct mcp_tools t;
 
-	if (!t || (!cfg->sessions &&
-		   engine_sessions_init(&t->own, cfg->max_sessions ? cfg->max_sessions : 1) < 0)) {
-		free(t);
+	if (!sh || (!cfg->sessions &&
+		    engine_sessions_init(&sh->own, cfg->max_sessions ? cfg->max_sessions : 1) < 0)) {
+		free(sh);
 		if (ret_error)
 			*ret_error = strdup("out of memory");
 		return -ENOMEM;
 	}
-	t->own.id_len = MCP_ID_LEN;
-	t->reg = cfg->sessions ? cfg->sessions : &t->own;
-	t->cfg = *cfg;
-	t->preload = cfg->preload && *cfg->preload ? strdup(cfg->preload) : NULL;
+	sh->own.id_len = MCP_ID_LEN;
+	sh->reg = cfg->sessions ? cfg->sessions : &sh->own;
+	sh->cfg = *cfg;
+	sh->preload = cfg->preload && *cfg->preload ? strdup(cfg->preload) : NULL;
+	pthread_mutex_init(&sh->pool_lock, NULL);
 	if (cfg->pool_size) {
-		int r = pthread_create(&t->pool_thread, NULL, pool_main, t);
+		int r = pthread_create(&sh->pool_thread, NULL, pool_main, sh);
 
-		t->pool_started = r == 0;
+		sh->pool_started = r == 0;
+		mcp_tools_begin(sh, &t);
 		if (r != 0)
-			log_msg(t, "warning", "--pool: cannot start the pool's thread: %s", strerror(r));
+			log_msg(&t, "warning", "--pool: cannot start the pool's thread: %s", strerror(r));
 	}
-	*ret = t;
+	*ret = sh;
 	return 0;
 }
 
-void mcp_tools_begin(struct mcp_tools *t)
+void mcp_tools_begin(struct mcp_tools_shared *sh, struct mcp_tools *t)
 {
-	memset(&t->verdict, 0, sizeof(t->verdict));
+	memset(t, 0, sizeof(*t));
+	t->sh = sh;
+	t->cfg = sh->cfg;
+	t->preload = sh->preload;
+	t->reg = sh->reg;
 	t->verdict.allowed = true;
-	t->recorded = false;
 }
 
 /* The client an audit record names: the policy's client this core
@@ -186,20 +204,24 @@ static void caller(const struct mcp_tools *t, struct engine_caller *cl)
 	cl->audit = t->cfg.audit;
 }
 
-void mcp_tools_free(struct mcp_tools *t)
+void mcp_tools_free(struct mcp_tools_shared *sh)
 {
-	if (!t)
+	struct mcp_tools t;
+
+	if (!sh)
 		return;
+	mcp_tools_begin(sh, &t);
 	/* the server's table is the server's to close */
-	if (t->reg == &t->own) {
-		engine_sessions_close_all(&t->own);
-		engine_sessions_release(&t->own);
+	if (sh->reg == &sh->own) {
+		engine_sessions_close_all(&sh->own);
+		engine_sessions_release(&sh->own);
 	}
-	pool_wait(t);
-	engine_pool_free(t->pool);
-	free(t->pool_msg);
-	free(t->preload);
-	free(t);
+	pool_wait(&t);
+	engine_pool_free(sh->pool);
+	pthread_mutex_destroy(&sh->pool_lock);
+	free(sh->pool_msg);
+	free(sh->preload);
+	free(sh);
 }
 
 /* Whether e is this core's: in a table of its own, all are; in the
@@ -207,7 +229,7 @@ void mcp_tools_free(struct mcp_tools *t)
  * the session leaves the table). */
 static bool mine(const struct mcp_tools *t, const struct engine_session *e)
 {
-	if (t->reg == &t->own)
+	if (t->reg == &t->sh->own)
 		return true;
 	return e->door && !strcmp(e->door, engine_door_name(DOOR_MCP)) &&
 	       __atomic_load_n(&e->client, __ATOMIC_ACQUIRE) == t->cfg.client;
@@ -239,12 +261,14 @@ static void unref_all(struct engine_session **list, unsigned n)
 	free(list);
 }
 
-unsigned mcp_tools_count(const struct mcp_tools *t)
+unsigned mcp_tools_count(struct mcp_tools_shared *sh)
 {
 	struct engine_session **list;
+	struct mcp_tools t;
 	unsigned n;
 
-	if (my_sessions((struct mcp_tools *)t, &list, &n) < 0)
+	mcp_tools_begin(sh, &t);
+	if (my_sessions(&t, &list, &n) < 0)
 		return 0;
 	unref_all(list, n);
 	return n;
@@ -261,8 +285,8 @@ static void on_expired(void *cls, const struct engine_session *e)
 void mcp_tools_expire(struct mcp_tools *t)
 {
 	/* the server's reaper ends the sessions of its table */
-	if (t->reg == &t->own)
-		(void)engine_sessions_reap(&t->own, on_expired, t);
+	if (t->reg == &t->sh->own)
+		(void)engine_sessions_reap(&t->sh->own, on_expired, t);
 }
 
 /* The session of that id with a new reference (engine_session_unref()
@@ -435,7 +459,7 @@ int mcp_tools_create_session(struct mcp_tools *t, const char *language, const ch
 		return buf_puts(msg, why), -EINVAL;
 	if (preload && *preload && lang != SESSION_PYTHON)
 		return buf_puts(msg, "preload is for Python sessions"), -EINVAL;
-	if (t->reg == &t->own && !t->cfg.max_sessions)
+	if (t->reg == &t->sh->own && !t->cfg.max_sessions)
 		return buf_puts(msg, "too many sessions: 0 are open (--max-sessions 0)"), -EBUSY;
 	base_opts(t, &spec.so);
 	spec.so.lang = lang;
@@ -458,7 +482,7 @@ int mcp_tools_create_session(struct mcp_tools *t, const char *language, const ch
 	if (r == -EBUSY)
 		return buf_printf(msg, "too many sessions: %u are open, the most this %s allows "
 				  "(--max-sessions %u): close_session one you no longer need",
-				  engine_sessions_count(t->reg), t->reg == &t->own ? "MCP server" : "server",
+				  engine_sessions_count(t->reg), t->reg == &t->sh->own ? "MCP server" : "server",
 				  t->reg->max), -EBUSY;
 	if (r < 0)
 		return buf_puts(msg, r == -EPERM ? err.verdict.message : err.message), r;

@@ -27,6 +27,7 @@
 #include "util/netguard.h"
 #include "util/resolve.h"
 #include "util/timeutil.h"
+#include "util/banned.h"
 
 #define EGRESS_WHY_MAX 256
 #define EGRESS_MAX_ADDRS 8 /* addresses of one name tried, in order */

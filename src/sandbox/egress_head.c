@@ -9,6 +9,7 @@
 
 #include "sandbox/egress.h"
 #include "util/buf.h"
+#include "util/banned.h"
 
 #define WHY(s) (*ret_why = (s), -EINVAL)
 

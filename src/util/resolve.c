@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "util/resolve.h"
+#include "util/banned.h"
 
 /* Shared by the caller and the lookup's thread; the last to leave frees
  * it (and the result, if the caller gave up on it). */

@@ -59,4 +59,50 @@ def no_door_includes_or_calls_the_session_or_sandbox_tiers():
     check(not found, "doors reaching below the engine (route them through engine/): %r" % found)
 
 
+def code_of(path):
+    """A C file's text without its comments and string literals."""
+    with open(os.path.join(ROOT, path)) as f:
+        text = f.read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+@test
+def the_transport_knows_no_doors_routes():
+    """Each door declares its route ids and resolves its own paths
+    (http/door.h's resolve hook): src/http/ names none of them, and
+    includes no header of a door."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "src", "http", "*.[ch]"))):
+        rel = os.path.relpath(path, ROOT)
+        code = code_of(rel)
+        bad = sorted(set(re.findall(r"\bAPI_R_\w+", code)))
+        bad += re.findall(r'#include "(?:api|e2b|mcp)/[^"]+"', open(path).read())
+        if bad:
+            found[rel] = bad
+    check(not found, "the transport names a door's routes: %r" % found)
+
+
+@test
+def the_transport_shapes_no_doors_stream():
+    """An execution's NDJSON events in E2B's shape (Jupyter's lines,
+    results, end) are made in src/e2b/ behind the door's stream hook:
+    http/exec.c reads the output and hands it over, naming no door."""
+    found = sorted(set(re.findall(r"\b(?:e2b|E2B)\w*", code_of("src/http/exec.c"))))
+    check(not found, "http/exec.c shapes E2B's events itself: %r" % found)
+
+
+@test
+def every_c_file_under_src_includes_banned_h():
+    """util/banned.h turns a call of strcpy, sprintf, atoi, system, ...
+    into a compile error, but only in a file that includes it: one that
+    misses it may call them unnoticed (STYLE.md, "a banned list")."""
+    missing = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "src", "**", "*.c"), recursive=True)):
+        with open(path) as f:
+            if '#include "util/banned.h"' not in f.read():
+                missing.append(os.path.relpath(path, ROOT))
+    check(missing == [], "include \"util/banned.h\" (last) in: %r" % missing)
+
+
 main()

@@ -248,6 +248,89 @@ def sessions_made_through_mcp_end_with_the_server():
         time.sleep(0.1)
 
 
+def busy_sessions(srv):
+    """The ids of the sandbox sessions running a cell now (GET
+    /v1/sessions lists MCP's too)."""
+    st, j = srv.request("GET", "/v1/sessions")
+    eq(st, 200, j)
+    return {x["id"] for x in j["sessions"] if x["busy"]}
+
+
+@test
+def calls_of_one_mcp_session_run_side_by_side():
+    """The door's lock guards its table of connections, not the calls:
+    while one tools/call sleeps in a cell, a second one on the same
+    Mcp-Session-Id is answered (and not after the first)."""
+    import threading
+    srv = Serve("--pool", "0")
+    try:
+        h = initialize(srv)
+        sids = [call(srv, h, "create_session", {}, id=20 + i)["result"]["structuredContent"]["session_id"]
+                for i in range(2)]
+        done = []
+        slow = {}
+
+        def long_call():
+            try:
+                slow["r"] = post(srv, {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                                       "params": {"name": "run_code", "arguments": {
+                                           "session_id": sids[0], "timeout": 900,
+                                           "code": "import time\ntime.sleep(600)"}}}, h)
+            except Exception as e:  # the server may close the connection
+                slow["r"] = e
+            done.append("slow")
+        t = threading.Thread(target=long_call, daemon=True)
+        t.start()
+        deadline = time.monotonic() + HANG_S
+        while sids[0] not in busy_sessions(srv):
+            check(time.monotonic() < deadline, "the slow cell did not start")
+            time.sleep(0.1)
+        r = call(srv, h, "run_code", {"session_id": sids[1], "code": "6 * 7"}, id=9)["result"]
+        done.append("fast")
+        eq(r["structuredContent"]["results"][0]["text/plain"], "42")
+        eq(done, ["fast"])
+        check(t.is_alive(), "the slow call returned: %r" % slow)
+    finally:
+        eq(srv.stop(timeout=HANG_S), 0)  # and the slow call with it
+    t.join(HANG_S)
+    check(not t.is_alive(), "the slow call did not end with the server")
+
+
+@test
+def a_shutdown_stops_every_call_in_flight_of_one_client():
+    import threading
+    srv = Serve("--pool", "0")
+    h = initialize(srv)
+    sids = [call(srv, h, "create_session", {}, id=20 + i)["result"]["structuredContent"]["session_id"]
+            for i in range(2)]
+    threads = []
+    for i, sid in enumerate(sids):
+        def one(sid=sid, i=i):
+            try:
+                post(srv, {"jsonrpc": "2.0", "id": 30 + i, "method": "tools/call",
+                           "params": {"name": "run_code", "arguments": {
+                               "session_id": sid, "timeout": 900,
+                               "code": "import time\ntime.sleep(600)"}}}, h)
+            except Exception:  # the server may close the connection
+                pass
+        threads.append(threading.Thread(target=one, daemon=True))
+        threads[-1].start()
+    try:
+        deadline = time.monotonic() + HANG_S
+        while busy_sessions(srv) != set(sids):
+            check(time.monotonic() < deadline, "the two cells did not start")
+            time.sleep(0.1)
+        srv.p.terminate()
+        # each cell's own timeout is 900 s: the server must stop both itself
+        eq(srv.p.wait(timeout=HANG_S), 0)
+    finally:
+        if srv.p.poll() is None:  # it did not stop: none of it is left
+            srv.p.kill()
+            srv.p.wait(timeout=HANG_S)
+    for t in threads:
+        t.join(30)
+
+
 @test
 def a_long_call_does_not_hold_up_the_servers_shutdown():
     import threading

@@ -1,4 +1,4 @@
-/* libFuzzer target: request paths through the router, and output bytes
+/* libFuzzer target: request paths through the /v1 door's router, and output bytes
  * through the UTF-8 repair the NDJSON stream uses.  A workspace path that
  * comes out must be relative, without "." or ".." components, without
  * NUL, and valid UTF-8; a repaired text must be valid UTF-8. */
@@ -8,6 +8,7 @@
 
 #include "http/request.h"
 #include "http/route.h"
+#include "api/route.h"
 #include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -13,6 +13,7 @@
 #include "e2b/internal.h"
 #include "http/request.h"
 #include "http/route.h"
+#include "api/route.h"
 
 static void route_decodes_paths_strictly(void **state)
 {

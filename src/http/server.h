@@ -1,4 +1,4 @@
-/* http/serve.h: the HTTP/JSON server behind `codecell serve` (docs/API.md).
+/* http/server.h: the HTTP/JSON server behind `codecell serve` (docs/API.md).
  *
  * libmicrohttpd with a thread per connection: a request that runs code
  * blocks only its own connection.  Sessions live in the process; each has
@@ -8,8 +8,8 @@
  *
  * The server never exits the process and never prints except through the
  * log callback in its config (the CLI tier decides). */
-#ifndef CODECELL_HTTP_SERVE_H
-#define CODECELL_HTTP_SERVE_H
+#ifndef CODECELL_HTTP_SERVER_H
+#define CODECELL_HTTP_SERVER_H
 
 #include <stdbool.h>
 #include <stddef.h>

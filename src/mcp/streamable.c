@@ -24,9 +24,15 @@
  * sessions are in the server's table (srv->reg, door "mcp"), so they
  * count against --max-sessions and the client's max_sessions and show in
  * GET /v1/sessions and /metrics; the MCP tools see only the sessions
- * their client made through MCP.  An mcp_server is not thread-safe, so one client's requests are
- * served one at a time (a long run_code holds up that client's others,
- * not other clients'). */
+ * their client made through MCP.
+ *
+ * A client's requests run side by side, on one Mcp-Session-Id or
+ * several (basic/transports.mdx lets a client send a POST while another
+ * is open): a long run_code holds up nothing but itself.  The core's
+ * calls each have their own state (mcp.h); the lock here guards only
+ * the table of connections, and a connection in use is held by a
+ * reference, so a DELETE or an eviction during a call frees it when
+ * the call ends. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -52,17 +58,20 @@
 #define MCP_HTTP_ID_LEN 32
 #define MCP_HTTP_BODY_MAX (16u << 20) /* as MCP_MESSAGE_MAX */
 
+/* An Mcp-Session-Id's connection: held by the table and by each call
+ * on it (refs, under api_mcp.lock). */
 struct mcp_http_conn {
 	char id[MCP_HTTP_ID_LEN + 1];
 	struct mcp_conn *c;
 	uint64_t last_ms;
+	unsigned refs;
 };
 
 struct api_mcp {
-	pthread_mutex_t lock; /* around every call into srv */
-	int stop[2];	      /* mcp_config.stop_fd: a SIGTERM record at shutdown */
+	pthread_mutex_t lock; /* around conns and n: not held during a call */
+	int stop[2];	      /* mcp_config.stop_fd: SIGTERM records at shutdown */
 	struct mcp_server *srv;
-	struct mcp_http_conn conns[MCP_HTTP_CONNS_MAX];
+	struct mcp_http_conn *conns[MCP_HTTP_CONNS_MAX];
 	unsigned n;
 	const struct engine_client *client; /* whose core this is */
 	struct api_mcp *next;		    /* the server's list */
@@ -151,7 +160,10 @@ static int mcp_http_init(struct api_server *srv, void **ret_state)
 	return 0;
 }
 
-/* Shutdown: stop the MCP call in progress (its run or cell is killed). */
+/* Shutdown: stop the MCP calls in progress (their runs and cells are
+ * killed).  A session's cell takes one record off the pipe as it stops
+ * (session/exchange.c), so the pipe is filled: a record for every call
+ * in flight, and the pipe stays readable for a call that starts late. */
 static void mcp_http_stop(struct api_server *srv, void *state)
 {
 	struct signalfd_siginfo si = { .ssi_signo = SIGTERM };
@@ -160,9 +172,8 @@ static void mcp_http_stop(struct api_server *srv, void *state)
 	(void)srv;
 	pthread_mutex_lock(&st->lock);
 	for (struct api_mcp *m = st->head; m; m = m->next)
-		if (write(m->stop[1], &si, sizeof(si)) < 0) {
-			/* full: readable all the same */
-		}
+		while (write(m->stop[1], &si, sizeof(si)) == sizeof(si))
+			; /* until EAGAIN: O_NONBLOCK */
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -173,8 +184,10 @@ static void mcp_free(struct api_mcp *m)
 	mcp_free(m->next);
 	close(m->stop[0]);
 	close(m->stop[1]);
-	for (unsigned i = 0; i < m->n; i++)
-		mcp_conn_free(m->conns[i].c);
+	for (unsigned i = 0; i < m->n; i++) {
+		mcp_conn_free(m->conns[i]->c);
+		free(m->conns[i]);
+	}
 	mcp_server_free(m->srv);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -192,43 +205,71 @@ static void mcp_http_free(void *state)
 	free(st);
 }
 
-/* Under m->lock. */
-static struct mcp_http_conn *find_conn(struct api_mcp *m, const char *id)
+/* Under m->lock: a reference the caller drops with put_conn(). */
+static struct mcp_http_conn *get_conn(struct api_mcp *m, const char *id)
 {
 	for (unsigned i = 0; i < m->n; i++)
-		if (!strcmp(m->conns[i].id, id))
-			return &m->conns[i];
+		if (!strcmp(m->conns[i]->id, id)) {
+			m->conns[i]->refs++;
+			m->conns[i]->last_ms = api_now_ms();
+			return m->conns[i];
+		}
 	return NULL;
 }
 
-static void drop_conn(struct api_mcp *m, struct mcp_http_conn *hc)
+/* Under m->lock. */
+static void unref_conn(struct mcp_http_conn *hc)
 {
+	if (--hc->refs)
+		return;
 	mcp_conn_free(hc->c);
-	*hc = m->conns[--m->n];
+	free(hc);
 }
 
-/* Under m->lock: keep c under a new id; the least recently used goes
- * when the table is full. */
+static void put_conn(struct api_mcp *m, struct mcp_http_conn *hc)
+{
+	pthread_mutex_lock(&m->lock);
+	unref_conn(hc);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Under m->lock: out of the table (its calls still hold it). */
+static void drop_conn(struct api_mcp *m, unsigned i)
+{
+	struct mcp_http_conn *hc = m->conns[i];
+
+	m->conns[i] = m->conns[--m->n];
+	unref_conn(hc);
+}
+
+/* Under m->lock: keep c under a new id, or NULL (c is then the
+ * caller's still).  When the table is full the least recently used
+ * goes, one without a call in flight if there is one. */
 static const char *add_conn(struct api_mcp *m, struct mcp_conn *c)
 {
 	unsigned char raw[MCP_HTTP_ID_LEN / 2];
 	struct mcp_http_conn *hc;
 
+	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw) || !(hc = calloc(1, sizeof(*hc))))
+		return NULL;
 	if (m->n == MCP_HTTP_CONNS_MAX) {
 		unsigned oldest = 0;
 
-		for (unsigned i = 1; i < m->n; i++)
-			if (m->conns[i].last_ms < m->conns[oldest].last_ms)
+		for (unsigned i = 1; i < m->n; i++) {
+			bool idle = m->conns[i]->refs == 1, oldest_idle = m->conns[oldest]->refs == 1;
+
+			if (idle > oldest_idle ||
+			    (idle == oldest_idle && m->conns[i]->last_ms < m->conns[oldest]->last_ms))
 				oldest = i;
-		drop_conn(m, &m->conns[oldest]);
+		}
+		drop_conn(m, oldest);
 	}
-	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
-		return NULL;
-	hc = &m->conns[m->n++];
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(hc->id + 2 * i, 3, "%02x", raw[i]);
 	hc->c = c;
 	hc->last_ms = api_now_ms();
+	hc->refs = 1; /* the table's */
+	m->conns[m->n++] = hc;
 	return hc->id;
 }
 
@@ -306,16 +347,18 @@ static bool modern_headers_ok(struct api_call *c, json_t *msg, char *why, size_t
 
 static enum MHD_Result handle_delete(struct api_call *c, struct api_mcp *m, const char *sid)
 {
-	struct mcp_http_conn *hc;
+	bool found = false;
 
 	if (!sid)
 		return rpc_error(c, 400, NULL, -32600, "DELETE /mcp needs the Mcp-Session-Id to end");
 	pthread_mutex_lock(&m->lock);
-	hc = find_conn(m, sid);
-	if (hc)
-		drop_conn(m, hc);
+	for (unsigned i = 0; i < m->n && !found; i++)
+		if (!strcmp(m->conns[i]->id, sid)) {
+			drop_conn(m, i);
+			found = true;
+		}
 	pthread_mutex_unlock(&m->lock);
-	if (!hc)
+	if (!found)
 		return rpc_error(c, 404, NULL, -32600, "no MCP session '%.40s'", sid);
 	return respond(c, 200, NULL, 0, NULL);
 }
@@ -357,18 +400,19 @@ static enum MHD_Result handle_post(struct api_call *c, struct api_mcp *m, const 
 		ret = rpc_error(c, 400, json_object_get(msg, "id"), -32600, "%s", why);
 		goto out;
 	}
-	pthread_mutex_lock(&m->lock);
 	if (sid) {
-		hc = find_conn(m, sid);
+		pthread_mutex_lock(&m->lock);
+		hc = get_conn(m, sid);
+		pthread_mutex_unlock(&m->lock);
 		if (!hc) {
-			pthread_mutex_unlock(&m->lock);
 			ret = rpc_error(c, 404, json_object_get(msg, "id"), -32600,
 					"no MCP session '%.40s': it ended, or the server restarted; "
 					"initialize again", sid);
 			goto out;
 		}
-		hc->last_ms = api_now_ms();
+		/* without the lock: another call on this id may run meanwhile */
 		ret = answer(c, hc->c, NULL);
+		put_conn(m, hc);
 	} else if (method && !strcmp(method, "initialize")) {
 		/* a session for the connection the handshake opens; kept only
 		 * if the handshake succeeded */
@@ -382,11 +426,19 @@ static enum MHD_Result handle_post(struct api_call *c, struct api_mcp *m, const 
 		if (reply)
 			(void)json_body_read(reply, len, MCP_JSON_FLAGS, &rj, NULL);
 		if (json_object_get(rj, "result")) {
-			const char *id = add_conn(m, conn);
+			char id[MCP_HTTP_ID_LEN + 1] = "";
+			const char *kept;
 
-			if (!id)
+			/* the id copied under the lock: the entry may go as
+			 * soon as it is released */
+			pthread_mutex_lock(&m->lock);
+			kept = add_conn(m, conn);
+			if (kept)
+				memcpy(id, kept, sizeof(id));
+			pthread_mutex_unlock(&m->lock);
+			if (!kept)
 				mcp_conn_free(conn);
-			ret = respond(c, 200, reply, len, id);
+			ret = respond(c, 200, reply, len, kept ? id : NULL);
 		} else {
 			mcp_conn_free(conn);
 			ret = reply ? respond(c, 200, reply, len, NULL) : respond(c, 500, NULL, 0, NULL);
@@ -397,7 +449,6 @@ static enum MHD_Result handle_post(struct api_call *c, struct api_mcp *m, const 
 		ret = conn ? answer(c, conn, NULL) : respond(c, 500, NULL, 0, NULL);
 		mcp_conn_free(conn);
 	}
-	pthread_mutex_unlock(&m->lock);
 out:
 	json_decref(msg);
 	return ret;
@@ -421,15 +472,27 @@ static enum MHD_Result handle_mcp(struct api_call *c)
 	return handle_post(c, m, sid);
 }
 
+enum { MCP_R_MCP = 1 }; /* the door's one route */
+
+static int mcp_resolve(const char *path, size_t n, struct api_route *r, struct api_error *e)
+{
+	(void)n, (void)e;
+	if (strcmp(path, "/mcp") != 0)
+		return 0;
+	r->id = MCP_R_MCP;
+	return 1;
+}
+
 /* POST and DELETE /mcp */
 static const struct http_route routes[] = {
-	{ API_R_MCP, HTTP_POST | HTTP_DELETE, handle_mcp, false, MCP_HTTP_BODY_MAX, false, NULL, NULL },
+	{ MCP_R_MCP, HTTP_POST | HTTP_DELETE, handle_mcp, false, MCP_HTTP_BODY_MAX, false, NULL, NULL },
 };
 
 const struct http_door mcp_http_door = {
 	.name = "mcp",
 	.routes = routes,
 	.n_routes = ARRAY_SIZE(routes),
+	.resolve = mcp_resolve,
 	.init = mcp_http_init,
 	.stop = mcp_http_stop,
 	.free = mcp_http_free,

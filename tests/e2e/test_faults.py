@@ -392,6 +392,13 @@ class Burst:
         with self.lock:
             self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
+    def served(self):
+        """True once each kind of request has been answered in full (the
+        clients go on): the burst is running, not still starting, when
+        the server is stopped, however slow the machine."""
+        with self.lock:
+            return all(self.kinds.get(k) for k in ("upload 201", "execute 200 ok", "one-shot 200 ok"))
+
     def client(self, i):
         sid = self.sids[i % len(self.sids)]
         n = 0
@@ -436,7 +443,7 @@ def server_killed_during_a_burst_leaves_nothing_after_a_restart():
         sids.append(s.session(limits={"memory": "256M"})["id"])  # a cold one too
         s.execute(sids[0], "import subprocess\nsubprocess.Popen(['sleep', '1000'])")
         burst = Burst(s, sids)
-        time.sleep(3)
+        eventually(burst.served, "each kind of request of the burst answered", HANG_S)
         procs = [ident(p) for p in descendants(s.pid)]
         procs = [p for p in procs if p]
         cgroups = sandbox_cgroups(s.cg_parents, s.pid)
@@ -474,7 +481,7 @@ def sigterm_during_a_burst_exits_cleanly_and_leaves_nothing():
         sids.append(s.session(language="bash")["id"])
         s.execute(sids[3], "sleep 1000 &")
         burst = Burst(s, sids)
-        time.sleep(3)
+        eventually(burst.served, "each kind of request of the burst answered", HANG_S)
         procs = [p for p in (ident(p) for p in descendants(s.pid)) if p]
         cgroups = sandbox_cgroups(s.cg_parents, s.pid)
         check(len(procs) >= 8 and cgroups, "sandboxes are running: %r %r" % (procs, cgroups))

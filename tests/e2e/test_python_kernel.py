@@ -23,7 +23,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cctest import HANG_S, PYTHON, ROOT, check, eq, main, test, tmpdir  # noqa: E402
+from cctest import (HANG_S, PYTHON, READS, ROOT, SLEEPS, await_blocked, check, eq, main, test,  # noqa: E402
+                    tmpdir)
 
 with open(os.path.join(ROOT, "kernels", "python_kernel.py")) as _f:
     SRC = _f.read()
@@ -502,7 +503,7 @@ def sigint_interrupts_running_cell():
         k.run_ok("kept = 41")
         rid = k.start("import time\nprint('started', flush=True)\ntime.sleep(600)\nkept = 0")
         k.wait_output("started")
-        time.sleep(0.2)  # into time.sleep() (else the traceback quotes print())
+        await_blocked(k.p.pid, SLEEPS)  # in time.sleep() (else the traceback quotes print())
         t0 = time.monotonic()
         k.p.send_signal(signal.SIGINT)
         c = Cell(k.collect(rid, timeout=HANG_S))
@@ -547,7 +548,9 @@ def sigint_while_idle_is_ignored():
         for _ in range(5):
             k.p.send_signal(signal.SIGINT)
             time.sleep(0.05)
-        time.sleep(0.3)
+        # handled: back in its wait for the next request (a dead kernel
+        # returns at once, and fails below)
+        await_blocked(k.p.pid, READS, signal.SIGINT)
         eq(k.p.poll(), None, "kernel alive")
         c = k.execute("v")
         eq(c.status, "ok", "no pending interrupt reaches the next cell")

@@ -456,7 +456,7 @@ def a_slow_execution_blocks_no_one_else():
         r=s.post("/v1/sessions/%s/execute" % a, {"code": "import time; time.sleep(600)"},
                  timeout=4 * HANG_S)))
     th.start()
-    time.sleep(0.3)
+    await_busy(s, a)  # the others come while it runs, not before
     eq(s.execute(b, "2+2")["results"][0]["text/plain"], "4")
     st, _, _ = s.get("/v1/sessions/" + a)
     eq(st, 200)

@@ -329,6 +329,40 @@ def template_of(server_pid):
     return None, None
 
 
+# system calls (x86_64) a process sleeps in: where node's event loop
+# waits, where Python's time.sleep() does, where a kernel waits for its
+# next request (read, poll, select, pselect6, ppoll)
+EPOLL_WAITS = {"232", "281", "441"}
+SLEEPS = {"35", "230", "23", "270"}
+READS = {"0", "7", "23", "270", "271"}
+
+
+def await_blocked(pid, calls, signo=None):
+    """Once pid's main thread sleeps (state S) in one of the system calls
+    calls (numbers, as /proc/PID/syscall gives them) and, with signo, that
+    signal is no longer pending: a process seen there, not one assumed
+    there after a pause.  Returns at once should pid be gone (what the
+    caller checks next then fails)."""
+    deadline = time.monotonic() + HANG_S
+    bit = 1 << (signo - 1) if signo else 0
+    while True:
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except OSError:
+            return
+        state = st["State"].split()[0]
+        if state in ("Z", "X"):
+            return
+        with open("/proc/%d/syscall" % pid) as f:  # unreadable: fail, not pass
+            call = f.read().split()[0]
+        pending = int(st["SigPnd"], 16) | int(st["ShdPnd"], 16)
+        if state == "S" and call in calls and not pending & bit:
+            return
+        check(time.monotonic() < deadline, "pid %d never blocked in %r: %s %s" % (pid, calls, state, call))
+        time.sleep(0.02)
+
+
 def descendants_running(pid, needle):
     """The descendants of pid whose command line holds needle."""
     return [p for p in descendants(pid) if needle in cmdline(p)]

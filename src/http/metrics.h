@@ -6,8 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "session/result.h"
-#include "session/session.h"
+#include "engine/engine.h" /* the result, session and sandbox types */
 
 /* A latency histogram: counts by upper bound (metrics.c), the last
  * for +Inf. */

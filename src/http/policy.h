@@ -13,7 +13,7 @@
 #include "engine/audit.h"
 #include "engine/policy.h"
 #include "engine/sessions.h"
-#include "session/result.h"
+#include "engine/engine.h" /* the result, session and sandbox types */
 
 struct api_server;
 

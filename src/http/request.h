@@ -14,8 +14,6 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "sandbox/sandbox.h"
-#include "session/session.h"
 
 /* Named limits on what a client may send. */
 #define API_BODY_MAX (2 * ENGINE_CODE_MAX + (64u << 10)) /* a JSON body */

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "engine/limits.h"
-#include "sandbox/sandbox.h"
+#include "engine/engine.h" /* the result, session and sandbox types */
 #include "util/json.h"
 
 /* Named limits on what a client may send. */

@@ -622,9 +622,12 @@ def the_agent_is_offered_the_tool_and_reads_its_result():
         eq((msg["role"], msg["tool_call_id"]), ("tool", "call_sql"))
         check('"rows":[["alice"]]' in msg["content"], msg)
         eq(r.json["steps"][0]["tool"], "sql")
-        line = json.loads(open(audit).read().splitlines()[0])
+        lines = [json.loads(x) for x in open(audit).read().splitlines()]
         os.unlink(audit)
-        eq((line["tool"], line["door"], line["status"]), ("sql", "cli", "ok"))
+        # the session's start and end are recorded around it
+        eq([(x["tool"], x["door"], x["status"]) for x in lines],
+           [("session_create", "cli", "ok"), ("sql", "cli", "ok"),
+            ("session_close", "cli", "ok")], lines)
         check(PASSWORD not in r.stdout + r.stderr + json.dumps(s.requests))
 
 

@@ -681,21 +681,48 @@ int mcp_tools_read_file(struct mcp_tools *t, const char *id, const char *path, s
 	return workspace_done(e, read_file(e, &w, path, data, ret, msg));
 }
 
+static int check_write(struct engine_caller *cl, void *arg, struct engine_verdict *v)
+{
+	return engine_check_file(cl->client, cl->door, ACTION_WRITE_FILE, *(size_t *)arg, v);
+}
+
+/* Through the engine's pipeline: the policy's file check (MCP has no
+ * approval callback: a held write is refused), the write, then its
+ * record with the outcome (a refusal is recorded by the check). */
 static int write_file(struct mcp_tools *t, struct engine_session *e, struct engine_ws *w,
 		      const char *path, const char *data, size_t len, json_t **ret, struct buf *msg)
 {
+	struct engine_audit_record rec = { .action = ACTION_WRITE_FILE, .session = e->id,
+					   .bytes = len };
+	struct engine_approval_note an;
+	struct engine_session_error err;
+	struct engine_caller cl;
 	bool replaced = false;
 	int r;
 
 	if (len > MCP_FILE_MAX)
 		return fs_fail(msg, -EFBIG, "write_file", path);
-	if (t->cfg.client &&
-	    engine_check_file(t->cfg.client, DOOR_MCP, ACTION_WRITE_FILE, len, &t->verdict) < 0)
-		return buf_puts(msg, t->verdict.message), -EPERM;
 	path = rel_path(path);
-	if (path[0] == '/')
-		return fs_fail(msg, -EXDEV, "write", path);
-	r = engine_files_write(w, path, data, len, &replaced);
+	caller(t, &cl);
+	rec.args = json_pack("{s:s}", "path", path);
+	r = engine_call_check(&cl, &rec, check_write, &len, NULL, &an, &err);
+	t->verdict = err.verdict;
+	if (r < 0) {
+		t->recorded = true;
+		json_decref(rec.args);
+		return buf_puts(msg, err.verdict.message), -EPERM;
+	}
+	r = path[0] == '/' ? -EXDEV : engine_files_write(w, path, data, len, &replaced);
+	rec.status = r < 0 ? "error" : "ok";
+	if (r < 0) {
+		rec.bytes = 0;
+		json_object_set_new(rec.args, "error", json_string(strerror(-r)));
+	}
+	engine_call_record(&cl, &rec);
+	t->recorded = true;
+	json_decref(rec.args);
+	if (cl.audit_err < 0)
+		log_msg(t, "warning", "cannot append to the audit log");
 	if (r < 0)
 		return fs_fail(msg, r, "write", path);
 	*ret = json_pack("{s:s, s:s, s:I, s:b}", "session_id", e->id, "path", path, "size",

@@ -326,7 +326,7 @@ def one_call_after_another_always_finds_its_slot_free():
 def mcp_run_code_passes_the_policy():
     with tempfile.TemporaryDirectory() as d:
         pol, audit = os.path.join(d, "p.ini"), os.path.join(d, "audit.log")
-        write(pol, "[default]\nlanguages = python\nlimit.timeout = 5s\n")
+        write(pol, "[default]\nlanguages = python\nlimit.timeout = 5s\nmax_file = 8\n")
         p = subprocess.Popen([CODECELL, "mcp", "--policy", pol, "--audit", audit],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
@@ -352,6 +352,15 @@ def mcp_run_code_passes_the_policy():
             # the limits table's ceiling, as the CLI and the API have it
             r = rpc(6, "tools/call", {"name": "run_code", "arguments": {"code": "1", "timeout": 3601}})
             check("error" in r and "3600" in r["error"]["message"], r)
+            # a file write takes the pipeline too: its check, then its record
+            r = rpc(7, "tools/call", {"name": "create_session", "arguments": {}})
+            sid = r["result"]["structuredContent"]["session_id"]
+            r = rpc(8, "tools/call", {"name": "write_file", "arguments": {
+                "session_id": sid, "path": "a.txt", "content": "four"}})
+            check(not r["result"]["isError"], r)
+            r = rpc(9, "tools/call", {"name": "write_file", "arguments": {
+                "session_id": sid, "path": "b.txt", "content": "x" * 9}})
+            check(r["result"]["isError"], r)
         finally:
             p.stdin.close()
             eq(p.wait(timeout=60), 0)
@@ -360,7 +369,12 @@ def mcp_run_code_passes_the_policy():
         lines = [json.loads(x) for x in open(audit)]
         eq([(x["door"], x["tool"], x["decision"], x["rule"]) for x in lines],
            [("mcp", "run", "rejected", "languages"), ("mcp", "run", "rejected", "limits.timeout"),
-            ("mcp", "run", "allowed", None), ("mcp", "session_create", "rejected", "languages")])
+            ("mcp", "run", "allowed", None), ("mcp", "session_create", "rejected", "languages"),
+            ("mcp", "session_create", "allowed", None),
+            ("mcp", "write_file", "allowed", None), ("mcp", "write_file", "rejected", "max_file")])
+        w = [x for x in lines if x["tool"] == "write_file"]
+        eq([(x["session"], x["arguments"], x["status"]) for x in w],
+           [(sid, {"path": "a.txt"}, "ok"), (sid, {"path": "b.txt"}, "rejected")], w)
 
 
 @test

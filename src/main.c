@@ -26,8 +26,7 @@ static const char usage[] =
 	"  version  print the version\n"
 	"\n"
 	"codecell help COMMAND is codecell COMMAND --help.  Documentation: README.md\n"
-	"and docs/ (one page per command).\n"
-	;
+	"and docs/ (one page per command).\n";
 
 static int cmd_version(int argc, char **argv)
 {
@@ -40,18 +39,12 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "run", cli_run },
-	{ "check", cli_check },
-	{ "shell", cli_shell },
-	{ "serve", cli_serve },
-	{ "mcp", cli_mcp },
-	{ "agent", cli_agent },
-	{ "audit", cli_audit },
-	{ "approvals", cli_approvals },
-	{ "diff", cli_changes },
-	{ "apply", cli_changes },
-	{ "discard", cli_changes },
-	{ "version", cmd_version },
+	{ "run", cli_run },	      { "check", cli_check },
+	{ "shell", cli_shell },	      { "serve", cli_serve },
+	{ "mcp", cli_mcp },	      { "agent", cli_agent },
+	{ "audit", cli_audit },	      { "approvals", cli_approvals },
+	{ "diff", cli_changes },      { "apply", cli_changes },
+	{ "discard", cli_changes },   { "version", cmd_version },
 	{ "--version", cmd_version },
 };
 

@@ -18,11 +18,14 @@ int main(void)
 		int r = sandbox_seccomp_build(w, &p);
 
 		if (r < 0) {
-			fprintf(stderr, "gen-seccomp: cannot build filter %d: %s%s\n", w, strerror(-r),
-				r == -EPROTO ? " (the compact program's verdicts differ from libseccomp's: "
-					       "a rule changed that compact() in seccomp_policy.c writes out "
-					       "by hand)"
-					     : r == -ENOTSUP ? " (a rule compact() cannot write out)" : "");
+			fprintf(stderr, "gen-seccomp: cannot build filter %d: %s%s\n", w,
+				strerror(-r),
+				r == -EPROTO
+					? " (the compact program's verdicts differ from libseccomp's: "
+					  "a rule changed that compact() in seccomp_policy.c writes out "
+					  "by hand)"
+				: r == -ENOTSUP ? " (a rule compact() cannot write out)"
+						: "");
 			return 1;
 		}
 		printf("static struct sock_filter insns%d[] = {\n", w);
@@ -34,7 +37,8 @@ int main(void)
 	}
 	printf("const struct sock_fprog sandbox_seccomp_programs[SANDBOX_SECCOMP_N] = {\n");
 	for (int w = 0; w < SANDBOX_SECCOMP_N; w++)
-		printf("\t{ .len = sizeof(insns%d) / sizeof(insns%d[0]), .filter = insns%d },\n", w, w, w);
+		printf("\t{ .len = sizeof(insns%d) / sizeof(insns%d[0]), .filter = insns%d },\n", w,
+		       w, w);
 	printf("};\n");
 	{
 		const struct scmp_version *v = seccomp_version();

@@ -21,10 +21,10 @@
 #include "util/buf.h"
 
 /* Named limits. */
-#define AGENT_REPLY_MAX (4u << 20)	  /* bytes of one HTTP reply body */
-#define AGENT_ERROR_QUOTE_MAX 300	  /* bytes of an endpoint's error text quoted */
-#define AGENT_SECTION_MAX 4000		  /* bytes per observation section (head + tail) */
-#define AGENT_QUESTION_MAX (1u << 20)	  /* bytes of the question */
+#define AGENT_REPLY_MAX (4u << 20)    /* bytes of one HTTP reply body */
+#define AGENT_ERROR_QUOTE_MAX 300     /* bytes of an endpoint's error text quoted */
+#define AGENT_SECTION_MAX 4000	      /* bytes per observation section (head + tail) */
+#define AGENT_QUESTION_MAX (1u << 20) /* bytes of the question */
 #define AGENT_DEFAULT_MAX_STEPS 10
 #define AGENT_MAX_STEPS_MAX 100
 #define AGENT_DEFAULT_LLM_TIMEOUT_S 120.0 /* one chat-completions request */
@@ -34,11 +34,11 @@
 
 /* How the loop ended: also the CLI's exit status for each (README). */
 enum agent_outcome {
-	AGENT_ANSWERED = 0,	   /* a reply without code: the answer */
+	AGENT_ANSWERED = 0,	    /* a reply without code: the answer */
 	AGENT_BUDGET_EXHAUSTED = 2, /* --max-steps executions, and still code */
-	AGENT_LLM_ERROR = 3,	   /* the endpoint failed (after retries) */
-	AGENT_STOPPED = 130,	   /* the stop flag was raised (Ctrl-C) */
-	AGENT_SETUP_ERROR = 125,   /* the session or the HTTP client could not start */
+	AGENT_LLM_ERROR = 3,	    /* the endpoint failed (after retries) */
+	AGENT_STOPPED = 130,	    /* the stop flag was raised (Ctrl-C) */
+	AGENT_SETUP_ERROR = 125,    /* the session or the HTTP client could not start */
 };
 const char *agent_outcome_name(enum agent_outcome o);
 
@@ -124,7 +124,7 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 
 /* Code found in a model's reply. */
 struct agent_code {
-	char *code; /* owned; NULL when the reply holds no code */
+	char *code;	    /* owned; NULL when the reply holds no code */
 	const char *source; /* "tag", "fence" (static) */
 	bool cut;	    /* an opening tag without its closing one */
 };

@@ -29,7 +29,8 @@ static bool label_matches(const char *lang, const char *label, size_t n)
 		if (strcmp(table[i].lang, lang))
 			continue;
 		for (size_t k = 0; k < ARRAY_SIZE(table[i].labels) && table[i].labels[k]; k++)
-			if (strlen(table[i].labels[k]) == n && !strncasecmp(label, table[i].labels[k], n))
+			if (strlen(table[i].labels[k]) == n &&
+			    !strncasecmp(label, table[i].labels[k], n))
 				return true;
 	}
 	return false;

@@ -50,11 +50,16 @@ int llm_new(const struct agent_config *cfg, struct llm **ret, struct buf *err)
 	if (r < 0)
 		return r;
 	if (!cfg->base_url || !*cfg->base_url)
-		return buf_puts(err, "no model endpoint: set OPENAI_BASE_URL (llama.cpp's server: "
-				     "http://127.0.0.1:8080/v1, Ollama: http://127.0.0.1:11434/v1)"), -EINVAL;
+		return buf_puts(err,
+				"no model endpoint: set OPENAI_BASE_URL (llama.cpp's server: "
+				"http://127.0.0.1:8080/v1, Ollama: http://127.0.0.1:11434/v1)"),
+		       -EINVAL;
 	if (strncmp(cfg->base_url, "http://", 7) && strncmp(cfg->base_url, "https://", 8))
-		return buf_printf(err, "invalid OPENAI_BASE_URL '%s': expected http://HOST:PORT/v1 "
-				       "or https://...", cfg->base_url), -EINVAL;
+		return buf_printf(err,
+				  "invalid OPENAI_BASE_URL '%s': expected http://HOST:PORT/v1 "
+				  "or https://...",
+				  cfg->base_url),
+		       -EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -184,36 +189,48 @@ static int transport_error(const struct llm *l, CURLcode c, const struct buf *bo
 	case CURLE_ABORTED_BY_CALLBACK:
 		return buf_puts(err, "stopped"), -EINTR;
 	case CURLE_OPERATION_TIMEDOUT:
-		return buf_printf(err, "the model endpoint '%s' sent no complete reply within %g s: "
-				       "raise --llm-timeout, or use a smaller model", l->url,
-				  l->cfg->llm_timeout_s), -ETIMEDOUT;
+		return buf_printf(err,
+				  "the model endpoint '%s' sent no complete reply within %g s: "
+				  "raise --llm-timeout, or use a smaller model",
+				  l->url, l->cfg->llm_timeout_s),
+		       -ETIMEDOUT;
 	case CURLE_COULDNT_CONNECT:
-		return buf_printf(err, "cannot connect to the model endpoint '%s' (%s): is the server "
-				       "running? set OPENAI_BASE_URL", l->url, cc->easy_strerror(c)),
+		return buf_printf(err,
+				  "cannot connect to the model endpoint '%s' (%s): is the server "
+				  "running? set OPENAI_BASE_URL",
+				  l->url, cc->easy_strerror(c)),
 		       -ECONNREFUSED;
 	case CURLE_COULDNT_RESOLVE_HOST:
-		return buf_printf(err, "cannot resolve the host of '%s': check OPENAI_BASE_URL", l->url),
+		return buf_printf(err, "cannot resolve the host of '%s': check OPENAI_BASE_URL",
+				  l->url),
 		       -EHOSTUNREACH;
 	case CURLE_URL_MALFORMAT:
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		return buf_printf(err, "invalid OPENAI_BASE_URL '%s' (%s)", l->cfg->base_url,
-				  cc->easy_strerror(c)), -EINVAL;
+				  cc->easy_strerror(c)),
+		       -EINVAL;
 	case CURLE_WRITE_ERROR:
 		if (body->len + CURL_MAX_WRITE_SIZE > body->max)
-			return buf_printf(err, "the model endpoint's reply is larger than %u MiB: refused",
-					  AGENT_REPLY_MAX >> 20), -E2BIG;
+			return buf_printf(
+				       err,
+				       "the model endpoint's reply is larger than %u MiB: refused",
+				       AGENT_REPLY_MAX >> 20),
+			       -E2BIG;
 		break;
 	case CURLE_PARTIAL_FILE:
 	case CURLE_GOT_NOTHING:
 	case CURLE_RECV_ERROR:
-		return buf_printf(err, "the model endpoint's reply was cut off after %zu bytes (%s): "
-				       "the server closed the connection early; is it overloaded?",
-				  body->len, cc->easy_strerror(c)), -EPROTO;
+		return buf_printf(err,
+				  "the model endpoint's reply was cut off after %zu bytes (%s): "
+				  "the server closed the connection early; is it overloaded?",
+				  body->len, cc->easy_strerror(c)),
+		       -EPROTO;
 	default:
 		break;
 	}
 	return buf_printf(err, "cannot talk to the model endpoint '%s': %s", l->url,
-			  cc->easy_strerror(c)), -EIO;
+			  cc->easy_strerror(c)),
+	       -EIO;
 }
 
 /* POST once.  0 with the HTTP status and the body, or a transport error. */
@@ -242,7 +259,7 @@ static int post(struct llm *l, const char *data, size_t len, long *ret_status,
 	cc->easy_setopt(h, CURLOPT_XFERINFODATA, l);
 	cc->easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	cc->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-		       timeout_ms < CONNECT_TIMEOUT_MAX_MS ? timeout_ms : CONNECT_TIMEOUT_MAX_MS);
+			timeout_ms < CONNECT_TIMEOUT_MAX_MS ? timeout_ms : CONNECT_TIMEOUT_MAX_MS);
 	c = cc->easy_perform(h);
 	if (c != CURLE_OK)
 		return transport_error(l, c, body, err);
@@ -260,8 +277,12 @@ static int parse_reply(const struct buf *body, json_t **ret_choice, struct buf *
 	if (!j) {
 		/* jansson stops at the end of input when the text was cut */
 		if ((size_t)je.position >= body->len && body->len > 0)
-			return buf_printf(err, "the model endpoint's reply was cut off: %zu bytes that end "
-					       "inside the JSON (%s)", body->len, je.text), -EPROTO;
+			return buf_printf(
+				       err,
+				       "the model endpoint's reply was cut off: %zu bytes that end "
+				       "inside the JSON (%s)",
+				       body->len, je.text),
+			       -EPROTO;
 		(void)buf_printf(err, "the model endpoint's reply is not JSON (%s): '", je.text);
 		quote(err, body->data ? body->data : "", body->len);
 		return buf_puts(err, "': is OPENAI_BASE_URL a chat-completions API?"), -EBADMSG;
@@ -283,7 +304,8 @@ static int parse_reply(const struct buf *body, json_t **ret_choice, struct buf *
 	    !json_is_null(json_object_get(msg, "content"))) {
 		json_decref(j);
 		return buf_puts(err, "the model endpoint's reply is not a chat completion "
-				     "(message.content is neither a string nor null)"), -EBADMSG;
+				     "(message.content is neither a string nor null)"),
+		       -EBADMSG;
 	}
 	*ret_choice = json_incref(choice);
 	json_decref(j);
@@ -301,22 +323,32 @@ static int http_error(const struct llm *l, long status, const struct buf *body, 
 	snprintf(said, sizeof(said), "%s", buf_str(&q));
 	buf_release(&q);
 	if (status == 401 || status == 403)
-		return buf_printf(err, "the model endpoint refused the API key (HTTP %ld: '%s'): set "
-				    "OPENAI_API_KEY", status, said), -EACCES;
+		return buf_printf(err,
+				  "the model endpoint refused the API key (HTTP %ld: '%s'): set "
+				  "OPENAI_API_KEY",
+				  status, said),
+		       -EACCES;
 	if (status == 404 && strcasestr(said, "model"))
-		return buf_printf(err, "the endpoint has no model '%s' (HTTP 404: '%s'): check --model "
-				    "or CODECELL_MODEL (GET %s/models lists those it has)",
-			       l->cfg->model, said, l->cfg->base_url), -ENOENT;
+		return buf_printf(err,
+				  "the endpoint has no model '%s' (HTTP 404: '%s'): check --model "
+				  "or CODECELL_MODEL (GET %s/models lists those it has)",
+				  l->cfg->model, said, l->cfg->base_url),
+		       -ENOENT;
 	if (status == 404)
-		return buf_printf(err, "no chat-completions API at '%s' (HTTP 404: '%s'): OPENAI_BASE_URL "
-				    "should end in /v1, like http://127.0.0.1:8080/v1", l->url,
-			       said), -ENOENT;
+		return buf_printf(
+			       err,
+			       "no chat-completions API at '%s' (HTTP 404: '%s'): OPENAI_BASE_URL "
+			       "should end in /v1, like http://127.0.0.1:8080/v1",
+			       l->url, said),
+		       -ENOENT;
 	if (status == 429 || status >= 500)
-		return buf_printf(err, "the model endpoint is %s (HTTP %ld: '%s') after %u attempt%s: "
-				    "try again later", status == 429 ? "rate limiting" : "failing",
-			       status, said, attempts, attempts == 1 ? "" : "s"), -EAGAIN;
-	return buf_printf(err, "the model endpoint answered HTTP %ld: '%s'", status,
-			  said), -EIO;
+		return buf_printf(err,
+				  "the model endpoint is %s (HTTP %ld: '%s') after %u attempt%s: "
+				  "try again later",
+				  status == 429 ? "rate limiting" : "failing", status, said,
+				  attempts, attempts == 1 ? "" : "s"),
+		       -EAGAIN;
+	return buf_printf(err, "the model endpoint answered HTTP %ld: '%s'", status, said), -EIO;
 }
 
 /* Sleep delay_s, in slices, unless the stop flag rises.  false: it did. */

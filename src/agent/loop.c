@@ -25,8 +25,8 @@
 #define CODE_ARGS_MAX (8u << 20)
 
 static const char *const outcome_names[] = {
-	[AGENT_ANSWERED] = "answered",	       [AGENT_BUDGET_EXHAUSTED] = "budget_exhausted",
-	[AGENT_LLM_ERROR] = "llm_error",       [AGENT_SETUP_ERROR] = "setup_error",
+	[AGENT_ANSWERED] = "answered",	 [AGENT_BUDGET_EXHAUSTED] = "budget_exhausted",
+	[AGENT_LLM_ERROR] = "llm_error", [AGENT_SETUP_ERROR] = "setup_error",
 	[AGENT_STOPPED] = "stopped",
 };
 
@@ -60,7 +60,9 @@ static const char *lang_name(enum session_lang l)
 
 static const char *lang_title(enum session_lang l)
 {
-	return l == SESSION_JAVASCRIPT ? "JavaScript (Node.js)" : l == SESSION_BASH ? "bash" : "Python";
+	return l == SESSION_JAVASCRIPT ? "JavaScript (Node.js)"
+	       : l == SESSION_BASH     ? "bash"
+				       : "Python";
 }
 
 struct loop {
@@ -106,9 +108,9 @@ static void emit(struct loop *L, json_t *ev)
 
 static void on_retry(void *userdata, unsigned attempt, long http, double delay_s, const char *why)
 {
-	emit(userdata, json_pack("{s:s, s:i, s:i, s:f, s:s}", "type", "retry", "attempt",
-				 (int)attempt, "http_status", (int)http, "delay_s", delay_s, "why",
-				 why));
+	emit(userdata,
+	     json_pack("{s:s, s:i, s:i, s:f, s:s}", "type", "retry", "attempt", (int)attempt,
+		       "http_status", (int)http, "delay_s", delay_s, "why", why));
 }
 
 /* ---- the conversation ---- */
@@ -120,16 +122,17 @@ static json_t *system_prompt(const struct loop *L)
 	json_t *m;
 
 	buf_init(&b, 1u << 20);
-	(void)buf_printf(&b,
-			 "You answer questions by writing and running %s code. To run code, put it "
-			 "between <execute_%s> and </execute_%s> tags%s. You will get back what it "
-			 "printed, the value of its last expression, and any error with its "
-			 "traceback; then continue. Every step runs in the same session: variables, "
-			 "imports and files persist between steps. Print what you need to see. "
-			 "When you know the answer, reply with the final answer in plain text, "
-			 "without any code tags.",
-			 lang_title(so->lang), L->lang, L->lang,
-			 L->tools ? " (or call the tool of that name)" : "");
+	(void)buf_printf(
+		&b,
+		"You answer questions by writing and running %s code. To run code, put it "
+		"between <execute_%s> and </execute_%s> tags%s. You will get back what it "
+		"printed, the value of its last expression, and any error with its "
+		"traceback; then continue. Every step runs in the same session: variables, "
+		"imports and files persist between steps. Print what you need to see. "
+		"When you know the answer, reply with the final answer in plain text, "
+		"without any code tags.",
+		lang_title(so->lang), L->lang, L->lang,
+		L->tools ? " (or call the tool of that name)" : "");
 	if (so->preload && *so->preload)
 		(void)buf_printf(&b, " Already imported: %s.", so->preload);
 	for (const struct engine_tool *const *t = engine_tools(); L->tools && *t; t++)
@@ -172,9 +175,10 @@ static json_t *tool_def(const struct loop *L)
 			continue;
 		schema = json_loads((*t)->input_schema, 0, NULL);
 		json_object_del(json_object_get(schema, "properties"), "session_id");
-		json_array_append_new(list, json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "function",
-						      "function", "name", (*t)->name, "description",
-						      (*t)->description, "parameters", schema));
+		json_array_append_new(list,
+				      json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "function",
+						"function", "name", (*t)->name, "description",
+						(*t)->description, "parameters", schema));
 	}
 	return list;
 }
@@ -192,8 +196,8 @@ static json_t *request_body(const struct loop *L)
 /* ---- one step's code ---- */
 
 struct call {
-	const char *id; /* tool_call_id, or NULL for code in the text */
-	char *code;	/* owned; NULL: see problem (or tool) */
+	const char *id;			/* tool_call_id, or NULL for code in the text */
+	char *code;			/* owned; NULL: see problem (or tool) */
 	const struct engine_tool *tool; /* a tool besides code, with args (owned) */
 	json_t *args;
 	const char *source;
@@ -221,7 +225,8 @@ static void tool_call_code(const struct loop *L, json_t *tc, struct call *c)
 			json_decref(c->args);
 			c->args = NULL;
 			snprintf(c->problem, sizeof(c->problem),
-				 "the arguments of %s must be a JSON object (see its parameters)", name);
+				 "the arguments of %s must be a JSON object (see its parameters)",
+				 name);
 		}
 		return;
 	}
@@ -230,8 +235,9 @@ static void tool_call_code(const struct loop *L, json_t *tc, struct call *c)
 			 name ? name : "", want);
 		return;
 	}
-	args = text && strlen(text) <= CODE_ARGS_MAX ? json_loads(text, 0, NULL)
-						     : json_incref(json_object_get(fn, "arguments"));
+	args = text && strlen(text) <= CODE_ARGS_MAX
+		       ? json_loads(text, 0, NULL)
+		       : json_incref(json_object_get(fn, "arguments"));
 	if (json_is_string(json_object_get(args, "code")))
 		c->code = strdup(json_string_value(json_object_get(args, "code")));
 	else
@@ -246,7 +252,7 @@ static json_t *assistant_message(json_t *msg)
 {
 	json_t *m = json_pack("{s:s, s:O}", "role", "assistant", "content",
 			      json_object_get(msg, "content") ? json_object_get(msg, "content")
-							       : json_null());
+							      : json_null());
 	json_t *calls = json_object_get(msg, "tool_calls");
 
 	if (json_array_size(calls))
@@ -258,9 +264,11 @@ static json_t *assistant_message(json_t *msg)
 
 static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 {
-	struct session_exec_opts eo = { .timeout_s = L->cfg->exec_timeout_s, .live_stdout = -1,
-					 .live_stderr = -1, .stop_fd = L->cfg->stop_fd,
-					 .hangup_fd = -1 };
+	struct session_exec_opts eo = { .timeout_s = L->cfg->exec_timeout_s,
+					.live_stdout = -1,
+					.live_stderr = -1,
+					.stop_fd = L->cfg->stop_fd,
+					.hangup_fd = -1 };
 	struct engine_session_error err;
 	struct run_result res;
 	uint64_t t0 = now_ns();
@@ -278,12 +286,15 @@ static json_t *execute(struct loop *L, const char *code, double *ret_exec_ms)
 		bool ended = k == -ECANCELED || k == -ESRCH;
 
 		run_result_release(&res);
-		return json_pack("{s:s, s:{s:s, s:s, s:s}}", "status", "error", "error", "name",
-				 "SessionError", "value",
-				 k == -ECANCELED ? "the run was stopped"
-				 : err.message[0] ? err.message : strerror(-k),
-				 "traceback", ended ? "the run was stopped, or its session closed"
-					 : "the session cannot go on: its kernel could not be restarted");
+		return json_pack(
+			"{s:s, s:{s:s, s:s, s:s}}", "status", "error", "error", "name",
+			"SessionError", "value",
+			k == -ECANCELED	 ? "the run was stopped"
+			: err.message[0] ? err.message
+					 : strerror(-k),
+			"traceback",
+			ended ? "the run was stopped, or its session closed"
+			      : "the session cannot go on: its kernel could not be restarted");
 	}
 	j = run_result_to_json(&res);
 	run_result_release(&res);
@@ -313,7 +324,8 @@ static json_t *run_tool(struct loop *L, const struct call *c, double *ret_ms)
 	/* the loop's caller: its client, door, log and request id; no
 	 * person to ask, so a call the policy holds is refused */
 	k = ws < 0 ? (snprintf(msg, sizeof(err.message), "the session has no workspace now: %s",
-			       ws == -ESRCH ? "it was closed" : "run code in it first"), ws)
+			       ws == -ESRCH ? "it was closed" : "run code in it first"),
+		      ws)
 		   : engine_tool_call(&L->cl, &ctx, &rq, &res, &err);
 	if (ws >= 0)
 		close(ws);
@@ -329,7 +341,8 @@ static void tool_feedback(const struct loop *L, const struct call *c, json_t *re
 {
 	char *text = json_dumps(result, JSON_COMPACT);
 
-	(void)text_head_tail(text ? text : "{}", text ? strlen(text) : 2, 2 * AGENT_SECTION_MAX, obs);
+	(void)text_head_tail(text ? text : "{}", text ? strlen(text) : 2, 2 * AGENT_SECTION_MAX,
+			     obs);
 	free(text);
 	(void)buf_printf(b, "Result of the %s tool (step %u of %u):\n%s\n", c->tool->name,
 			 L->executed, L->cfg->max_steps, buf_str(obs));
@@ -351,13 +364,16 @@ static void feedback(const struct loop *L, const struct call *c, json_t *result,
 		(void)buf_printf(b, "Observation (step %u of %u):\n%s\n", L->executed,
 				 L->cfg->max_steps, obs);
 	} else {
-		(void)buf_printf(b, "The code failed (step %u of %u):\n%s\n\nThe code was:\n```%s\n",
+		(void)buf_printf(b,
+				 "The code failed (step %u of %u):\n%s\n\nThe code was:\n```%s\n",
 				 L->executed, L->cfg->max_steps, obs, L->lang);
 		(void)text_head_tail(code, strlen(code), AGENT_SECTION_MAX, b);
 		/* a model that called the tool is asked to call it again */
-		(void)buf_printf(b, "\n```\nFix the error and run the corrected code %s%s%s. "
-				    "Variables from earlier steps that succeeded are still "
-				    "defined.\n", c->id ? "with the execute_" : "in <execute_", L->lang,
+		(void)buf_printf(b,
+				 "\n```\nFix the error and run the corrected code %s%s%s. "
+				 "Variables from earlier steps that succeeded are still "
+				 "defined.\n",
+				 c->id ? "with the execute_" : "in <execute_", L->lang,
 				 c->id ? " tool" : "> tags");
 	}
 	if (left == 0)
@@ -390,15 +406,15 @@ static void run_call(struct loop *L, struct call *c, const char *reply, double l
 	buf_init(&fb, 2u << 20);
 	if (c->code) {
 		emit(L, json_pack("{s:s, s:i, s:s, s:s, s:s}", "type", "code", "step",
-				  (int)L->executed, "language", L->lang, "source", c->source, "code",
-				  c->code));
+				  (int)L->executed, "language", L->lang, "source", c->source,
+				  "code", c->code));
 		result = execute(L, c->code, &exec_ms);
 		(void)agent_observation(result, &obs);
 		feedback(L, c, result, buf_str(&obs), &fb);
 		status = json_string_value(json_object_get(result, "status"));
 	} else if (c->tool && c->args) {
-		emit(L, json_pack("{s:s, s:i, s:s, s:O}", "type", "tool_call", "step", (int)L->executed,
-				  "tool", c->tool->name, "arguments", c->args));
+		emit(L, json_pack("{s:s, s:i, s:s, s:O}", "type", "tool_call", "step",
+				  (int)L->executed, "tool", c->tool->name, "arguments", c->args));
 		result = run_tool(L, c, &exec_ms);
 		tool_feedback(L, c, result, &obs, &fb);
 		status = json_object_get(result, "error") ? "error" : "ok";
@@ -409,9 +425,9 @@ static void run_call(struct loop *L, struct call *c, const char *reply, double l
 	add_feedback_message(L, c, buf_str(&fb));
 	step = json_pack("{s:i, s:s?, s:s?, s:s, s:s, s:s, s:o, s:{s:f, s:f, s:f}}", "step",
 			 (int)L->executed, "reply", reply, "code", c->code, "language", L->lang,
-			 "source", c->source, "status", status ? status : "error", "observation", json_string(buf_str(&obs)), "timing", "llm_ms", llm_ms,
-			 "exec_ms", exec_ms, "codecell_ms",
-			 (double)(now_ns() - t0 + t_extract_ns) / 1e6);
+			 "source", c->source, "status", status ? status : "error", "observation",
+			 json_string(buf_str(&obs)), "timing", "llm_ms", llm_ms, "exec_ms", exec_ms,
+			 "codecell_ms", (double)(now_ns() - t0 + t_extract_ns) / 1e6);
 	if (step && c->tool)
 		json_object_set_new(step, "tool", json_string(c->tool->name));
 	if (step) {
@@ -433,7 +449,8 @@ static void skip_call(struct loop *L, const struct call *c)
 
 	snprintf(text, sizeof(text),
 		 "Not run: the step budget is spent (--max-steps %u). Give your final answer now, "
-		 "in plain text, without code.", L->cfg->max_steps);
+		 "in plain text, without code.",
+		 L->cfg->max_steps);
 	add_feedback_message(L, c, text);
 	emit(L, json_pack("{s:s, s:s}", "type", "notice", "text",
 			  "a call past the step budget was not run"));
@@ -446,8 +463,10 @@ enum turn { TURN_AGAIN, TURN_DONE };
 static enum turn finish(struct loop *L, enum agent_outcome o, const char *answer, int *ret)
 {
 	if (o == AGENT_STOPPED && L->e && engine_session_gone(L->e) && !L->err.len)
-		(void)buf_printf(&L->err, "the session '%s' was closed by another client or door "
-					  "(DELETE /v1/sessions/ID): the run cannot go on", L->e->id);
+		(void)buf_printf(&L->err,
+				 "the session '%s' was closed by another client or door "
+				 "(DELETE /v1/sessions/ID): the run cannot go on",
+				 L->e->id);
 	json_object_set_new(L->transcript, "outcome", json_string(agent_outcome_name(o)));
 	if (answer)
 		json_object_set_new(L->transcript, "answer", json_string(answer));
@@ -472,15 +491,14 @@ static const char *trimmed(const char *s, char **ret_copy)
 
 /* The model's calls in this reply: its tool calls, or the code in its
  * text.  Returns how many (0: none, the reply is an answer). */
-static size_t collect(struct loop *L, json_t *msg, const char *text, struct call *calls,
-		      size_t max)
+static size_t collect(struct loop *L, json_t *msg, const char *text, struct call *calls, size_t max)
 {
 	json_t *tcs = json_object_get(msg, "tool_calls"), *tc;
 	struct agent_code ac;
 	size_t i, n = 0;
 	int r;
 
-	json_array_foreach(tcs, i, tc) {
+	json_array_foreach (tcs, i, tc) {
 		if (n == max)
 			break;
 		tool_call_code(L, tc, &calls[n++]);
@@ -491,7 +509,8 @@ static size_t collect(struct loop *L, json_t *msg, const char *text, struct call
 	if (r == -E2BIG) {
 		calls[0].source = "text";
 		snprintf(calls[0].problem, sizeof(calls[0].problem),
-			 "your code is longer than %u MiB: run it in smaller parts", ENGINE_CODE_MAX >> 20);
+			 "your code is longer than %u MiB: run it in smaller parts",
+			 ENGINE_CODE_MAX >> 20);
 		return 1;
 	}
 	if (r < 0 || (!ac.code && !ac.cut))
@@ -502,7 +521,8 @@ static size_t collect(struct loop *L, json_t *msg, const char *text, struct call
 	if (!calls[0].code)
 		snprintf(calls[0].problem, sizeof(calls[0].problem),
 			 "your reply was cut off before </execute_%s>: write shorter code, or "
-			 "split it over several steps", L->lang);
+			 "split it over several steps",
+			 L->lang);
 	return 1;
 }
 
@@ -552,17 +572,20 @@ static enum turn turn(struct loop *L, int *ret)
 			enum turn t;
 
 			if (!*a)
-				(void)buf_puts(&L->err, "the model sent empty replies: no code and no answer");
+				(void)buf_puts(
+					&L->err,
+					"the model sent empty replies: no code and no answer");
 			t = finish(L, *a ? AGENT_ANSWERED : AGENT_LLM_ERROR, *a ? a : NULL, ret);
 			free(answer);
 			json_decref(choice);
 			return t;
 		}
 		free(answer);
-		json_array_append_new(L->messages,
-				      json_pack("{s:s, s:s}", "role", "user", "content",
-						"Your reply was empty. Run code in tags, or give the "
-						"final answer."));
+		json_array_append_new(
+			L->messages,
+			json_pack("{s:s, s:s}", "role", "user", "content",
+				  "Your reply was empty. Run code in tags, or give the "
+				  "final answer."));
 		json_decref(choice);
 		return TURN_AGAIN;
 	}
@@ -573,8 +596,10 @@ static enum turn turn(struct loop *L, int *ret)
 			json_decref(calls[i].args);
 		}
 		json_decref(choice);
-		(void)buf_printf(&L->err, "the step budget is spent (--max-steps %u) and the model "
-					  "still sent code", L->cfg->max_steps);
+		(void)buf_printf(&L->err,
+				 "the step budget is spent (--max-steps %u) and the model "
+				 "still sent code",
+				 L->cfg->max_steps);
 		return finish(L, AGENT_BUDGET_EXHAUSTED, NULL, ret);
 	}
 	/* the budget counts calls run, not replies: one reply may carry
@@ -609,7 +634,8 @@ static int start(struct loop *L, const char *question)
 	if (r < 0) {
 		/* what the caller held for the session goes back */
 		if (L->cfg->sessions)
-			engine_session_unhold(L->reg, L->cfg->session_checked ? L->cfg->client : NULL);
+			engine_session_unhold(L->reg,
+					      L->cfg->session_checked ? L->cfg->client : NULL);
 		return r;
 	}
 	if (L->cfg->sessions) {
@@ -635,8 +661,9 @@ static int start(struct loop *L, const char *question)
 	}
 	if (r < 0) {
 		(void)buf_printf(&L->err, "cannot start the %s session: %s", L->lang,
-				 r == -EPERM ? err.verdict.message
-				 : err.message[0] ? err.message : strerror(-r));
+				 r == -EPERM	  ? err.verdict.message
+				 : err.message[0] ? err.message
+						  : strerror(-r));
 		return r;
 	}
 	json_array_append_new(L->messages, system_prompt(L));
@@ -648,7 +675,8 @@ static int start(struct loop *L, const char *question)
 enum agent_outcome agent_run(const struct agent_config *cfg, const char *question,
 			     json_t **ret_transcript)
 {
-	struct loop L = { .cfg = cfg, .lang = lang_name(cfg->session.lang),
+	struct loop L = { .cfg = cfg,
+			  .lang = lang_name(cfg->session.lang),
 			  .tools = cfg->tools != AGENT_TOOLS_OFF };
 	int outcome = AGENT_SETUP_ERROR;
 
@@ -689,11 +717,13 @@ enum agent_outcome agent_run(const struct agent_config *cfg, const char *questio
 	}
 	emit(&L, json_pack("{s:s, s:O, s:O, s:O, s:i}", "type", "done", "outcome",
 			   json_object_get(L.transcript, "outcome"), "answer",
-			   json_object_get(L.transcript, "answer") ? json_object_get(L.transcript, "answer")
-								   : json_null(),
+			   json_object_get(L.transcript, "answer")
+				   ? json_object_get(L.transcript, "answer")
+				   : json_null(),
 			   "error",
-			   json_object_get(L.transcript, "error") ? json_object_get(L.transcript, "error")
-								  : json_null(),
+			   json_object_get(L.transcript, "error")
+				   ? json_object_get(L.transcript, "error")
+				   : json_null(),
 			   "steps", (int)L.executed));
 	engine_sessions_release(&L.own);
 	llm_free(L.llm);

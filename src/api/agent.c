@@ -36,7 +36,7 @@
 #include "util/timeutil.h"
 #include "util/banned.h"
 
-#define AGENT_STREAM_MAX (64u << 20) /* NDJSON waiting for a slow client */
+#define AGENT_STREAM_MAX (64u << 20)	  /* NDJSON waiting for a slow client */
 #define AGENT_EVENT_RESULT_MAX (8u << 20) /* an event's result object kept up to this */
 
 struct agent_job {
@@ -141,7 +141,8 @@ static bool client_gone(const struct agent_job *j)
 {
 	struct pollfd p = { .fd = j->client_fd, .events = POLLRDHUP };
 
-	return j->client_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+	return j->client_fd >= 0 && poll(&p, 1, 0) > 0 &&
+	       (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
@@ -202,13 +203,14 @@ static int parse_body(struct api_call *c, struct agent_job *j, struct api_error 
 
 	if (json_body_read(c->body, c->body_len, 0, &b, &je) < 0)
 		return je.problem == JSON_BODY_EMPTY || je.problem == JSON_BODY_NOT_OBJECT
-			       ? api_error_set(e, 400, "bad_json", "the body must be a JSON object with a 'question'")
+			       ? api_error_set(e, 400, "bad_json",
+					       "the body must be a JSON object with a 'question'")
 			       : api_error_json(e, &je);
-	json_object_foreach(b, key, v) {
+	json_object_foreach (b, key, v) {
 		if (!strcmp(key, "question") && json_is_string(v) && json_string_length(v))
 			j->question = strdup(json_string_value(v));
-		else if (!strcmp(key, "max_steps") && json_is_integer(v) && json_integer_value(v) >= 1 &&
-			 json_integer_value(v) <= AGENT_MAX_STEPS_MAX)
+		else if (!strcmp(key, "max_steps") && json_is_integer(v) &&
+			 json_integer_value(v) >= 1 && json_integer_value(v) <= AGENT_MAX_STEPS_MAX)
 			j->cfg.max_steps = (unsigned)json_integer_value(v);
 		else if (!strcmp(key, "language") && json_is_string(v))
 			lang = json_string_value(v);
@@ -218,10 +220,11 @@ static int parse_body(struct api_call *c, struct agent_job *j, struct api_error 
 			 json_number_value(v) <= 3600)
 			j->cfg.exec_timeout_s = json_number_value(v);
 		else
-			r = api_error_set(e, 400, "invalid_value",
-					  "'%.64s' is not one of question (a non-empty string), max_steps "
-					  "(1 to %d), language, preload, timeout (seconds)", key,
-					  AGENT_MAX_STEPS_MAX);
+			r = api_error_set(
+				e, 400, "invalid_value",
+				"'%.64s' is not one of question (a non-empty string), max_steps "
+				"(1 to %d), language, preload, timeout (seconds)",
+				key, AGENT_MAX_STEPS_MAX);
 		if (r < 0)
 			break;
 	}
@@ -236,8 +239,8 @@ static int parse_body(struct api_call *c, struct agent_job *j, struct api_error 
 		r = api_error_set(e, 400, "invalid_value", "preload: %s", why);
 	if (r == 0)
 		j->cfg.session.lang = !strcmp(lang, "javascript") ? SESSION_JAVASCRIPT
-				      : !strcmp(lang, "bash")	   ? SESSION_BASH
-								   : SESSION_PYTHON;
+				      : !strcmp(lang, "bash")	  ? SESSION_BASH
+								  : SESSION_PYTHON;
 	json_decref(b);
 	return r;
 }
@@ -254,7 +257,8 @@ static void configure(struct api_call *c, struct agent_job *j)
 	j->cfg.stop_fd = j->stop[0];
 	j->cfg.on_event = on_event;
 	j->cfg.userdata = j;
-	so->preload = j->preload ? j->preload : (so->lang == SESSION_PYTHON ? c->srv->preload : NULL);
+	so->preload =
+		j->preload ? j->preload : (so->lang == SESSION_PYTHON ? c->srv->preload : NULL);
 	/* the warm pool's kernels have the server's preload */
 	if (so->lang == SESSION_PYTHON && !j->preload)
 		so->pool = c->srv->pool;

@@ -29,7 +29,7 @@ enum MHD_Result api_handle_approvals_list(struct api_call *c)
 		return api_respond_json(c, 200, all);
 	/* a client sees its own held calls only */
 	mine = json_array();
-	json_array_foreach(json_object_get(all, "approvals"), i, a)
+	json_array_foreach (json_object_get(all, "approvals"), i, a)
 		if (!strcmp(json_string_value(json_object_get(a, "client")), c->client->name))
 			json_array_append(mine, a);
 	json_decref(all);
@@ -57,20 +57,23 @@ enum MHD_Result api_handle_approval_decide(struct api_call *c)
 	bool approve;
 	int r;
 
-	if (json_body_read(c->body, c->body_len, 0, &body, &je) < 0 && je.problem == JSON_BODY_DUPLICATE)
+	if (json_body_read(c->body, c->body_len, 0, &body, &je) < 0 &&
+	    je.problem == JSON_BODY_DUPLICATE)
 		return api_respond_errorf(c, 400, "bad_json", "%s", je.message);
 	d = json_string_value(json_object_get(body, "decision"));
 	approve = d && !strcmp(d, "approve");
 	if (!d || (!approve && strcmp(d, "deny")) || json_object_size(body) != 1) {
 		json_decref(body);
-		return api_respond_errorf(c, 400, "invalid_value",
-					  "send {\"decision\": \"approve\"} or {\"decision\": \"deny\"}");
+		return api_respond_errorf(
+			c, 400, "invalid_value",
+			"send {\"decision\": \"approve\"} or {\"decision\": \"deny\"}");
 	}
 	json_decref(body);
 	if (!is_operator(c))
-		return api_respond_errorf(c, 403, "forbidden",
-					  "only the operator decides approvals (the --token-file token, "
-					  "or loopback without client keys); a client cannot approve calls");
+		return api_respond_errorf(
+			c, 403, "forbidden",
+			"only the operator decides approvals (the --token-file token, "
+			"or loopback without client keys); a client cannot approve calls");
 	r = engine_approval_decide(c->srv->approvals, c->route.session_id, approve, "operator");
 	if (r == -ENOENT)
 		return api_respond_errorf(c, 404, "approval_not_found", "no approval '%s'",
@@ -79,5 +82,6 @@ enum MHD_Result api_handle_approval_decide(struct api_call *c)
 		return api_respond_errorf(c, 409, "already_decided",
 					  "approval '%s' was decided already, or expired",
 					  c->route.session_id);
-	return api_respond_json(c, 200, engine_approval_json(c->srv->approvals, c->route.session_id));
+	return api_respond_json(c, 200,
+				engine_approval_json(c->srv->approvals, c->route.session_id));
 }

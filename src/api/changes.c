@@ -68,7 +68,8 @@ enum MHD_Result api_handle_changes(struct api_call *c)
 
 	if (q && (parse_size(q, &max) < 0 || max < 1024 || max > (16u << 20)))
 		return api_respond_errorf(c, 400, "invalid_value",
-					  "'max_bytes' must be a size from 1K to 16M, not '%.32s'", q);
+					  "'max_bytes' must be a size from 1K to 16M, not '%.32s'",
+					  q);
 	if (locked_project(c, &e, &b, &up, &ret) < 0)
 		return ret;
 	/* the digest an apply's approval names: of the bytes, not only of
@@ -76,9 +77,10 @@ enum MHD_Result api_handle_changes(struct api_call *c)
 	r = engine_changes_read(up, b, &ch);
 	if (r == -ECANCELED) {
 		unlock_project(e);
-		return api_respond_errorf(c, 409, "changes_moved",
-					  "the changes moved while they were read (code in the session "
-					  "still writes): look at them again once it stops");
+		return api_respond_errorf(
+			c, 409, "changes_moved",
+			"the changes moved while they were read (code in the session "
+			"still writes): look at them again once it stops");
 	}
 	if (r < 0) {
 		unlock_project(e);
@@ -102,7 +104,8 @@ enum MHD_Result api_handle_changes(struct api_call *c)
 
 /* The body's "changes_sha256", if any: the changes the caller (and the
  * person who approved) saw. */
-static int expected_digest(struct api_call *c, char out[2 * SHA256_LEN + 1], struct json_body_error *je)
+static int expected_digest(struct api_call *c, char out[2 * SHA256_LEN + 1],
+			   struct json_body_error *je)
 {
 	json_t *o = NULL, *v;
 	int r = 0;
@@ -137,9 +140,10 @@ enum MHD_Result api_handle_changes_apply(struct api_call *c)
 	if (r < 0 && je.problem == JSON_BODY_DUPLICATE)
 		return api_respond_errorf(c, 400, "bad_json", "%s", je.message);
 	if (r < 0)
-		return api_respond_errorf(c, 400, "invalid_value",
-					  "the body is {} or {\"changes_sha256\": \"<64 hex digits from GET "
-					  ".../changes>\"}");
+		return api_respond_errorf(
+			c, 400, "invalid_value",
+			"the body is {} or {\"changes_sha256\": \"<64 hex digits from GET "
+			".../changes>\"}");
 	e = api_call_session(c, &ret);
 	if (!e)
 		return ret;
@@ -148,9 +152,10 @@ enum MHD_Result api_handle_changes_apply(struct api_call *c)
 	api_caller(c, &cl);
 	r = engine_session_apply(&cl, e, *want ? want : NULL, &n, &err);
 	if (r == 0)
-		ret = api_respond_json(c, 200, json_pack("{s:s, s:i}", "project",
-							 e->project ? e->project : "", "applied",
-							 (json_int_t)n));
+		ret = api_respond_json(c, 200,
+				       json_pack("{s:s, s:i}", "project",
+						 e->project ? e->project : "", "applied",
+						 (json_int_t)n));
 	else
 		ret = api_session_refused(c, &cl, r, &err);
 	engine_session_unref(e);
@@ -172,9 +177,10 @@ enum MHD_Result api_handle_changes_discard(struct api_call *c)
 	if (engine_session_discard(e, &d, &err) < 0)
 		ret = api_respond_errorf(c, err.http, err.code, "%s", err.message);
 	else
-		ret = api_respond_json(c, 200, json_pack("{s:s, s:i, s:i}", "project", d.project,
-							 "discarded", (json_int_t)d.discarded,
-							 "kept_unreadable", (json_int_t)d.kept));
+		ret = api_respond_json(c, 200,
+				       json_pack("{s:s, s:i, s:i}", "project", d.project,
+						 "discarded", (json_int_t)d.discarded,
+						 "kept_unreadable", (json_int_t)d.kept));
 	engine_session_unref(e);
 	return ret;
 }

@@ -23,8 +23,10 @@ static const struct http_route routes[] = {
 	{ API_R_SESSIONS, POST, api_handle_session_create, false, API_BODY_MAX, false, NULL, NULL },
 	{ API_R_SESSION, GET, api_handle_session_get, false, 0, false, NULL, NULL },
 	{ API_R_SESSION, HTTP_DELETE, api_handle_session_delete, false, 0, false, NULL, NULL },
-	{ API_R_SESSION_EXECUTE, POST, api_handle_session_execute, false, API_BODY_MAX, false, NULL, NULL },
-	{ API_R_SESSION_INTERRUPT, POST, api_handle_session_interrupt, false, 0, false, NULL, NULL },
+	{ API_R_SESSION_EXECUTE, POST, api_handle_session_execute, false, API_BODY_MAX, false, NULL,
+	  NULL },
+	{ API_R_SESSION_INTERRUPT, POST, api_handle_session_interrupt, false, 0, false, NULL,
+	  NULL },
 	{ API_R_SESSION_RESTART, POST, api_handle_session_restart, false, 0, false, NULL, NULL },
 	{ API_R_SESSION_FORK, POST, api_handle_session_fork, false, 0, false, NULL, NULL },
 	/* a file's body goes to the workspace as it arrives (upload.c) */
@@ -37,8 +39,10 @@ static const struct http_route routes[] = {
 	{ API_R_TOOLS, GET, api_handle_tools_list, false, 0, false, NULL, NULL },
 	{ API_R_TOOL, POST, api_handle_tool_call, false, API_BODY_MAX, false, NULL, NULL },
 	{ API_R_SESSION_CHANGES, GET, api_handle_changes, false, 0, false, NULL, NULL },
-	{ API_R_SESSION_CHANGES_APPLY, POST, api_handle_changes_apply, false, 4096, false, NULL, NULL },
-	{ API_R_SESSION_CHANGES_DISCARD, POST, api_handle_changes_discard, false, 0, false, NULL, NULL },
+	{ API_R_SESSION_CHANGES_APPLY, POST, api_handle_changes_apply, false, 4096, false, NULL,
+	  NULL },
+	{ API_R_SESSION_CHANGES_DISCARD, POST, api_handle_changes_discard, false, 0, false, NULL,
+	  NULL },
 };
 
 const struct http_door api_door = {

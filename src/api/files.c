@@ -34,12 +34,14 @@ static enum MHD_Result files_put(struct api_call *c, const struct engine_ws *w, 
 
 	if (!c->route.path_len) {
 		*ret_r = -EISDIR;
-		return api_respond_errorf(c, 400, "invalid_path", "PUT needs a file name: /v1/sessions/{id}/files/{path}");
+		return api_respond_errorf(c, 400, "invalid_path",
+					  "PUT needs a file name: /v1/sessions/{id}/files/{path}");
 	}
 	r = *ret_r = api_upload_finish_ws(c, w, &replaced);
 	if (r == -E2BIG)
 		return api_respond_errorf(c, 413, "body_too_large",
-					  "the body is over the limit of %u bytes here", API_FILE_MAX);
+					  "the body is over the limit of %u bytes here",
+					  API_FILE_MAX);
 	if (r < 0)
 		return fs_error(c, r, "write");
 	return api_respond_json(c, replaced ? 200 : 201,
@@ -61,7 +63,9 @@ static int list_entry(void *arg, int dir, const char *name, const char *rel, con
 	return json_array_append_new(arg, json_pack("{s:s, s:s, s:I, s:I}", "name", name, "type",
 						    type_name(st->st_mode), "size",
 						    (json_int_t)st->st_size, "mtime",
-						    (json_int_t)st->st_mtime)) < 0 ? -ENOMEM : 0;
+						    (json_int_t)st->st_mtime)) < 0
+		       ? -ENOMEM
+		       : 0;
 }
 
 static enum MHD_Result files_get(struct api_call *c, const struct engine_ws *w)
@@ -84,9 +88,9 @@ static enum MHD_Result files_get(struct api_call *c, const struct engine_ws *w)
 		return fs_error(c, r, "list");
 	}
 	return api_respond_json(c, 200,
-				json_pack("{s:s, s:s, s:o, s:b, s:i}", "path", c->route.path, "type",
-					  "directory", "entries", entries, "truncated", l.truncated,
-					  "skipped_non_utf8", (int)l.skipped));
+				json_pack("{s:s, s:s, s:o, s:b, s:i}", "path", c->route.path,
+					  "type", "directory", "entries", entries, "truncated",
+					  l.truncated, "skipped_non_utf8", (int)l.skipped));
 }
 
 /* ---- DELETE ---- */
@@ -97,12 +101,14 @@ static enum MHD_Result files_delete(struct api_call *c, const struct engine_ws *
 
 	if (!c->route.path_len) {
 		*ret_r = -EBUSY;
-		return api_respond_errorf(c, 400, "invalid_path", "the workspace root cannot be deleted");
+		return api_respond_errorf(c, 400, "invalid_path",
+					  "the workspace root cannot be deleted");
 	}
 	r = *ret_r = engine_files_remove(w, c->route.path);
 	if (r < 0)
 		return fs_error(c, r, "delete");
-	return api_respond_json(c, 200, json_pack("{s:s, s:b}", "path", c->route.path, "deleted", 1));
+	return api_respond_json(c, 200,
+				json_pack("{s:s, s:b}", "path", c->route.path, "deleted", 1));
 }
 
 enum MHD_Result api_handle_files(struct api_call *c)
@@ -126,10 +132,12 @@ enum MHD_Result api_handle_files(struct api_call *c)
 	pthread_mutex_lock(&e->lock);
 	r = api_ws_of(e, &w);
 	if (r == -ESRCH)
-		ret = api_respond_errorf(c, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		ret = api_respond_errorf(c, 404, "session_not_found",
+					 "the session '%s' was deleted", e->id);
 	else if (r < 0)
-		ret = api_respond_errorf(c, 409, "no_workspace",
-					 "the session has no workspace yet: run code or restart it first");
+		ret = api_respond_errorf(
+			c, 409, "no_workspace",
+			"the session has no workspace yet: run code or restart it first");
 	else if (put)
 		ret = files_put(c, &w, &r);
 	else if (del)

@@ -69,8 +69,8 @@ enum MHD_Result api_handle_sessions_list(struct api_call *c)
 	free(list);
 	return api_respond_json(c, 200,
 				json_pack("{s:o, s:i, s:i}", "sessions", arr, "count",
-					  (int)json_array_size(arr),
-					  "max_sessions", (int)c->srv->cfg.max_sessions));
+					  (int)json_array_size(arr), "max_sessions",
+					  (int)c->srv->cfg.max_sessions));
 }
 
 enum MHD_Result api_handle_session_get(struct api_call *c)

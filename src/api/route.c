@@ -66,8 +66,8 @@ static const struct {
 	const char *path;
 	enum api_route_id id;
 } fixed[] = {
-	{ "/v1/execute", API_R_EXECUTE },    { "/v1/sessions", API_R_SESSIONS },
-	{ "/v1/sessions/", API_R_SESSIONS }, { "/v1/agent", API_R_AGENT },
+	{ "/v1/execute", API_R_EXECUTE },     { "/v1/sessions", API_R_SESSIONS },
+	{ "/v1/sessions/", API_R_SESSIONS },  { "/v1/agent", API_R_AGENT },
 	{ "/v1/approvals", API_R_APPROVALS }, { "/v1/tools", API_R_TOOLS },
 };
 
@@ -81,7 +81,8 @@ int api_route_resolve(const char *path, size_t n, struct api_route *ret, struct 
 			return 1;
 		}
 	if (!strncmp(path, prefix, sizeof(prefix) - 1))
-		return route_session(path + sizeof(prefix) - 1, n - (sizeof(prefix) - 1), ret, e) < 0
+		return route_session(path + sizeof(prefix) - 1, n - (sizeof(prefix) - 1), ret, e) <
+				       0
 			       ? -EINVAL
 			       : 1;
 	/* /v1/approvals/ID: 16 lowercase hex digits */
@@ -103,7 +104,8 @@ int api_route_resolve(const char *path, size_t n, struct api_route *ret, struct 
 	    strspn(path + 1, "abcdefghijklmnopqrstuvwxyz0123456789-_.") == n - 1 &&
 	    !strstr(path, "..")) {
 		ret->id = API_R_ASSET;
-		memcpy(ret->path, path[1] ? path + 1 : "index.html", path[1] ? n : sizeof("index.html"));
+		memcpy(ret->path, path[1] ? path + 1 : "index.html",
+		       path[1] ? n : sizeof("index.html"));
 		ret->path_len = strlen(ret->path);
 		return 1;
 	}

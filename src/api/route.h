@@ -21,9 +21,9 @@ enum api_route_id {
 	API_R_SESSION_FILES, /* path: "" for the workspace root */
 	API_R_AGENT,
 	API_R_APPROVALS,
-	API_R_APPROVAL, /* session_id holds the approval's id (16 hex) */
-	API_R_TOOLS,	/* GET /v1/tools */
-	API_R_TOOL,	/* /v1/tools/NAME: path holds NAME ([a-z_], 1 to 64) */
+	API_R_APPROVAL,	       /* session_id holds the approval's id (16 hex) */
+	API_R_TOOLS,	       /* GET /v1/tools */
+	API_R_TOOL,	       /* /v1/tools/NAME: path holds NAME ([a-z_], 1 to 64) */
 	API_R_SESSION_CHANGES, /* a project's changes (changes.c) */
 	API_R_SESSION_CHANGES_APPLY,
 	API_R_SESSION_CHANGES_DISCARD,

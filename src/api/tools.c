@@ -20,8 +20,8 @@
 
 enum MHD_Result api_handle_tools_list(struct api_call *c)
 {
-	return api_respond_json(c, 200, json_pack("{s:o}", "tools",
-						  engine_tools_json(c->client->policy)));
+	return api_respond_json(c, 200,
+				json_pack("{s:o}", "tools", engine_tools_json(c->client->policy)));
 }
 
 /* The workspace of the body's session_id (or the arguments'), as a fd
@@ -41,7 +41,8 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 	if (!id || json_is_null(id))
 		return -1;
 	if (!json_is_string(id) || !api_session_id_valid(json_string_value(id))) {
-		*ret = api_respond_errorf(c, 400, "invalid_value", "'session_id' must be a session's id");
+		*ret = api_respond_errorf(c, 400, "invalid_value",
+					  "'session_id' must be a session's id");
 		return -2;
 	}
 	snprintf(sid, API_ID_LEN + 1, "%s", json_string_value(id));
@@ -57,7 +58,8 @@ static int session_ws(struct api_call *c, json_t *body, char *sid, enum MHD_Resu
 	engine_session_unref(e);
 	if (fd < 0) {
 		*ret = api_respond_errorf(c, 409, "no_workspace",
-					  "session '%s' has no workspace now: run code in it first", sid);
+					  "session '%s' has no workspace now: run code in it first",
+					  sid);
 		return -2;
 	}
 	return fd;
@@ -85,8 +87,9 @@ enum MHD_Result api_handle_tool_call(struct api_call *c)
 	args = json_object_get(body, "arguments");
 	if (!json_is_object(body) || (args && !json_is_object(args))) {
 		json_decref(body);
-		return api_respond_errorf(c, 400, "invalid_json",
-					  "the body must be {\"arguments\": {...}, \"session_id\": optional}");
+		return api_respond_errorf(
+			c, 400, "invalid_json",
+			"the body must be {\"arguments\": {...}, \"session_id\": optional}");
 	}
 	engine_tool_ctx_init(&ctx);
 	ctx.policies = c->srv->policies;

@@ -12,16 +12,15 @@
 #include "util/macro.h"
 #include "util/banned.h"
 
-#define EMBED(sym, file)                                                             \
-	__asm__(".section .rodata\n"                                                 \
-		".balign 16\n"                                                       \
-		".hidden " #sym "\n"                                                 \
-		".hidden " #sym "_end\n"                                             \
-		#sym ":\n"                                                           \
-		".incbin \"" file "\"\n" #sym "_end:\n"                              \
-		".byte 0\n"                                                          \
-		".previous\n");                                                      \
-	extern const char sym[] __attribute__((visibility("hidden")));              \
+#define EMBED(sym, file)                                               \
+	__asm__(".section .rodata\n"                                   \
+		".balign 16\n"                                         \
+		".hidden " #sym "\n"                                   \
+		".hidden " #sym "_end\n" #sym ":\n"                    \
+		".incbin \"" file "\"\n" #sym "_end:\n"                \
+		".byte 0\n"                                            \
+		".previous\n");                                        \
+	extern const char sym[] __attribute__((visibility("hidden"))); \
 	extern const char sym##_end[] __attribute__((visibility("hidden")))
 
 EMBED(web_index_html, "web/index.html");
@@ -45,7 +44,7 @@ static const struct {
 
 /* The page runs no script but its own and shows images only inline: what
  * sandboxed code prints as HTML is sanitized by app.js as well. */
-#define CSP                                                                              \
+#define CSP                                                                               \
 	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " \
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 

@@ -85,19 +85,32 @@ struct agent_opts {
 };
 
 static const struct cli_option known[] = {
-	{ "--model", true, true },	    { "--max-steps", true, true },
-	{ "--llm-timeout", true, true },    { "--retries", true, true },
-	{ "--tools", true, true },	    { "--verbose", false, true },
-	{ "-v", false, true },		    { "--json", false, true },
-	{ "--help", false, true },	    { "-h", false, true },
-	{ "--lang", true, false },	    { "--preload", true, false },
-	{ "--file", true, false },	    { "--timeout", true, false },
-	{ "--memory", true, false },	    { "--pids", true, false },
-	{ "--cpu-time", true, false },	    { "--file-size", true, false },
-	{ "--open-files", true, false },    { "--tmp-size", true, false },
-	{ "--workspace-size", true, false }, { "--output-limit", true, false },
-	{ "--net", true, false },	    { "--env", true, false },
-	{ "--strict", false, false },	    { "--policy", true, false },
+	{ "--model", true, true },
+	{ "--max-steps", true, true },
+	{ "--llm-timeout", true, true },
+	{ "--retries", true, true },
+	{ "--tools", true, true },
+	{ "--verbose", false, true },
+	{ "-v", false, true },
+	{ "--json", false, true },
+	{ "--help", false, true },
+	{ "-h", false, true },
+	{ "--lang", true, false },
+	{ "--preload", true, false },
+	{ "--file", true, false },
+	{ "--timeout", true, false },
+	{ "--memory", true, false },
+	{ "--pids", true, false },
+	{ "--cpu-time", true, false },
+	{ "--file-size", true, false },
+	{ "--open-files", true, false },
+	{ "--tmp-size", true, false },
+	{ "--workspace-size", true, false },
+	{ "--output-limit", true, false },
+	{ "--net", true, false },
+	{ "--env", true, false },
+	{ "--strict", false, false },
+	{ "--policy", true, false },
 	{ "--audit", true, false },
 };
 
@@ -119,20 +132,26 @@ static int own_option(void *ud, const char *name, const char *val, struct buf *e
 		if (!strcmp(val, "auto") || !strcmp(val, "on") || !strcmp(val, "off"))
 			return o->cfg.tools = !strcmp(val, "on")    ? AGENT_TOOLS_ON
 					      : !strcmp(val, "off") ? AGENT_TOOLS_OFF
-								    : AGENT_TOOLS_AUTO, 0;
-		return buf_printf(err, "invalid --tools '%s': expected auto, on or off", val), -EINVAL;
+								    : AGENT_TOOLS_AUTO,
+			       0;
+		return buf_printf(err, "invalid --tools '%s': expected auto, on or off", val),
+		       -EINVAL;
 	}
 	if (!strcmp(name, "--llm-timeout")) {
 		if (parse_duration(val, &d) < 0 || d <= 0 || d > 86400)
-			return buf_printf(err, "invalid --llm-timeout '%s': expected a duration such as "
-					       "90s or 5m, up to 24h", val), -EINVAL;
+			return buf_printf(err,
+					  "invalid --llm-timeout '%s': expected a duration such as "
+					  "90s or 5m, up to 24h",
+					  val),
+			       -EINVAL;
 		return o->cfg.llm_timeout_s = d, 0;
 	}
 	if (parse_u64(val, &n) < 0 || n > (!strcmp(name, "--retries") ? 10 : AGENT_MAX_STEPS_MAX) ||
 	    (n == 0 && strcmp(name, "--retries")))
-		return buf_printf(err, "invalid %s '%s': expected a whole number from %d to %d", name, val,
-				  strcmp(name, "--retries") ? 1 : 0,
-				  strcmp(name, "--retries") ? AGENT_MAX_STEPS_MAX : 10), -EINVAL;
+		return buf_printf(err, "invalid %s '%s': expected a whole number from %d to %d",
+				  name, val, strcmp(name, "--retries") ? 1 : 0,
+				  strcmp(name, "--retries") ? AGENT_MAX_STEPS_MAX : 10),
+		       -EINVAL;
 	if (!strcmp(name, "--retries"))
 		o->cfg.retries = (unsigned)n;
 	else
@@ -151,7 +170,8 @@ static int join_words(struct agent_opts *o, char **words, int n, struct buf *err
 		if ((i && buf_puts(&q, " ") < 0) || buf_puts(&q, words[i]) < 0) {
 			buf_release(&q);
 			return buf_printf(err, "the question is longer than %u KiB",
-					  AGENT_QUESTION_MAX >> 10), -EINVAL;
+					  AGENT_QUESTION_MAX >> 10),
+			       -EINVAL;
 		}
 	o->joined = buf_detach(&q, NULL);
 	o->question = o->joined;
@@ -174,7 +194,8 @@ static int agent_opts_parse(int argc, char **argv, struct agent_opts *o, char **
 		return 0;
 	if (i >= argc)
 		return buf_puts(err, "no question: codecell agent [OPTIONS] \"QUESTION\" (or - to "
-				     "read it from standard input)"), -EINVAL;
+				     "read it from standard input)"),
+		       -EINVAL;
 	return join_words(o, argv + i, argc - i, err);
 }
 
@@ -191,7 +212,8 @@ static int from_env(struct agent_opts *o, struct buf *err)
 	if (!o->cfg.base_url || !*o->cfg.base_url)
 		return buf_puts(err, "no model endpoint: set OPENAI_BASE_URL, such as "
 				     "http://127.0.0.1:8080/v1 (llama.cpp's server) or "
-				     "http://127.0.0.1:11434/v1 (Ollama)"), -EINVAL;
+				     "http://127.0.0.1:11434/v1 (Ollama)"),
+		       -EINVAL;
 	if (!o->cfg.model)
 		o->cfg.model = getenv("CODECELL_MODEL");
 	if (!o->cfg.model || !*o->cfg.model)
@@ -211,7 +233,8 @@ static int read_question(struct agent_opts *o, struct buf *err)
 	if (r < 0) {
 		buf_release(&q);
 		return buf_printf(err, "cannot read the question from standard input: %s",
-				  r == -E2BIG ? "longer than 1 MiB" : strerror(-r)), -EINVAL;
+				  r == -E2BIG ? "longer than 1 MiB" : strerror(-r)),
+		       -EINVAL;
 	}
 	o->joined = buf_detach(&q, NULL);
 	o->question = o->joined;
@@ -251,23 +274,26 @@ static void on_event(void *userdata, json_t *ev)
 		show_text(title, args ? args : "");
 		free(args);
 	} else if (!strcmp(type, "observation")) {
-		snprintf(title, sizeof(title), "step %lld: observation (%s, %.0f ms model, %.1f ms "
-					       "codecell)",
+		snprintf(title, sizeof(title),
+			 "step %lld: observation (%s, %.0f ms model, %.1f ms "
+			 "codecell)",
 			 (long long)json_integer_value(json_object_get(ev, "step")),
 			 json_string_value(json_object_get(ev, "status")),
 			 json_real_value(json_object_get(json_object_get(ev, "timing"), "llm_ms")),
-			 json_real_value(json_object_get(json_object_get(ev, "timing"),
-							 "codecell_ms")));
+			 json_real_value(
+				 json_object_get(json_object_get(ev, "timing"), "codecell_ms")));
 		show_text(title, json_string_value(json_object_get(ev, "observation")));
 	} else if (!strcmp(type, "retry")) {
-		fprintf(stderr, "codecell agent: HTTP %lld from the model endpoint (%s): retry %lld "
-				"in %.1f s\n",
+		fprintf(stderr,
+			"codecell agent: HTTP %lld from the model endpoint (%s): retry %lld "
+			"in %.1f s\n",
 			(long long)json_integer_value(json_object_get(ev, "http_status")),
 			json_string_value(json_object_get(ev, "why")),
 			(long long)json_integer_value(json_object_get(ev, "attempt")),
 			json_real_value(json_object_get(ev, "delay_s")));
 	} else if (!strcmp(type, "notice")) {
-		fprintf(stderr, "codecell agent: %s\n", json_string_value(json_object_get(ev, "text")));
+		fprintf(stderr, "codecell agent: %s\n",
+			json_string_value(json_object_get(ev, "text")));
 	}
 }
 
@@ -283,12 +309,15 @@ static int report(const struct agent_opts *o, enum agent_outcome out, json_t *tr
 		printf("%s\n", answer);
 	}
 	if (sig) {
-		fprintf(stderr, "codecell agent: %s: stopped; the session is closed\n", strsignal(sig));
+		fprintf(stderr, "codecell agent: %s: stopped; the session is closed\n",
+			strsignal(sig));
 		return 128 + sig;
 	}
 	if (out == AGENT_BUDGET_EXHAUSTED)
-		fprintf(stderr, "codecell agent: no answer: %s; raise --max-steps, or ask a "
-				"narrower question\n", error ? error : "budget exhausted");
+		fprintf(stderr,
+			"codecell agent: no answer: %s; raise --max-steps, or ask a "
+			"narrower question\n",
+			error ? error : "budget exhausted");
 	else if (out != AGENT_ANSWERED)
 		log_error("%s", error ? error : agent_outcome_name(out));
 	return out == AGENT_STOPPED ? 130 : (int)out;

@@ -104,12 +104,13 @@ static int http(const char *url, const char *token, const char *method, const ch
 	if (fd < 0)
 		return log_error("cannot connect to '%s': %s", url, strerror(-fd)), fd;
 	buf_init(&req, 16384);
-	(void)buf_printf(&req, "%s %s HTTP/1.1\r\nHost: %s:%s\r\nConnection: close\r\n", method, path,
-			 host, port);
+	(void)buf_printf(&req, "%s %s HTTP/1.1\r\nHost: %s:%s\r\nConnection: close\r\n", method,
+			 path, host, port);
 	if (token)
 		(void)buf_printf(&req, "Authorization: Bearer %s\r\n", token);
 	if (body)
-		(void)buf_printf(&req, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		(void)buf_printf(&req,
+				 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
 				 strlen(body), body);
 	else
 		(void)buf_puts(&req, "\r\n");
@@ -144,7 +145,8 @@ int cli_approvals(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
 			return fputs(approvals_usage, stdout), 0;
-		if ((!strcmp(argv[i], "--url") || !strcmp(argv[i], "--token-file")) && i + 1 < argc) {
+		if ((!strcmp(argv[i], "--url") || !strcmp(argv[i], "--token-file")) &&
+		    i + 1 < argc) {
 			if (argv[i][2] == 'u')
 				url = argv[++i];
 			else
@@ -163,22 +165,28 @@ int cli_approvals(int argc, char **argv)
 	if (strcmp(verb, "list") && strcmp(verb, "approve") && strcmp(verb, "deny"))
 		return log_error("unknown command '%s': list, approve ID or deny ID", verb),
 		       EXIT_CODECELL_ERROR;
-	if (strcmp(verb, "list") && (!id || strlen(id) != 16 || strspn(id, "0123456789abcdef") != 16))
-		return log_error("'%s' needs an approval id: 16 hex digits (codecell approvals list)", verb),
+	if (strcmp(verb, "list") &&
+	    (!id || strlen(id) != 16 || strspn(id, "0123456789abcdef") != 16))
+		return log_error(
+			       "'%s' needs an approval id: 16 hex digits (codecell approvals list)",
+			       verb),
 		       EXIT_CODECELL_ERROR;
 	if (token_file && read_token_file(token_file, token, sizeof(token)) < 0)
 		return log_error("cannot read --token-file '%s': %s", token_file, strerror(errno)),
 		       EXIT_CODECELL_ERROR;
 	buf_init(&reply, APPROVALS_REPLY_MAX);
 	if (!strcmp(verb, "list")) {
-		i = http(url, token_file ? token : NULL, "GET", "/v1/approvals", NULL, &status, &reply);
+		i = http(url, token_file ? token : NULL, "GET", "/v1/approvals", NULL, &status,
+			 &reply);
 	} else {
 		snprintf(path, sizeof(path), "/v1/approvals/%s", id);
-		snprintf(body, sizeof(body), "{\"decision\": \"%s\"}", strcmp(verb, "deny") ? "approve" : "deny");
+		snprintf(body, sizeof(body), "{\"decision\": \"%s\"}",
+			 strcmp(verb, "deny") ? "approve" : "deny");
 		i = http(url, token_file ? token : NULL, "POST", path, body, &status, &reply);
 	}
 	if (i == 0)
-		printf("%s%s", buf_str(&reply), reply.len && reply.data[reply.len - 1] == '\n' ? "" : "\n");
+		printf("%s%s", buf_str(&reply),
+		       reply.len && reply.data[reply.len - 1] == '\n' ? "" : "\n");
 	buf_release(&reply);
 	return i < 0 || status < 200 || status > 299 ? EXIT_CODECELL_ERROR : 0;
 }

@@ -81,40 +81,50 @@ static int audit_opts_parse(int argc, char **argv, struct audit_opts *o, struct 
 		}
 		if (a[0] != '-' || !a[1]) {
 			if (named)
-				return buf_printf(err, "one audit log at a time: '%s' and '%s'", named,
-						  a), -EINVAL;
+				return buf_printf(err, "one audit log at a time: '%s' and '%s'",
+						  named, a),
+				       -EINVAL;
 			o->file = named = a;
 			continue;
 		}
 		if (strcmp(a, "--file") && strcmp(a, "--session") && strcmp(a, "--since") &&
 		    strcmp(a, "--status"))
-			return buf_printf(err, "unknown option '%s' (see 'codecell audit --help')", a), -EINVAL;
+			return buf_printf(err, "unknown option '%s' (see 'codecell audit --help')",
+					  a),
+			       -EINVAL;
 		if (!v)
 			return buf_printf(err, "option '%s' needs a value", a), -EINVAL;
 		i++;
 		if (!strcmp(a, "--file")) {
 			if (named)
-				return buf_printf(err, "one audit log at a time: '%s' and '%s'", named,
-						  v), -EINVAL;
+				return buf_printf(err, "one audit log at a time: '%s' and '%s'",
+						  named, v),
+				       -EINVAL;
 			o->file = named = v;
-		}
-		else if (!strcmp(a, "--session"))
+		} else if (!strcmp(a, "--session"))
 			o->session = v;
 		else if (!strcmp(a, "--status"))
 			o->status = v;
 		else if (parse_since(v, o->since, sizeof(o->since)) < 0)
-			return buf_printf(err, "invalid --since '%s': expected a UTC time such as "
-				       "2026-11-23T22:00:00Z, or a duration such as 10m", v), -EINVAL;
+			return buf_printf(err,
+					  "invalid --since '%s': expected a UTC time such as "
+					  "2026-11-23T22:00:00Z, or a duration such as 10m",
+					  v),
+			       -EINVAL;
 	}
 	/* the one serve and mcp write by default */
-	if (!o->file && cli_state_path(CLI_AUDIT_DEFAULT, false, o->default_path,
-				       sizeof(o->default_path)) == 0 &&
+	if (!o->file &&
+	    cli_state_path(CLI_AUDIT_DEFAULT, false, o->default_path, sizeof(o->default_path)) ==
+		    0 &&
 	    access(o->default_path, F_OK) == 0)
 		o->file = o->default_path;
 	if (!o->file && !o->help)
-		return buf_puts(err, "no audit log: give FILE (or set CODECELL_AUDIT_FILE); the default "
-			     "one serve and mcp write, $XDG_STATE_HOME/codecell/audit.jsonl, is not "
-			     "there"), -EINVAL;
+		return buf_puts(
+			       err,
+			       "no audit log: give FILE (or set CODECELL_AUDIT_FILE); the default "
+			       "one serve and mcp write, $XDG_STATE_HOME/codecell/audit.jsonl, is not "
+			       "there"),
+		       -EINVAL;
 	return 0;
 }
 

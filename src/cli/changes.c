@@ -70,8 +70,9 @@ int cli_changes_default_dir(const char *project, char *out, size_t n)
 	base = base && base[1] ? base + 1 : "project";
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
-	k = snprintf(out, n, "%s/%.64s-%04d%02d%02d-%02d%02d%02d-%d", parent, base, tm.tm_year + 1900,
-		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)getpid());
+	k = snprintf(out, n, "%s/%.64s-%04d%02d%02d-%02d%02d%02d-%d", parent, base,
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		     (int)getpid());
 	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
 }
 
@@ -82,9 +83,10 @@ static int read_changes(int upper_fd, const struct changes_base *b, struct engin
 
 	if (r < 0)
 		log_error("cannot read the changes to '%s': %s", b->project,
-			  r == -ECANCELED ? "they moved while they were read (code in the session still "
-					    "writes); try again once it stops"
-					  : strerror(-r));
+			  r == -ECANCELED
+				  ? "they moved while they were read (code in the session still "
+				    "writes); try again once it stops"
+				  : strerror(-r));
 	return r;
 }
 
@@ -171,10 +173,12 @@ int cli_changes_apply(int upper_fd, struct changes_base *b, bool yes)
 	if (!yes) {
 		/* the question names what the yes is for: what is applied
 		 * after it is that, byte for byte, or nothing */
-		snprintf(q, sizeof(q), "apply %zu change%s (%" PRIu64 " bytes, sha256 %.16s) to '%s'?",
-			 c.l.n, c.l.n == 1 ? "" : "s", c.bytes, c.sha256, b->project);
+		snprintf(q, sizeof(q),
+			 "apply %zu change%s (%" PRIu64 " bytes, sha256 %.16s) to '%s'?", c.l.n,
+			 c.l.n == 1 ? "" : "s", c.bytes, c.sha256, b->project);
 		if (!isatty(STDIN_FILENO)) {
-			log_error("not applied: no terminal to ask on; give --yes to apply without asking");
+			log_error(
+				"not applied: no terminal to ask on; give --yes to apply without asking");
 			engine_changes_release(&c);
 			return -ECANCELED;
 		}
@@ -197,7 +201,9 @@ int cli_changes_apply(int upper_fd, struct changes_base *b, bool yes)
 
 static int status_of(int r)
 {
-	return r == 0 ? 0 : r == -ESTALE || r == -ECANCELED || r == -E2BIG ? 1 : EXIT_CODECELL_ERROR;
+	return r == 0						? 0
+	       : r == -ESTALE || r == -ECANCELED || r == -E2BIG ? 1
+								: EXIT_CODECELL_ERROR;
 }
 
 static int do_apply(const char *dir, struct changes_base *b, int up, bool yes)
@@ -233,10 +239,12 @@ int cli_changes(int argc, char **argv)
 			json = true;
 		} else if (!strcmp(argv[i], "--yes") && !strcmp(cmd, "apply")) {
 			yes = true;
-		} else if (!strcmp(argv[i], "--max-bytes") && !strcmp(cmd, "diff") && i + 1 < argc) {
+		} else if (!strcmp(argv[i], "--max-bytes") && !strcmp(cmd, "diff") &&
+			   i + 1 < argc) {
 			if (parse_size(argv[++i], &max) < 0 || max < 1024 || max > (256u << 20)) {
-				log_error("invalid --max-bytes '%s': expected a size from 1K to 256M",
-					  argv[i]);
+				log_error(
+					"invalid --max-bytes '%s': expected a size from 1K to 256M",
+					argv[i]);
 				return EXIT_CODECELL_ERROR;
 			}
 		} else if (argv[i][0] == '-' || dir) {
@@ -256,7 +264,8 @@ int cli_changes(int argc, char **argv)
 		return EXIT_CODECELL_ERROR;
 	}
 	if (!strcmp(cmd, "diff"))
-		return cli_changes_show(up, &b, (size_t)max, json, stdout) < 0 ? EXIT_CODECELL_ERROR : 0;
+		return cli_changes_show(up, &b, (size_t)max, json, stdout) < 0 ? EXIT_CODECELL_ERROR
+									       : 0;
 	if (!strcmp(cmd, "apply"))
 		return do_apply(dir, &b, up, yes);
 	r = engine_changes_remove(dir);

@@ -92,11 +92,13 @@ int cli_check(int argc, char **argv)
 	line("kernel:", "%s %s", u.sysname, u.release);
 	line("running as:", "%s (uid %d)", geteuid() == 0 ? "root" : "an ordinary user",
 	     (int)geteuid());
-	if (read_small_fileat(AT_FDCWD, "/proc/sys/user/max_user_namespaces", buf, sizeof(buf)) == 0)
+	if (read_small_fileat(AT_FDCWD, "/proc/sys/user/max_user_namespaces", buf, sizeof(buf)) ==
+	    0)
 		buf[strcspn(buf, "\n")] = '\0';
 	line("user namespaces:", "max %s", buf);
 	if (read_small_fileat(AT_FDCWD, "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
-			      buf, sizeof(buf)) == 0 && buf[0] == '1')
+			      buf, sizeof(buf)) == 0 &&
+	    buf[0] == '1')
 		line("", "AppArmor restricts unprivileged user namespaces (Ubuntu 24.04+): "
 			 "an ordinary user needs an AppArmor profile allowing userns");
 	line("seccomp:", "2 stacked filters, %u and %u instructions (compiled at build time by %s)",
@@ -111,17 +113,20 @@ int cli_check(int argc, char **argv)
 	else
 		line("cgroups:", "none usable: %s", hi.cgroup_why ? hi.cgroup_why : "unknown");
 	if (geteuid() != 0)
-		line("host ids:", "the caller's own uid and gid (an ordinary user maps only to itself)");
+		line("host ids:",
+		     "the caller's own uid and gid (an ordinary user maps only to itself)");
 	else if (hi.ids_error == 0)
 		line("host ids:", "uids %u-%u, gids %u-%u (from %s): one of its own per sandbox",
 		     hi.ids_uid_base, hi.ids_uid_base + hi.ids_count - 1, hi.ids_gid_base,
 		     hi.ids_gid_base + hi.ids_count - 1, hi.ids_source);
 	else
-		line("host ids:", "NONE: %s; add a 'codecell:BASE:COUNT' line to /etc/subuid and /etc/subgid (scripts/setup.sh does) or set CODECELL_ID_RANGE=BASE:COUNT",
+		line("host ids:",
+		     "NONE: %s; add a 'codecell:BASE:COUNT' line to /etc/subuid and /etc/subgid (scripts/setup.sh does) or set CODECELL_ID_RANGE=BASE:COUNT",
 		     strerror(-hi.ids_error));
 	print_limits("enforced limits:", hi.enforceable);
 	print_limits("not enforced:   ",
-		     (SANDBOX_LIMIT_MEMORY | SANDBOX_LIMIT_PIDS | SANDBOX_LIMIT_CPUS) & ~hi.enforceable);
+		     (SANDBOX_LIMIT_MEMORY | SANDBOX_LIMIT_PIDS | SANDBOX_LIMIT_CPUS) &
+			     ~hi.enforceable);
 	r = try_sandbox(&ms, &step);
 	if (r < 0) {
 		printf("sandbox: DOES NOT WORK: %s\n", step ? step : strerror(-r));

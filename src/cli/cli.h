@@ -87,8 +87,8 @@ int cli_audit_open(const char *given, bool by_default, struct engine_audit **ret
  * -errno returned. */
 struct engine_policies;
 struct engine_audit;
-int cli_policy_open(const struct run_opts *o, bool audit_by_default,
-		    struct engine_policies **ret_p, struct engine_audit **ret_a);
+int cli_policy_open(const struct run_opts *o, bool audit_by_default, struct engine_policies **ret_p,
+		    struct engine_audit **ret_a);
 /* An option of a command built on `codecell shell`'s (agent, mcp): its
  * own, or one of shell's, passed on to shell_opts_parse. */
 struct cli_option {

@@ -48,8 +48,8 @@ struct lineedit {
 	const char *prompt;
 	int sig_fd;
 	uint64_t deadline_ns;
-	int stop;	 /* why the read function gave up: -EINTR, -ETIMEDOUT */
-	int sig;	 /* the signal, with -EINTR */
+	int stop; /* why the read function gave up: -EINTR, -ETIMEDOUT */
+	int sig;  /* the signal, with -EINTR */
 	mbstate_t mbs;
 	char history_path[4096];
 	lineedit_complete_fn complete;
@@ -60,9 +60,8 @@ struct lineedit {
 static int load(const char **ret_why)
 {
 	static const char *const names[] = {
-		"el_init", "el_end",	   "el_reset",	  "el_gets", "el_set",
-		"el_get",  "history_init", "history_end", "history",
-		"el_wset", "el_line",	   "el_insertstr",
+		"el_init",	"el_end",      "el_reset", "el_gets", "el_set",	 "el_get",
+		"history_init", "history_end", "history",  "el_wset", "el_line", "el_insertstr",
 	};
 	void **slots = (void **)&le;
 	void *lib;
@@ -73,7 +72,8 @@ static int load(const char **ret_why)
 		       "one name per slot");
 	lib = dlopen(EDIT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		*ret_why = "cannot load " EDIT_LIBRARY " (install Debian's libedit2): no line editing";
+		*ret_why =
+			"cannot load " EDIT_LIBRARY " (install Debian's libedit2): no line editing";
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -86,16 +86,16 @@ struct mcp_opts {
 /* Options codecell mcp takes: its own (parsed here), and those of
  * `codecell shell` that make sense here (handed to shell_opts_parse). */
 static const struct cli_option known[] = {
-	{ "--pool", true, true },	    { "--max-sessions", true, true },
-	{ "--help", false, true },	    { "-h", false, true },
-	{ "--preload", true, false },	    { "--idle-timeout", true, false },
-	{ "--timeout", true, false },	    { "--memory", true, false },
-	{ "--pids", true, false },	    { "--cpu-time", true, false },
-	{ "--file-size", true, false },	    { "--open-files", true, false },
-	{ "--tmp-size", true, false },	    { "--workspace-size", true, false },
-	{ "--output-limit", true, false },  { "--net", true, false },
-	{ "--env", true, false },	    { "--strict", false, false },
-	{ "--cpus", true, false },	    { "--policy", true, false },
+	{ "--pool", true, true },	   { "--max-sessions", true, true },
+	{ "--help", false, true },	   { "-h", false, true },
+	{ "--preload", true, false },	   { "--idle-timeout", true, false },
+	{ "--timeout", true, false },	   { "--memory", true, false },
+	{ "--pids", true, false },	   { "--cpu-time", true, false },
+	{ "--file-size", true, false },	   { "--open-files", true, false },
+	{ "--tmp-size", true, false },	   { "--workspace-size", true, false },
+	{ "--output-limit", true, false }, { "--net", true, false },
+	{ "--env", true, false },	   { "--strict", false, false },
+	{ "--cpus", true, false },	   { "--policy", true, false },
 	{ "--audit", true, false },
 };
 
@@ -110,14 +110,20 @@ static int own_option(void *ud, const char *name, const char *val, struct buf *e
 	}
 	if (!strcmp(name, "--pool")) {
 		if (parse_u64(val, &n) < 0 || n > SESSION_POOL_MAX)
-			return buf_printf(err, "invalid --pool '%s': expected a whole number from 0 to %d", val,
-					  SESSION_POOL_MAX), -EINVAL;
+			return buf_printf(
+				       err,
+				       "invalid --pool '%s': expected a whole number from 0 to %d",
+				       val, SESSION_POOL_MAX),
+			       -EINVAL;
 		o->pool = (unsigned)n;
 		return 0;
 	}
 	if (parse_u64(val, &n) < 0 || n < 1 || n > MCP_MAX_SESSIONS_MAX)
-		return buf_printf(err, "invalid --max-sessions '%s': expected a whole number from 1 to %d",
-				  val, MCP_MAX_SESSIONS_MAX), -EINVAL;
+		return buf_printf(
+			       err,
+			       "invalid --max-sessions '%s': expected a whole number from 1 to %d",
+			       val, MCP_MAX_SESSIONS_MAX),
+		       -EINVAL;
 	o->max_sessions = (unsigned)n;
 	return 0;
 }
@@ -130,12 +136,15 @@ static int mcp_opts_parse(int argc, char **argv, struct mcp_opts *o, char **shar
 
 	memset(o, 0, sizeof(*o));
 	o->max_sessions = MCP_DEFAULT_MAX_SESSIONS;
-	if (cli_split_options(argc, argv, known, ARRAY_SIZE(known), "mcp", own_option, o, shared, &n,
-			      &next, err) < 0)
+	if (cli_split_options(argc, argv, known, ARRAY_SIZE(known), "mcp", own_option, o, shared,
+			      &n, &next, err) < 0)
 		return -EINVAL;
 	if (next < argc)
-		return buf_printf(err, "'codecell mcp' takes no arguments ('%s'): it talks on stdin and "
-				       "stdout", argv[next]), -EINVAL;
+		return buf_printf(err,
+				  "'codecell mcp' takes no arguments ('%s'): it talks on stdin and "
+				  "stdout",
+				  argv[next]),
+		       -EINVAL;
 	if (shell_opts_parse(n, shared, &o->run, err) < 0)
 		return -EINVAL;
 	/* the parser says whether it was given (not a scan of the
@@ -146,7 +155,8 @@ static int mcp_opts_parse(int argc, char **argv, struct mcp_opts *o, char **shar
 	 * JSON-escaped: keep it well under MCP_REPLY_MAX */
 	if (o->run.req.output_limit > MCP_OUTPUT_LIMIT_MAX)
 		return buf_printf(err, "invalid --output-limit: at most %uM for codecell mcp",
-				  MCP_OUTPUT_LIMIT_MAX >> 20), -EINVAL;
+				  MCP_OUTPUT_LIMIT_MAX >> 20),
+		       -EINVAL;
 	return 0;
 }
 
@@ -193,7 +203,7 @@ struct inbox {
 	struct item *head, *tail;
 	size_t bytes;
 	bool eof;
-	int err; /* a read error, -errno */
+	int err;	  /* a read error, -errno */
 	json_t *inflight; /* the id of the request being handled, or NULL */
 	bool cancelled;
 	/* the reader's line */
@@ -248,7 +258,8 @@ static void check_cancel(struct inbox *in, const struct buf *line)
 	json_t *m, *id;
 	struct signalfd_siginfo si = { .ssi_signo = SIGINT };
 
-	if (!in->inflight || in->cancelled || !memmem(line->data, line->len, needle, sizeof(needle) - 1))
+	if (!in->inflight || in->cancelled ||
+	    !memmem(line->data, line->len, needle, sizeof(needle) - 1))
 		return;
 	m = NULL;
 	(void)json_body_read(line->data, line->len, MCP_JSON_FLAGS, &m, NULL);
@@ -419,7 +430,8 @@ static char *handle(struct mcp_conn *conn, struct inbox *in, struct cli_stopper 
 	pthread_mutex_unlock(&in->lock);
 	json_decref(id);
 	if (cancelled && reply) {
-		fprintf(stderr, "codecell mcp: a request was cancelled by the client; no reply sent\n");
+		fprintf(stderr,
+			"codecell mcp: a request was cancelled by the client; no reply sent\n");
 		free(reply);
 		reply = NULL;
 		errno = 0;
@@ -481,7 +493,8 @@ static int serve(struct mcp_conn *conn, struct cli_stopper *st)
 		if (it->oversize) {
 			char why[128];
 
-			snprintf(why, sizeof(why), "parse error: a message over %u bytes (the limit) was dropped",
+			snprintf(why, sizeof(why),
+				 "parse error: a message over %u bytes (the limit) was dropped",
 				 MCP_MESSAGE_MAX);
 			reply = mcp_parse_error_reply(why, &len);
 		} else if (blank(it)) {

@@ -51,7 +51,8 @@ static int stdin_for_program(const char *path)
 	if (sf.f_type == PIPEFS_MAGIC)
 		return STDIN_FILENO;
 	if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-		log_warn("standard input is a file: the program reads /dev/null; pipe it in (cat FILE | codecell run ...) or copy it with --file");
+		log_warn(
+			"standard input is a file: the program reads /dev/null; pipe it in (cat FILE | codecell run ...) or copy it with --file");
 	return -1;
 }
 
@@ -62,9 +63,10 @@ static bool lang_from_shebang(struct run_opts *o, const char *code, size_t len)
 	static const struct {
 		const char *word;
 		enum engine_lang lang;
-	} map[] = { { "python", LANG_PYTHON }, { "node", LANG_JAVASCRIPT },
-		    { "bash", LANG_BASH }, { "/sh", LANG_BASH }, { " sh", LANG_BASH },
-		    { "sqlite", LANG_SQL } };
+	} map[] = {
+		{ "python", LANG_PYTHON }, { "node", LANG_JAVASCRIPT }, { "bash", LANG_BASH },
+		{ "/sh", LANG_BASH },	   { " sh", LANG_BASH },	{ "sqlite", LANG_SQL }
+	};
 	const char *nl;
 	enum engine_lang ext;
 
@@ -121,8 +123,9 @@ static void print_json(const struct run_result *res)
 
 	if (g_changes_dir[0] && j)
 		json_object_set_new(j, "changes",
-				    json_pack("{s:i, s:b, s:s?, s:s?}", "count", (json_int_t)g_changes.count,
-					      "truncated", g_changes.truncated, "dir",
+				    json_pack("{s:i, s:b, s:s?, s:s?}", "count",
+					      (json_int_t)g_changes.count, "truncated",
+					      g_changes.truncated, "dir",
 					      g_changes.saved ? g_changes_dir : NULL, "error",
 					      g_changes.error[0] ? g_changes.error : NULL));
 	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
@@ -146,8 +149,9 @@ static void warn_unenforced(unsigned bits)
 	buf_init(&b, 256);
 	(void)engine_limit_names_of(bits, ", ", &b);
 	engine_host_info(&hi);
-	log_warn("limits not enforced on this host: %s (%s; only per-process rlimits apply; see 'codecell check'; --strict refuses to run)",
-		 buf_str(&b), hi.cgroup_why ? hi.cgroup_why : "no usable cgroup");
+	log_warn(
+		"limits not enforced on this host: %s (%s; only per-process rlimits apply; see 'codecell check'; --strict refuses to run)",
+		buf_str(&b), hi.cgroup_why ? hi.cgroup_why : "no usable cgroup");
 	buf_release(&b);
 }
 
@@ -315,8 +319,8 @@ int cli_run(int argc, char **argv)
 	r = read_code(o.path, &code);
 	if (r < 0) {
 		if (r == -E2BIG)
-			snprintf(msg, sizeof(msg), "'%s' is too large: the limit is %u bytes", o.path,
-				 ENGINE_CODE_MAX);
+			snprintf(msg, sizeof(msg), "'%s' is too large: the limit is %u bytes",
+				 o.path, ENGINE_CODE_MAX);
 		else
 			snprintf(msg, sizeof(msg), "cannot read '%s': %s", o.path, strerror(-r));
 		buf_release(&code);
@@ -325,10 +329,11 @@ int cli_run(int argc, char **argv)
 	o.req.code = buf_str(&code);
 	o.req.code_len = code.len;
 	if (!lang_from_shebang(&o, o.req.code, o.req.code_len) && unknown_extension(&o)) {
-		snprintf(msg, sizeof(msg),
-			 "cannot tell the language of '%s' from its extension: codecell runs python (.py), "
-			 "javascript (.js), bash (.sh) and sql (.sql); give --lang, or a #! line",
-			 o.path);
+		snprintf(
+			msg, sizeof(msg),
+			"cannot tell the language of '%s' from its extension: codecell runs python (.py), "
+			"javascript (.js), bash (.sh) and sql (.sql); give --lang, or a #! line",
+			o.path);
 		buf_release(&code);
 		return refuse(o.json, msg);
 	}
@@ -348,15 +353,17 @@ int cli_run(int argc, char **argv)
 		return refuse(o.json, msg);
 	}
 	if (o.req.project_dir) {
-		r = o.changes_dir ? (snprintf(g_changes_dir, sizeof(g_changes_dir), "%s", o.changes_dir),
-				     0)
-				  : cli_changes_default_dir(o.req.project_dir, g_changes_dir,
-							    sizeof(g_changes_dir));
+		r = o.changes_dir
+			    ? (snprintf(g_changes_dir, sizeof(g_changes_dir), "%s", o.changes_dir),
+			       0)
+			    : cli_changes_default_dir(o.req.project_dir, g_changes_dir,
+						      sizeof(g_changes_dir));
 		if (r < 0) {
-			snprintf(msg, sizeof(msg),
-				 "cannot make a directory for the changes to '%s': %s; name one with "
-				 "--changes DIR",
-				 o.req.project_dir, strerror(-r));
+			snprintf(
+				msg, sizeof(msg),
+				"cannot make a directory for the changes to '%s': %s; name one with "
+				"--changes DIR",
+				o.req.project_dir, strerror(-r));
 			buf_release(&code);
 			return refuse(o.json, msg);
 		}

@@ -163,10 +163,10 @@ static int limit_into(struct run_opts *o, enum engine_limit_id id, const char *n
 	return 0;
 }
 
-#define LIMIT_OPT(fn, id)                                                                   \
+#define LIMIT_OPT(fn, id)                                                              \
 	static int fn(struct run_opts *o, const char *n, const char *a, struct buf *e) \
-	{                                                                                   \
-		return limit_into(o, id, n, a, e);                                          \
+	{                                                                              \
+		return limit_into(o, id, n, a, e);                                     \
 	}
 LIMIT_OPT(o_timeout, LIMIT_TIMEOUT)
 LIMIT_OPT(o_memory, LIMIT_MEMORY)
@@ -231,8 +231,8 @@ static int o_audit(struct run_opts *o, const char *n, const char *a, struct buf 
 	return 0;
 }
 
-int cli_policy_open(const struct run_opts *o, bool audit_by_default,
-		    struct engine_policies **ret_p, struct engine_audit **ret_a)
+int cli_policy_open(const struct run_opts *o, bool audit_by_default, struct engine_policies **ret_p,
+		    struct engine_audit **ret_a)
 {
 	char msg[600];
 	int r;
@@ -241,7 +241,9 @@ int cli_policy_open(const struct run_opts *o, bool audit_by_default,
 	if (o->policy_path)
 		r = engine_policies_load(o->policy_path, ret_p, msg, sizeof(msg));
 	else
-		r = (*ret_p = engine_policies_new()) ? 0 : (snprintf(msg, sizeof(msg), "out of memory"), -ENOMEM);
+		r = (*ret_p = engine_policies_new())
+			    ? 0
+			    : (snprintf(msg, sizeof(msg), "out of memory"), -ENOMEM);
 	if (r < 0)
 		return log_error("--policy: %s", msg), r;
 	if ((r = cli_audit_open(o->audit_path, audit_by_default, ret_a)) < 0) {
@@ -261,7 +263,8 @@ static int o_net(struct run_opts *o, const char *name, const char *arg, struct b
 	else if (!strcmp(arg, "allowlist"))
 		o->req.net = SANDBOX_NET_ALLOWLIST;
 	else
-		return bad(err, name, arg, "none, loopback or allowlist (the hosts of --policy's egress list)");
+		return bad(err, name, arg,
+			   "none, loopback or allowlist (the hosts of --policy's egress list)");
 	return 0;
 }
 
@@ -326,19 +329,32 @@ static int o_env(struct run_opts *o, const char *name, const char *arg, struct b
 }
 
 static const struct opt opts[] = {
-	{ "--lang", true, o_lang },	       { "--json", false, o_json },
-	{ "--timeout", true, o_timeout },      { "--memory", true, o_memory },
-	{ "--pids", true, o_pids },	       { "--cpu-time", true, o_cpu },
-	{ "--file-size", true, o_file_size },  { "--open-files", true, o_open_files },
-	{ "--tmp-size", true, o_tmp_size },    { "--workspace-size", true, o_ws_size },
-	{ "--output-limit", true, o_output },  { "--net", true, o_net },
-	{ "--file", true, o_file },	       { "--workspace", true, o_workspace },
-	{ "--db", true, o_db },		       { "--env", true, o_env },
-	{ "--strict", false, o_strict },       { "--help", false, o_help },
-	{ "-h", false, o_help },		       { "--preload", true, o_preload },
-	{ "--idle-timeout", true, o_idle },    { "--cpus", true, o_cpus },
-	{ "--policy", true, o_policy },	       { "--audit", true, o_audit },
-	{ "--seed", true, o_seed },	       { "--project", true, o_project },
+	{ "--lang", true, o_lang },
+	{ "--json", false, o_json },
+	{ "--timeout", true, o_timeout },
+	{ "--memory", true, o_memory },
+	{ "--pids", true, o_pids },
+	{ "--cpu-time", true, o_cpu },
+	{ "--file-size", true, o_file_size },
+	{ "--open-files", true, o_open_files },
+	{ "--tmp-size", true, o_tmp_size },
+	{ "--workspace-size", true, o_ws_size },
+	{ "--output-limit", true, o_output },
+	{ "--net", true, o_net },
+	{ "--file", true, o_file },
+	{ "--workspace", true, o_workspace },
+	{ "--db", true, o_db },
+	{ "--env", true, o_env },
+	{ "--strict", false, o_strict },
+	{ "--help", false, o_help },
+	{ "-h", false, o_help },
+	{ "--preload", true, o_preload },
+	{ "--idle-timeout", true, o_idle },
+	{ "--cpus", true, o_cpus },
+	{ "--policy", true, o_policy },
+	{ "--audit", true, o_audit },
+	{ "--seed", true, o_seed },
+	{ "--project", true, o_project },
 	{ "--changes", true, o_changes },
 };
 
@@ -358,8 +374,9 @@ static const struct opt *find(const char *arg, size_t *ret_namelen)
 static int project_workspace(const struct run_opts *o, struct buf *err)
 {
 	if (o->req.project_dir && o->req.workspace_dir) {
-		(void)buf_puts(err, "--project and --workspace cannot be combined: the project is the "
-				    "workspace");
+		(void)buf_puts(err,
+			       "--project and --workspace cannot be combined: the project is the "
+			       "workspace");
 		return -EINVAL;
 	}
 	return 0;
@@ -369,13 +386,16 @@ static int project_workspace(const struct run_opts *o, struct buf *err)
 static int finish_shell(struct run_opts *o, struct buf *err)
 {
 	if (o->path) {
-		(void)buf_printf(err, "'codecell shell' takes no FILE ('%s'); use 'codecell run FILE'",
+		(void)buf_printf(err,
+				 "'codecell shell' takes no FILE ('%s'); use 'codecell run FILE'",
 				 o->path);
 		return -EINVAL;
 	}
 	if (o->req.lang == LANG_SQL) {
-		(void)buf_printf(err, "sessions are Python, JavaScript or bash: '--lang %s' is not supported by 'codecell shell'",
-				 engine_lang_name(o->req.lang));
+		(void)buf_printf(
+			err,
+			"sessions are Python, JavaScript or bash: '--lang %s' is not supported by 'codecell shell'",
+			engine_lang_name(o->req.lang));
 		return -EINVAL;
 	}
 	if (o->req.lang != LANG_PYTHON && o->preload) {
@@ -405,7 +425,8 @@ static int finish(struct run_opts *o, struct buf *err)
 		return -EINVAL;
 	}
 	if (!o->path) {
-		(void)buf_puts(err, "no code given: name a FILE, or - to read code from standard input");
+		(void)buf_puts(err,
+			       "no code given: name a FILE, or - to read code from standard input");
 		return -EINVAL;
 	}
 	if (!o->lang_set && strcmp(o->path, "-") != 0)
@@ -510,12 +531,14 @@ int cli_split_options(int argc, char **argv, const struct cli_option *known, siz
 			if (strlen(known[k].name) == len && !strncmp(a, known[k].name, len))
 				break;
 		if (k == n_known)
-			return buf_printf(err, "unknown option '%s' (see 'codecell %s --help')", a, cmd),
+			return buf_printf(err, "unknown option '%s' (see 'codecell %s --help')", a,
+					  cmd),
 			       -EINVAL;
 		if (known[k].has_arg && !eq && i + 1 >= argc)
 			return buf_printf(err, "option '%s' needs a value", known[k].name), -EINVAL;
 		if (!known[k].has_arg && eq)
-			return buf_printf(err, "option '%s' takes no value", known[k].name), -EINVAL;
+			return buf_printf(err, "option '%s' takes no value", known[k].name),
+			       -EINVAL;
 		if (!known[k].own) {
 			shared[n++] = argv[i];
 			if (known[k].has_arg && !eq)

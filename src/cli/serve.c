@@ -130,22 +130,26 @@ static int set_max_sessions(struct serve_opts *o, const char *v, struct buf *err
 {
 	if (opt_count(v, 1, API_MAX_SESSIONS_MAX, &o->max_sessions) < 0)
 		return buf_printf(err, "--max-sessions '%s': expected a number from 1 to %d", v,
-				  API_MAX_SESSIONS_MAX), -EINVAL;
+				  API_MAX_SESSIONS_MAX),
+		       -EINVAL;
 	return 0;
 }
 
 static int set_max_pending_approvals(struct serve_opts *o, const char *v, struct buf *err)
 {
 	if (opt_count(v, 1, APPROVAL_MAX, &o->max_pending_approvals) < 0)
-		return buf_printf(err, "--max-pending-approvals '%s': expected a number from 1 to %d", v,
-				  APPROVAL_MAX), -EINVAL;
+		return buf_printf(err,
+				  "--max-pending-approvals '%s': expected a number from 1 to %d", v,
+				  APPROVAL_MAX),
+		       -EINVAL;
 	return 0;
 }
 
 static int set_pool(struct serve_opts *o, const char *v, struct buf *err)
 {
 	if (opt_count(v, 0, SESSION_POOL_MAX, &o->pool) < 0)
-		return buf_printf(err, "--pool '%s': expected a number from 0 to %d", v, SESSION_POOL_MAX),
+		return buf_printf(err, "--pool '%s': expected a number from 0 to %d", v,
+				  SESSION_POOL_MAX),
 		       -EINVAL;
 	return 0;
 }
@@ -162,7 +166,8 @@ static int set_max_connections(struct serve_opts *o, const char *v, struct buf *
 static int set_max_client_connections(struct serve_opts *o, const char *v, struct buf *err)
 {
 	if (opt_count(v, 0, API_MAX_CONNECTIONS_MAX, &o->max_client_connections) < 0)
-		return buf_printf(err, "--max-client-connections '%s': expected a number from 0 to %d",
+		return buf_printf(err,
+				  "--max-client-connections '%s': expected a number from 0 to %d",
 				  v, API_MAX_CONNECTIONS_MAX),
 		       -EINVAL;
 	return 0;
@@ -173,8 +178,10 @@ static int set_request_timeout(struct serve_opts *o, const char *v, struct buf *
 	double t;
 
 	if (parse_duration(v, &t) < 0 || !(t >= 0 && t <= API_REQUEST_TIMEOUT_MAX_S))
-		return buf_printf(err, "--request-timeout '%s': expected a duration from 0 to %gs, such as 30 or 2m",
-				  v, API_REQUEST_TIMEOUT_MAX_S),
+		return buf_printf(
+			       err,
+			       "--request-timeout '%s': expected a duration from 0 to %gs, such as 30 or 2m",
+			       v, API_REQUEST_TIMEOUT_MAX_S),
 		       -EINVAL;
 	o->request_timeout_s = t;
 	return 0;
@@ -208,13 +215,17 @@ static const struct {
 	const char *name;
 	int (*set)(struct serve_opts *o, const char *v, struct buf *err);
 } options[] = {
-	{ "--listen", set_listen },	      { "--token-file", set_token_file },
-	{ "--max-sessions", set_max_sessions }, { "--pool", set_pool },
-	{ "--preload", set_preload },	      { "--max-connections", set_max_connections },
+	{ "--listen", set_listen },
+	{ "--token-file", set_token_file },
+	{ "--max-sessions", set_max_sessions },
+	{ "--pool", set_pool },
+	{ "--preload", set_preload },
+	{ "--max-connections", set_max_connections },
 	{ "--max-client-connections", set_max_client_connections },
 	{ "--request-timeout", set_request_timeout },
 	{ "--max-pending-approvals", set_max_pending_approvals },
-	{ "--policy", set_policy },	      { "--audit", set_audit },
+	{ "--policy", set_policy },
+	{ "--audit", set_audit },
 };
 
 /* Pure: no I/O.  0, or -EINVAL with a message in err. */
@@ -239,7 +250,8 @@ static int serve_opts_parse(int argc, char **argv, struct serve_opts *o, struct 
 			if (strlen(options[k].name) == len && !strncmp(arg, options[k].name, len))
 				break;
 		if (k == ARRAY_SIZE(options))
-			return buf_printf(err, "unknown option '%s' (see 'codecell serve --help')", arg),
+			return buf_printf(err, "unknown option '%s' (see 'codecell serve --help')",
+					  arg),
 			       -EINVAL;
 		val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
 		if (!val)
@@ -266,12 +278,13 @@ static int read_token(const char *path, struct buf *tok)
 	if (tok->data)
 		tok->data[tok->len] = '\0';
 	if (tok->len < API_TOKEN_MIN)
-		return log_error("--token-file '%s': the token must be at least %d characters", path,
-				 API_TOKEN_MIN);
+		return log_error("--token-file '%s': the token must be at least %d characters",
+				 path, API_TOKEN_MIN);
 	for (size_t i = 0; i < tok->len; i++)
 		if (!isgraph((unsigned char)tok->data[i]))
-			return log_error("--token-file '%s': the token must be printable ASCII without spaces",
-					 path);
+			return log_error(
+				"--token-file '%s': the token must be printable ASCII without spaces",
+				path);
 	if (stat(path, &st) == 0 && (st.st_mode & 077))
 		log_warn("--token-file '%s' is readable by other users (chmod 600 it)", path);
 	return 0;
@@ -294,7 +307,8 @@ static void listen_host(const struct api_listen *l, char *out, size_t n)
 	char a[INET6_ADDRSTRLEN] = "?";
 
 	if (l->addr.ss_family == AF_INET6) {
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&l->addr)->sin6_addr, a, sizeof(a));
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&l->addr)->sin6_addr, a,
+			  sizeof(a));
 		snprintf(out, n, "[%s]", a);
 	} else {
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)&l->addr)->sin_addr, a, sizeof(a));
@@ -357,8 +371,7 @@ static int serve(const struct serve_opts *o, struct api_config *cfg)
 /* The doors of `codecell serve`.  E2B's first: it claims its requests
  * (by header or path) before the route table sees them.  /v1's last:
  * the playground's files take every path no door took before. */
-static const struct http_door *const serve_doors[] = { &e2b_door, &mcp_http_door, &api_door,
-						       NULL };
+static const struct http_door *const serve_doors[] = { &e2b_door, &mcp_http_door, &api_door, NULL };
 
 int cli_serve(int argc, char **argv)
 {

@@ -89,7 +89,8 @@ static int read_line(struct line_reader *lr, struct buf *line, int sig_fd, uint6
 		}
 		nl = memchr(lr->blk + lr->pos, '\n', lr->len - lr->pos);
 		if (nl) {
-			int r = buf_append(line, lr->blk + lr->pos, (size_t)(nl - lr->blk - lr->pos));
+			int r = buf_append(line, lr->blk + lr->pos,
+					   (size_t)(nl - lr->blk - lr->pos));
 
 			lr->pos = (size_t)(nl - lr->blk) + 1;
 			return r < 0 ? r : 1;
@@ -106,13 +107,13 @@ struct shell {
 	struct engine_caller cl; /* who runs: the CLI's client, --audit */
 	const struct run_opts *o;
 	bool tty;
-	struct lineedit *ed; /* line editing on a terminal, or NULL */
-	int status; /* exit status: the last statement's */
-	int sig_fd; /* signalfd: SIGINT interrupts, SIGTERM/SIGHUP end */
-	bool exiting; /* exit() or quit() ran */
+	struct lineedit *ed;		  /* line editing on a terminal, or NULL */
+	int status;			  /* exit status: the last statement's */
+	int sig_fd;			  /* signalfd: SIGINT interrupts, SIGTERM/SIGHUP end */
+	bool exiting;			  /* exit() or quit() ran */
 	struct engine_policies *policies; /* --policy, or the default */
 	struct engine_audit *audit;	  /* --audit, or NULL */
-	int end_sig; /* the signal that ended the shell, or 0 */
+	int end_sig;			  /* the signal that ended the shell, or 0 */
 };
 
 static int complete_name(void *userdata, const char *word, char ***ret, size_t *ret_n)
@@ -150,7 +151,7 @@ static void print_result_plain(const struct run_result *r, bool bash)
 	size_t i;
 	json_t *b;
 
-	json_array_foreach(r->results, i, b) {
+	json_array_foreach (r->results, i, b) {
 		const char *text = json_string_value(json_object_get(b, "text/plain"));
 		const char *png = json_string_value(json_object_get(b, "image/png"));
 
@@ -169,7 +170,8 @@ static void print_result_plain(const struct run_result *r, bool bash)
 	else if (r->has_error)
 		fprintf(stderr, "%s: %s\n", r->error_name, r->error_value ? r->error_value : "");
 	if (r->status == RESULT_TIMEOUT && !r->restarted)
-		log_error("interrupted: the time limit was reached (--timeout); the session is kept");
+		log_error(
+			"interrupted: the time limit was reached (--timeout); the session is kept");
 }
 
 static void engine_env_freep(char ***p)
@@ -181,8 +183,8 @@ static void engine_env_freep(char ***p)
 static void run_statement(struct shell *sh, const char *code, size_t len)
 {
 	struct session_exec_opts eo = { .live_stdout = sh->o->json ? -1 : STDOUT_FILENO,
-					 .live_stderr = sh->o->json ? -1 : STDERR_FILENO,
-					 .stop_fd = sh->sig_fd };
+					.live_stderr = sh->o->json ? -1 : STDERR_FILENO,
+					.stop_fd = sh->sig_fd };
 	struct engine_session_error err;
 	struct run_result r;
 	int k;
@@ -199,7 +201,8 @@ static void run_statement(struct shell *sh, const char *code, size_t len)
 	}
 	if (sh->o->json) {
 		json_t *j = run_result_to_json(&r);
-		char *line = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
+		char *line =
+			json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6));
 
 		if (line)
 			printf("%s\n", line);
@@ -252,7 +255,7 @@ static const char *prompt_text(const struct shell *sh, bool more)
 {
 	enum engine_lang l = sh->o->req.lang;
 
-	return l == LANG_BASH ? (more ? "> " : "$ ")
+	return l == LANG_BASH	      ? (more ? "> " : "$ ")
 	       : l == LANG_JAVASCRIPT ? (more ? "... " : "> ")
 				      : (more ? "... " : ">>> ");
 }
@@ -263,13 +266,13 @@ static const char *prompt_text(const struct shell *sh, bool more)
 static int next_line(struct shell *sh, struct line_reader *lr, struct buf *line, bool more,
 		     int *ret_sig)
 {
-	uint64_t deadline = sh->o->idle_timeout_s > 0
-				    ? now_ns() + (uint64_t)(sh->o->idle_timeout_s * 1e9)
-				    : 0;
+	uint64_t deadline =
+		sh->o->idle_timeout_s > 0 ? now_ns() + (uint64_t)(sh->o->idle_timeout_s * 1e9) : 0;
 	int r;
 
 	if (sh->ed) {
-		r = lineedit_read(sh->ed, prompt_text(sh, more), line, sh->sig_fd, deadline, ret_sig);
+		r = lineedit_read(sh->ed, prompt_text(sh, more), line, sh->sig_fd, deadline,
+				  ret_sig);
 		if (r == 1)
 			lineedit_remember(sh->ed, buf_str(line));
 		return r;
@@ -299,9 +302,11 @@ static int discard_live(struct shell *sh, const struct changes_base *b)
 	fprintf(stderr, "codecell: discarded %zu change%s to '%s'\n", d.discarded,
 		d.discarded == 1 ? "" : "s", d.project);
 	if (d.kept)
-		log_warn("%zu file%s the sandbox cannot read in the project stay%s as the program left "
-			 "%s (see ':diff')",
-			 d.kept, d.kept == 1 ? "" : "s", d.kept == 1 ? "s" : "", d.kept == 1 ? "it" : "them");
+		log_warn(
+			"%zu file%s the sandbox cannot read in the project stay%s as the program left "
+			"%s (see ':diff')",
+			d.kept, d.kept == 1 ? "" : "s", d.kept == 1 ? "s" : "",
+			d.kept == 1 ? "it" : "them");
 	return 0;
 }
 
@@ -340,9 +345,10 @@ static bool project_command(struct shell *sh, const char *line)
 		 * person's approval for it gets the question on a terminal
 		 * (after an apply, what the project holds is the new start) */
 		if ((p->approval & (1u << ACTION_APPLY)) && !sh->tty) {
-			log_error("rejected by policy '%s', rule 'approval': 'apply' needs a person's "
-				  "approval, and there is no terminal to ask on",
-				  p->name);
+			log_error(
+				"rejected by policy '%s', rule 'approval': 'apply' needs a person's "
+				"approval, and there is no terminal to ask on",
+				p->name);
 			return true;
 		}
 		(void)cli_changes_apply(up, b, !sh->tty);
@@ -523,7 +529,8 @@ int cli_shell(int argc, char **argv)
 		log_warn("--audit: cannot append the record");
 	if (r < 0) {
 		log_error("%s", r == -ENOMEM && !fail.message[0] ? "out of memory"
-				: r == -EPERM ? fail.verdict.message : fail.message);
+				: r == -EPERM			 ? fail.verdict.message
+								 : fail.message);
 		engine_sessions_release(&sh.reg);
 		engine_audit_close(sh.audit);
 		engine_policies_free(sh.policies);
@@ -538,8 +545,8 @@ int cli_shell(int argc, char **argv)
 		log_warn("--preload: not imported: %s", sh.e->preload_failed);
 	if (sh.tty)
 		printf("codecell shell: %s session ready in %.0f ms%s%s; Ctrl-D ends it\n",
-		       engine_lang_title(o.req.lang),
-		       (double)(now_ns() - t0) / 1e6, *preloaded ? ", preloaded " : "", preloaded);
+		       engine_lang_title(o.req.lang), (double)(now_ns() - t0) / 1e6,
+		       *preloaded ? ", preloaded " : "", preloaded);
 	r = loop(&sh);
 	if (o.req.workspace_dir) {
 		char *warning = NULL;

@@ -57,10 +57,12 @@ int cli_audit_open(const char *given, bool by_default, struct engine_audit **ret
 	if (r == 0)
 		r = engine_audit_open(path, 0, ret, msg, sizeof(msg));
 	else
-		snprintf(msg, sizeof(msg), "%s", r == -ENOENT ? "neither XDG_STATE_HOME nor HOME is set"
-							      : strerror(-r));
+		snprintf(msg, sizeof(msg), "%s",
+			 r == -ENOENT ? "neither XDG_STATE_HOME nor HOME is set" : strerror(-r));
 	if (r < 0)
-		log_warn("no audit log: the default one cannot be opened: %s (give --audit FILE, or "
-			 "--audit off to go without it)", msg);
+		log_warn(
+			"no audit log: the default one cannot be opened: %s (give --audit FILE, or "
+			"--audit off to go without it)",
+			msg);
 	return 0;
 }

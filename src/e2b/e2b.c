@@ -146,11 +146,12 @@ static int route_sandbox(struct e2b_call *x, const char *method, const char *res
 {
 	size_t n = strcspn(rest, "/");
 	const char *verb = rest[n] ? rest + n + 1 : NULL;
-	static const char *const unsupported[] = { "pause", "resume", "snapshots", "fork", "network", "logs" };
+	static const char *const unsupported[] = { "pause", "resume",  "snapshots",
+						   "fork",  "network", "logs" };
 
 	if (n != API_ID_LEN) {
-		return api_error_set(e, 404, "not_found", "sandbox '%.*s' not found", (int)(n > 64 ? 64 : n),
-				     rest);
+		return api_error_set(e, 404, "not_found", "sandbox '%.*s' not found",
+				     (int)(n > 64 ? 64 : n), rest);
 	}
 	memcpy(x->id, rest, API_ID_LEN);
 	x->id[API_ID_LEN] = '\0';
@@ -162,7 +163,8 @@ static int route_sandbox(struct e2b_call *x, const char *method, const char *res
 		else if (!strcmp(method, "DELETE"))
 			x->route = E2B_R_KILL;
 		else
-			return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here", method);
+			return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here",
+					     method);
 		return 0;
 	}
 	if (!strcmp(verb, "timeout"))
@@ -178,10 +180,12 @@ static int route_sandbox(struct e2b_call *x, const char *method, const char *res
 		for (size_t i = 0; i < ARRAY_SIZE(unsupported); i++)
 			if (!strcmp(verb, unsupported[i]))
 				return 0;
-		return api_error_set(e, 404, "not_found", "no such route: /sandboxes/{id}/%.64s", verb);
+		return api_error_set(e, 404, "not_found", "no such route: /sandboxes/{id}/%.64s",
+				     verb);
 	}
 	if (x->route == E2B_R_METRICS ? strcmp(method, "GET") : strcmp(method, "POST"))
-		return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here", method);
+		return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here",
+				     method);
 	return 0;
 }
 
@@ -196,7 +200,8 @@ static int route_control(struct e2b_call *x, const char *method, const char *pat
 		else if (!strcmp(method, "GET"))
 			x->route = E2B_R_LIST;
 		else
-			return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here", method);
+			return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here",
+					     method);
 		return 0;
 	}
 	return route_sandbox(x, method, path + strlen("/sandboxes/"), e);
@@ -231,7 +236,8 @@ static int route_envd(struct api_call *c, struct e2b_call *x, const char *path, 
 		else if (!strcmp(m, "POST"))
 			x->route = E2B_R_FILES_POST;
 		else
-			return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here", m);
+			return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here",
+					     m);
 		return x->route == E2B_R_FILES_POST ? e2b_upload_start(c, e) : 0;
 	}
 	if (has_prefix(path, "/filesystem.Filesystem/") || has_prefix(path, "/process.Process/")) {
@@ -242,7 +248,8 @@ static int route_envd(struct api_call *c, struct e2b_call *x, const char *path, 
 			if (!strcmp(path, envd_rpcs[i].path))
 				x->route = envd_rpcs[i].route;
 		if (strcmp(m, "POST") != 0)
-			return api_error_set(e, 405, "method_not_allowed", "Connect calls are POSTs");
+			return api_error_set(e, 405, "method_not_allowed",
+					     "Connect calls are POSTs");
 		return 0;
 	}
 	return api_error_set(e, 404, "not_found", "no such route on envd: %.64s", path);
@@ -261,7 +268,9 @@ static int route_jupyter(struct api_call *c, struct e2b_call *x, const char *pat
 	}
 	if (!strcmp(path, "/execute")) {
 		x->route = E2B_R_EXECUTE;
-		return strcmp(m, "POST") ? api_error_set(e, 405, "method_not_allowed", "POST /execute") : 0;
+		return strcmp(m, "POST")
+			       ? api_error_set(e, 405, "method_not_allowed", "POST /execute")
+			       : 0;
 	}
 	if (!strcmp(path, "/contexts")) {
 		if (!strcmp(m, "GET"))
@@ -269,12 +278,13 @@ static int route_jupyter(struct api_call *c, struct e2b_call *x, const char *pat
 		else if (!strcmp(m, "POST"))
 			x->route = E2B_R_CTX_CREATE;
 		else
-			return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here", m);
+			return api_error_set(e, 405, "method_not_allowed", "%s is not allowed here",
+					     m);
 		return 0;
 	}
 	if (!has_prefix(path, "/contexts/"))
-		return api_error_set(e, 404, "not_found", "no such route on the code interpreter: %.64s",
-				     path);
+		return api_error_set(e, 404, "not_found",
+				     "no such route on the code interpreter: %.64s", path);
 	rest = path + strlen("/contexts/");
 	n = strcspn(rest, "/");
 	if (n == 0 || n > E2B_CTX_ID_LEN)
@@ -286,8 +296,8 @@ static int route_jupyter(struct api_call *c, struct e2b_call *x, const char *pat
 	else if (!strcmp(rest + n, "/restart") && !strcmp(m, "POST"))
 		x->route = E2B_R_CTX_RESTART;
 	else
-		return api_error_set(e, 404, "not_found", "no such route on the code interpreter: %.64s",
-				     path);
+		return api_error_set(e, 404, "not_found",
+				     "no such route on the code interpreter: %.64s", path);
 	return 0;
 }
 
@@ -309,7 +319,8 @@ static int e2b_start(struct api_call *c, const char *url, struct api_error *e)
 		return api_error_set(e, 500, "internal", "out of memory");
 	c->door_call = x;
 	if (strcspn(url, "?") >= sizeof(path))
-		return api_error_set(e, 414, "url_too_long", "the path is over %zu bytes", sizeof(path) - 1);
+		return api_error_set(e, 414, "url_too_long", "the path is over %zu bytes",
+				     sizeof(path) - 1);
 	snprintf(path, sizeof(path), "%.*s", (int)strcspn(url, "?"), url);
 	/* the most any door grants: a larger value would wrap the deadline
 	 * arithmetic (now + timeout) into the past */
@@ -318,12 +329,15 @@ static int e2b_start(struct api_call *c, const char *url, struct api_error *e)
 	if (!id)
 		return route_control(x, c->method, path, e);
 	if (strlen(id) != API_ID_LEN || !api_session_id_valid(id))
-		return api_error_set(e, 502, "sandbox_not_found",
-				     "the sandbox '%.64s' was not found: it was killed or its timeout ran out", id);
+		return api_error_set(
+			e, 502, "sandbox_not_found",
+			"the sandbox '%.64s' was not found: it was killed or its timeout ran out",
+			id);
 	memcpy(x->id, id, API_ID_LEN + 1);
 	if (!port || parse_u64(port, &v) < 0 || (v != 49983 && v != 49999))
-		return api_error_set(e, 400, "bad_port",
-				     "E2b-Sandbox-Port must be 49983 (envd) or 49999 (the code interpreter)");
+		return api_error_set(
+			e, 400, "bad_port",
+			"E2b-Sandbox-Port must be 49983 (envd) or 49999 (the code interpreter)");
 	x->port = (int)v;
 	return x->port == 49983 ? route_envd(c, x, path, e) : route_jupyter(c, x, path, e);
 }
@@ -389,7 +403,8 @@ static bool api_key_valid(const struct api_server *srv, const char *key)
 		char hx[3];
 
 		snprintf(hx, sizeof(hx), "%02x", (unsigned char)t[i]);
-		d |= (unsigned char)((key[2 * i] | 0x20) ^ hx[0]) | (unsigned char)((key[2 * i + 1] | 0x20) ^ hx[1]);
+		d |= (unsigned char)((key[2 * i] | 0x20) ^ hx[0]) |
+		     (unsigned char)((key[2 * i + 1] | 0x20) ^ hx[1]);
 	}
 	return d == 0;
 }
@@ -428,9 +443,10 @@ static int e2b_auth(struct api_server *srv, struct MHD_Connection *conn,
 		return 0;
 	}
 	if (!id)
-		return api_error_set(e, 401, "unauthorized",
-				     key ? "the API key is wrong: it is one of the policy file's client keys, or 'e2b_' followed by the server's token (see 'Coming from E2B' in the README)"
-					 : "this server needs an API key: set E2B_API_KEY to your client key (or 'e2b_' followed by the server's token)");
+		return api_error_set(
+			e, 401, "unauthorized",
+			key ? "the API key is wrong: it is one of the policy file's client keys, or 'e2b_' followed by the server's token (see 'Coming from E2B' in the README)"
+			    : "this server needs an API key: set E2B_API_KEY to your client key (or 'e2b_' followed by the server's token)");
 	/* a sandbox's own calls carry its access token instead, and are its
 	 * maker's: the same client, the same policy */
 	pthread_mutex_lock(&e2b_state_of(srv)->lock);
@@ -439,13 +455,16 @@ static int e2b_auth(struct api_server *srv, struct MHD_Connection *conn,
 
 		for (size_t i = 0; sb && !client && i < ARRAY_SIZE(tokens); i++)
 			if (tokens[i] && sb->access[0] &&
-			    secret_equal(tokens[i], strlen(tokens[i]), sb->access, strlen(sb->access)))
-				client = sb->entry->client ? sb->entry->client : &srv->policies->clients[0];
+			    secret_equal(tokens[i], strlen(tokens[i]), sb->access,
+					 strlen(sb->access)))
+				client = sb->entry->client ? sb->entry->client
+							   : &srv->policies->clients[0];
 	}
 	pthread_mutex_unlock(&e2b_state_of(srv)->lock);
 	if (!client)
-		return api_error_set(e, 401, "unauthorized",
-				     "the sandbox's access token (X-Access-Token) is missing or wrong");
+		return api_error_set(
+			e, 401, "unauthorized",
+			"the sandbox's access token (X-Access-Token) is missing or wrong");
 	*ret_client = client;
 	return 0;
 }
@@ -502,8 +521,8 @@ static json_t *sandbox_json(const struct e2b_sandbox *sb, bool secrets)
 	iso8601_ms(sb->end_ms, end, sizeof(end));
 	j = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:s, s:s, s:i, s:i, s:I, s:[]}", "sandboxID",
 		      sb->id, "templateID", sb->template_id, "clientID", "codecell", "envdVersion",
-		      E2B_ENVD_VERSION, "metadata", sb->metadata, "startedAt", started, "endAt", end,
-		      "state", "running", "cpuCount", 1, "memoryMB",
+		      E2B_ENVD_VERSION, "metadata", sb->metadata, "startedAt", started, "endAt",
+		      end, "state", "running", "cpuCount", 1, "memoryMB",
 		      (int)(sb->entry->limits.memory_bytes >> 20), "diskSizeMB",
 		      (json_int_t)(sb->entry->limits.workspace_bytes >> 20), "volumeMounts");
 	if (j && secrets && sb->access[0]) {
@@ -520,9 +539,11 @@ static int get_timeout(json_t *body, uint64_t *ret_s, struct api_error *e)
 
 	if (!t || json_is_null(t))
 		return 0;
-	if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > E2B_TIMEOUT_MAX_S)
+	if (!json_is_integer(t) || json_integer_value(t) < 0 ||
+	    json_integer_value(t) > E2B_TIMEOUT_MAX_S)
 		return api_error_set(e, 400, "invalid_value",
-				     "'timeout' must be whole seconds from 0 to %d", E2B_TIMEOUT_MAX_S);
+				     "'timeout' must be whole seconds from 0 to %d",
+				     E2B_TIMEOUT_MAX_S);
 	*ret_s = (uint64_t)json_integer_value(t);
 	return 0;
 }
@@ -538,20 +559,25 @@ static int get_env(json_t *body, char **env, size_t max, size_t *ret_n, struct a
 	if (!o || json_is_null(o))
 		return 0;
 	if (!json_is_object(o))
-		return api_error_set(e, 400, "invalid_type", "'envVars' must be an object of strings");
+		return api_error_set(e, 400, "invalid_type",
+				     "'envVars' must be an object of strings");
 	if (json_object_size(o) > max)
-		return api_error_set(e, 400, "invalid_value", "'envVars' has over %zu variables", max);
-	json_object_foreach(o, k, v) {
+		return api_error_set(e, 400, "invalid_value", "'envVars' has over %zu variables",
+				     max);
+	json_object_foreach (o, k, v) {
 		size_t kl = strlen(k);
 
 		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v) ||
 		    json_string_length(v) > API_ENV_VALUE_MAX)
-			return api_error_set(e, 400, "invalid_value",
-					     "envVars '%.64s' must be a string without NUL of at most %u bytes", k,
-					     API_ENV_VALUE_MAX);
+			return api_error_set(
+				e, 400, "invalid_value",
+				"envVars '%.64s' must be a string without NUL of at most %u bytes",
+				k, API_ENV_VALUE_MAX);
 		if (env_name_check(k, kl, ENV_NAME_IDENTIFIER) < 0)
-			return api_error_set(e, 400, "invalid_value",
-					     "envVars: '%.64s' is not a variable name (letters, digits and '_')", k);
+			return api_error_set(
+				e, 400, "invalid_value",
+				"envVars: '%.64s' is not a variable name (letters, digits and '_')",
+				k);
 		if (asprintf(&env[*ret_n], "%s=%s", k, json_string_value(v)) < 0)
 			return api_error_set(e, 500, "internal", "out of memory");
 		(*ret_n)++;
@@ -569,12 +595,15 @@ static int get_metadata(json_t *body, json_t **ret, struct api_error *e)
 		return 0;
 	if (!json_is_object(o) || json_object_size(o) > E2B_METADATA_MAX)
 		return api_error_set(e, 400, "invalid_value",
-				     "'metadata' must be an object of at most %d strings", E2B_METADATA_MAX);
-	json_object_foreach(o, k, v) {
-		if (!json_is_string(v) || json_string_length(v) > E2B_METADATA_VALUE_MAX || strlen(k) > 256)
-			return api_error_set(e, 400, "invalid_value",
-					     "metadata '%.64s' must be a string of at most %d bytes", k,
-					     E2B_METADATA_VALUE_MAX);
+				     "'metadata' must be an object of at most %d strings",
+				     E2B_METADATA_MAX);
+	json_object_foreach (o, k, v) {
+		if (!json_is_string(v) || json_string_length(v) > E2B_METADATA_VALUE_MAX ||
+		    strlen(k) > 256)
+			return api_error_set(
+				e, 400, "invalid_value",
+				"metadata '%.64s' must be a string of at most %d bytes", k,
+				E2B_METADATA_VALUE_MAX);
 		json_object_set(*ret, k, v);
 	}
 	return 0;
@@ -596,7 +625,8 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 {
 	struct api_server *srv = c->srv;
 	json_t *tpl = json_object_get(body, "templateID");
-	const char *template_id = json_is_string(tpl) ? json_string_value(tpl) : "code-interpreter-v1";
+	const char *template_id =
+		json_is_string(tpl) ? json_string_value(tpl) : "code-interpreter-v1";
 	char *env[SESSION_MAX_ENV + 1] = { 0 };
 	uint64_t timeout_s = E2B_TIMEOUT_DEFAULT_S;
 	struct e2b_sandbox *sb = NULL;
@@ -607,9 +637,10 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 	if (tpl && !json_is_string(tpl) && !json_is_null(tpl))
 		return api_error_set(e, 400, "invalid_type", "'templateID' must be a string");
 	if (!template_known(template_id))
-		return api_error_set(e, 404, "template_not_found",
-				     "template '%.64s' not found: codecell serves 'code-interpreter-v1' and 'base'",
-				     template_id);
+		return api_error_set(
+			e, 404, "template_not_found",
+			"template '%.64s' not found: codecell serves 'code-interpreter-v1' and 'base'",
+			template_id);
 	r = get_timeout(body, &timeout_s, e);
 	if (r == 0)
 		r = get_env(body, env, SESSION_MAX_ENV, &n_env, e);
@@ -646,9 +677,10 @@ static int make_sandbox(struct api_call *c, json_t *body, struct e2b_sandbox **r
 		if (err.start_failed)
 			api_metrics_add(&srv->metrics, &srv->metrics.session_failures);
 		if (r == -EBUSY) {
-			r = api_error_set(e, 429, "too_many_sessions",
-					  "%u sandboxes and sessions are open, the most this server allows (--max-sessions): kill one first",
-					  srv->cfg.max_sessions);
+			r = api_error_set(
+				e, 429, "too_many_sessions",
+				"%u sandboxes and sessions are open, the most this server allows (--max-sessions): kill one first",
+				srv->cfg.max_sessions);
 		} else if (r < 0) {
 			*refused = api_session_refused(c, &cl, r, &err);
 			r = -ECANCELED;
@@ -724,7 +756,8 @@ static enum MHD_Result handle_list(struct api_call *c)
 static enum MHD_Result not_found(struct api_call *c)
 {
 	return api_respond_errorf(c, 404, "not_found",
-				  "sandbox '%s' not found: it was killed or its timeout ran out", e2b_of(c)->id);
+				  "sandbox '%s' not found: it was killed or its timeout ran out",
+				  e2b_of(c)->id);
 }
 
 static enum MHD_Result handle_kill(struct api_call *c)
@@ -810,8 +843,9 @@ static enum MHD_Result e2b_handle(struct api_call *c)
 	case E2B_R_METRICS:
 		return handle_sandbox(c);
 	case E2B_R_UNSUPPORTED:
-		return api_respond_errorf(c, 400, "not_supported",
-					  "codecell does not pause, snapshot or fork E2B sandboxes (see 'Coming from E2B' in the README)");
+		return api_respond_errorf(
+			c, 400, "not_supported",
+			"codecell does not pause, snapshot or fork E2B sandboxes (see 'Coming from E2B' in the README)");
 	case E2B_R_HEALTH:
 		return handle_health(c);
 	case E2B_R_EXECUTE:
@@ -837,7 +871,8 @@ static enum MHD_Result e2b_handle(struct api_call *c)
 		return e2b_handle_process(c);
 	case E2B_R_RPC_UNIMPLEMENTED:
 	default:
-		return api_respond_errorf(c, 501, "unimplemented", "%s is not implemented by codecell",
+		return api_respond_errorf(c, 501, "unimplemented",
+					  "%s is not implemented by codecell",
 					  e2b_of(c)->rpc ? e2b_of(c)->rpc : "this call");
 	}
 }

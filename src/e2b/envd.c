@@ -41,8 +41,8 @@
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
-#define PROC_POLL_S "0.2"	 /* how long one poll cell waits for output */
-#define PROC_KEEPALIVE_MS 20000	 /* under the SDK's 50 s */
+#define PROC_POLL_S "0.2"	    /* how long one poll cell waits for output */
+#define PROC_KEEPALIVE_MS 20000	    /* under the SDK's 50 s */
 #define PROC_FRAME_DATA (48u << 10) /* bytes of output per data event */
 #define PROC_PENDING_MAX (8u << 20)
 #define PROC_ARGS_MAX 256
@@ -61,7 +61,8 @@ static enum MHD_Result fs_error(struct api_call *c, int err, const char *what, c
 }
 
 /* The sandbox's session and workspace, locked: 0, or answered. */
-static int ws_lock(struct api_call *c, struct engine_session **ret_e, struct engine_ws *w, enum MHD_Result *ret)
+static int ws_lock(struct api_call *c, struct engine_session **ret_e, struct engine_ws *w,
+		   enum MHD_Result *ret)
 {
 	struct engine_session *e = e2b_sandbox_session(c, ret);
 	int r;
@@ -73,7 +74,8 @@ static int ws_lock(struct api_call *c, struct engine_session **ret_e, struct eng
 	if (r < 0) {
 		pthread_mutex_unlock(&e->lock);
 		engine_session_unref(e);
-		*ret = api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", e2b_of(c)->id);
+		*ret = api_respond_errorf(c, 502, "sandbox_not_found",
+					  "the sandbox '%s' was killed", e2b_of(c)->id);
 		return r;
 	}
 	*ret_e = e;
@@ -104,16 +106,18 @@ int e2b_upload_start(struct api_call *c, struct api_error *e)
 	/* files.c writes it as the body of a PUT */
 	c->method = "PUT";
 	if (enc && strcasecmp(enc, "identity") != 0)
-		return api_error_set(e, 400, "unsupported_encoding",
-				     "Content-Encoding '%.32s' is not supported: send the file uncompressed (no gzip option)",
-				     enc);
+		return api_error_set(
+			e, 400, "unsupported_encoding",
+			"Content-Encoding '%.32s' is not supported: send the file uncompressed (no gzip option)",
+			enc);
 	k = e2b_query(c, "path", path, sizeof(path), e);
 	if (k < 0 || (k == 1 && e2b_path(path, &c->route, e) < 0))
 		return -EINVAL;
 	x->path_from_part = k == 0;
 	k = e2b_multipart_delim(type, x->mp.delim, sizeof(x->mp.delim), &x->mp.delim_len);
 	if (k < 0)
-		return api_error_set(e, 400, "bad_multipart", "the multipart boundary is empty or too long");
+		return api_error_set(e, 400, "bad_multipart",
+				     "the multipart boundary is empty or too long");
 	if (k == 1) {
 		x->multipart = true;
 		x->mp.state = MP_HEAD;
@@ -121,7 +125,9 @@ int e2b_upload_start(struct api_call *c, struct api_error *e)
 	}
 	x->mp.state = MP_RAW;
 	if (x->path_from_part)
-		return api_error_set(e, 400, "invalid_path", "POST /files needs ?path= for a body that is not multipart/form-data");
+		return api_error_set(
+			e, 400, "invalid_path",
+			"POST /files needs ?path= for a body that is not multipart/form-data");
 	return 0;
 }
 
@@ -138,7 +144,8 @@ static void upload_fail(struct e2b_call *x, const char *why)
 static size_t mp_head(struct api_call *c, const char *data, size_t len)
 {
 	struct e2b_multipart *m = &e2b_of(c)->mp;
-	size_t take = len < sizeof(m->head) - 1 - m->head_len ? len : sizeof(m->head) - 1 - m->head_len;
+	size_t take =
+		len < sizeof(m->head) - 1 - m->head_len ? len : sizeof(m->head) - 1 - m->head_len;
 	char *end, name[API_PATH_MAX + 64];
 	struct api_error e;
 	size_t used;
@@ -160,7 +167,8 @@ static size_t mp_head(struct api_call *c, const char *data, size_t len)
 	*end = '\0';
 	if (e2b_of(c)->path_from_part) {
 		if (e2b_part_filename(m->head, name, sizeof(name)) < 0) {
-			upload_fail(e2b_of(c), "the multipart part has no file name (and there is no ?path=)");
+			upload_fail(e2b_of(c),
+				    "the multipart part has no file name (and there is no ?path=)");
 			return len;
 		}
 		if (e2b_path(name, &c->route, &e) < 0) {
@@ -218,7 +226,8 @@ static void mp_next_part(struct api_call *c)
 	int r;
 
 	if (!x->path_from_part) {
-		upload_fail(x, "several files in one request need no ?path=: each part names its file");
+		upload_fail(
+			x, "several files in one request need no ?path=: each part names its file");
 		return;
 	}
 	if (!c->route.path_len) {
@@ -285,7 +294,8 @@ static size_t mp_after(struct api_call *c, const char *data, size_t len)
 	else if (!strncmp(m->hold, "\r\n", 2))
 		mp_next_part(c);
 	else
-		upload_fail(e2b_of(c), "the multipart boundary is followed by neither '--' nor a line end");
+		upload_fail(e2b_of(c),
+			    "the multipart boundary is followed by neither '--' nor a line end");
 	m->hold_len = 0;
 	return used;
 }
@@ -331,7 +341,8 @@ static enum MHD_Result files_post(struct api_call *c)
 	if (x->upload_err < 0)
 		return fs_error(c, x->upload_err, "write", x->upload_why);
 	if (!c->route.path_len)
-		return api_respond_errorf(c, 400, "invalid_path", "the path names the workspace itself: name a file");
+		return api_respond_errorf(c, 400, "invalid_path",
+					  "the path names the workspace itself: name a file");
 	e = e2b_sandbox_session(c, &ret);
 	if (!e)
 		return ret;
@@ -434,9 +445,11 @@ static json_t *entry_info(int dir, const char *name, const char *rel, const stru
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, st.st_mtim.tv_nsec);
 	j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "name",
 		      *rel ? (strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel) : "user", "type",
-		      S_ISDIR(st.st_mode) ? "FILE_TYPE_DIRECTORY" : S_ISLNK(st.st_mode) ? "FILE_TYPE_SYMLINK" : "FILE_TYPE_FILE",
-		      "path", abs, "size", "0", "mode", (int)(st.st_mode & 07777), "permissions", perm,
-		      "owner", "user", "group", "user", "modifiedTime", mtime);
+		      S_ISDIR(st.st_mode)   ? "FILE_TYPE_DIRECTORY"
+		      : S_ISLNK(st.st_mode) ? "FILE_TYPE_SYMLINK"
+					    : "FILE_TYPE_FILE",
+		      "path", abs, "size", "0", "mode", (int)(st.st_mode & 07777), "permissions",
+		      perm, "owner", "user", "group", "user", "modifiedTime", mtime);
 	if (j) {
 		char size[24];
 
@@ -477,7 +490,8 @@ static int path_field(json_t *body, const char *name, struct api_route *r, struc
 	json_t *v = json_object_get(body, name);
 
 	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-		return api_error_set(e, 400, "invalid_argument", "'%s' must be a path (a string)", name);
+		return api_error_set(e, 400, "invalid_argument", "'%s' must be a path (a string)",
+				     name);
 	return e2b_path(json_string_value(v), r, e);
 }
 
@@ -486,8 +500,9 @@ static bool unary_json(struct api_call *c, struct api_error *e)
 	const char *type = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Type");
 
 	if (type && strncasecmp(type, "application/json", 16) != 0) {
-		api_error_set(e, 415, "unsupported_media_type",
-			      "codecell speaks Connect with the JSON codec: send 'Content-Type: application/json'");
+		api_error_set(
+			e, 415, "unsupported_media_type",
+			"codecell speaks Connect with the JSON codec: send 'Content-Type: application/json'");
 		return false;
 	}
 	return true;
@@ -504,10 +519,12 @@ static enum MHD_Result fs_listdir(struct api_call *c, json_t *body, const struct
 
 	if (jd && !json_is_null(jd)) {
 		if (!json_is_integer(jd) || json_integer_value(jd) < 0)
-			return api_respond_errorf(c, 400, "invalid_argument", "'depth' must be a whole number");
+			return api_respond_errorf(c, 400, "invalid_argument",
+						  "'depth' must be a whole number");
 		/* the engine caps it (FILES_DEPTH_MAX) */
-		l.depth = json_integer_value(jd) > FILES_DEPTH_MAX ? FILES_DEPTH_MAX
-								   : (unsigned)json_integer_value(jd);
+		l.depth = json_integer_value(jd) > FILES_DEPTH_MAX
+				  ? FILES_DEPTH_MAX
+				  : (unsigned)json_integer_value(jd);
 	}
 	if (ws_lock(c, &e, &w, &ret) < 0)
 		return ret;
@@ -560,8 +577,8 @@ static int fs_check(struct api_call *c, enum e2b_route route, const struct api_r
 	memcpy(c->route.path, r->path, r->path_len + 1);
 	c->route.path_len = r->path_len;
 	k = route == E2B_R_FS_MAKEDIR ? api_check_file(c, e, ACTION_WRITE_FILE, 0, ret)
-	    : route == E2B_R_FS_MOVE  ? api_check_file_to(c, e, ACTION_DELETE_FILE, 0, to->path, ret)
-				      : api_check_file(c, e, ACTION_DELETE_FILE, 0, ret);
+	    : route == E2B_R_FS_MOVE ? api_check_file_to(c, e, ACTION_DELETE_FILE, 0, to->path, ret)
+				     : api_check_file(c, e, ACTION_DELETE_FILE, 0, ret);
 	engine_session_unref(e);
 	return k;
 }
@@ -600,7 +617,8 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 		break;
 	case E2B_R_FS_MAKEDIR:
 		k = engine_files_mkdir(&w, r.path);
-		ret = k < 0 ? fs_error(c, k, "make the directory", r.path) : entry_answer(c, &w, r.path);
+		ret = k < 0 ? fs_error(c, k, "make the directory", r.path)
+			    : entry_answer(c, &w, r.path);
 		break;
 	case E2B_R_FS_MOVE:
 		k = engine_files_move(&w, r.path, to.path);
@@ -608,13 +626,15 @@ enum MHD_Result e2b_handle_fs(struct api_call *c)
 		break;
 	default: /* Remove */
 		k = engine_files_remove(&w, r.path);
-		ret = k < 0 ? fs_error(c, k, "remove", r.path) : api_respond_json(c, 200, json_object());
+		ret = k < 0 ? fs_error(c, k, "remove", r.path)
+			    : api_respond_json(c, 200, json_object());
 		break;
 	}
 	/* fs_check's record, once the change ran (c->route is r) */
 	if (route != E2B_R_FS_STAT)
-		api_audit_file(c, e, route == E2B_R_FS_MAKEDIR ? ACTION_WRITE_FILE : ACTION_DELETE_FILE, 0,
-			       route == E2B_R_FS_MOVE ? to.path : NULL, k);
+		api_audit_file(c, e,
+			       route == E2B_R_FS_MAKEDIR ? ACTION_WRITE_FILE : ACTION_DELETE_FILE,
+			       0, route == E2B_R_FS_MOVE ? to.path : NULL, k);
 	ws_unlock(e);
 	return ret;
 }
@@ -657,7 +677,7 @@ struct proc_stream {
 	 * exit status come from here, never from the helper, which code in
 	 * the sandbox can replace; -1 for a stream that ends at once */
 	int pidfd;
-	uint64_t exited_ms; /* when the pidfd first showed it exited, 0 */
+	uint64_t exited_ms;   /* when the pidfd first showed it exited, 0 */
 	uint64_t deadline_ms; /* monotonic; 0: none (a stream that ends at once) */
 	uint64_t last_ms;     /* the last frame */
 	int client_fd;
@@ -678,7 +698,8 @@ static void frame(struct proc_stream *p, unsigned flags, json_t *j)
 		return;
 	connect_header(h, flags, (uint32_t)len);
 	before = p->out.len;
-	if (buf_append(&p->out, (const char *)h, sizeof(h)) < 0 || buf_append(&p->out, s, len) < 0) {
+	if (buf_append(&p->out, (const char *)h, sizeof(h)) < 0 ||
+	    buf_append(&p->out, s, len) < 0) {
 		/* a client this far behind: the stream cannot go on (no half
 		 * frame); the command goes on without it, as when the client
 		 * goes away */
@@ -691,7 +712,8 @@ static void frame(struct proc_stream *p, unsigned flags, json_t *j)
 
 static void frame_error(struct proc_stream *p, const char *code, const char *msg)
 {
-	frame(p, CONNECT_FLAG_END, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
+	frame(p, CONNECT_FLAG_END,
+	      json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
 	p->ended = true;
 }
 
@@ -738,8 +760,9 @@ static void frame_end(struct proc_stream *p, long rc)
 	p->res.has_exit_code = rc >= 0;
 	p->res.exit_code = rc >= 0 ? (int)rc : 0;
 	p->res.signal = rc < 0 ? (int)-rc : 0;
-	frame(p, 0, json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode", rc < 0 ? -1 : (int)rc,
-			      "exited", rc >= 0, "status", status));
+	frame(p, 0,
+	      json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode",
+			rc < 0 ? -1 : (int)rc, "exited", rc >= 0, "status", status));
 	frame(p, CONNECT_FLAG_END, json_object());
 	p->ended = true;
 	p->finished = true;
@@ -816,7 +839,8 @@ static bool client_gone(const struct proc_stream *p)
 {
 	struct pollfd pf = { .fd = p->client_fd, .events = POLLRDHUP };
 
-	return p->client_fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+	return p->client_fd >= 0 && poll(&pf, 1, 0) > 0 &&
+	       (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 static void proc_step_once(struct proc_stream *p)
@@ -830,7 +854,8 @@ static void proc_step_once(struct proc_stream *p)
 		proc_kill(p);
 		p->res.status = RESULT_TIMEOUT;
 		p->finished = true;
-		frame_error(p, "deadline_exceeded", "the command ran past its timeout and was killed");
+		frame_error(p, "deadline_exceeded",
+			    "the command ran past its timeout and was killed");
 		return;
 	}
 	proc_poll(p);
@@ -874,7 +899,8 @@ static void proc_gone(struct proc_stream *p)
 {
 	uint64_t now = api_now_ms();
 
-	if (!p->started || p->ended || !p->deadline_ms || p->deadline_ms > now + PROC_DEADLINE_WAIT_MS)
+	if (!p->started || p->ended || !p->deadline_ms ||
+	    p->deadline_ms > now + PROC_DEADLINE_WAIT_MS)
 		return;
 	if (p->deadline_ms > now) {
 		struct timespec ts = { (time_t)((p->deadline_ms - now) / 1000),
@@ -991,7 +1017,8 @@ static int start_call(json_t *req, char **ret_call, struct api_error *e)
 	int r = 0;
 
 	if (json_object_get(req, "pty") && !json_is_null(json_object_get(req, "pty")))
-		return api_error_set(e, 501, "unimplemented", "codecell runs commands without a PTY");
+		return api_error_set(e, 501, "unimplemented",
+				     "codecell runs commands without a PTY");
 	if (!json_is_object(proc))
 		return api_error_set(e, 400, "invalid_argument", "'process' must be an object");
 	cmd = json_object_get(proc, "cmd");
@@ -1003,25 +1030,32 @@ static int start_call(json_t *req, char **ret_call, struct api_error *e)
 		return api_error_set(e, 400, "invalid_argument", "'process.cmd' must be a string");
 	if (args && !json_is_null(args)) {
 		if (!json_is_array(args) || json_array_size(args) > PROC_ARGS_MAX)
-			return api_error_set(e, 400, "invalid_argument", "'process.args' must be an array of strings");
-		json_array_foreach(args, i, v)
-			if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-				return api_error_set(e, 400, "invalid_argument", "'process.args' must be strings without NUL");
+			return api_error_set(e, 400, "invalid_argument",
+					     "'process.args' must be an array of strings");
+		json_array_foreach (args, i, v)
+			if (!json_is_string(v) ||
+			    strlen(json_string_value(v)) != json_string_length(v))
+				return api_error_set(e, 400, "invalid_argument",
+						     "'process.args' must be strings without NUL");
 	}
 	if (envs && !json_is_null(envs)) {
 		if (!json_is_object(envs) || json_object_size(envs) > SESSION_MAX_ENV)
-			return api_error_set(e, 400, "invalid_argument", "'process.envs' must be an object of strings");
-		json_object_foreach(envs, k, v)
+			return api_error_set(e, 400, "invalid_argument",
+					     "'process.envs' must be an object of strings");
+		json_object_foreach (envs, k, v)
 			if (!json_is_string(v) || env_name_check(k, strlen(k), ENV_NAME_ANY) < 0 ||
 			    strlen(json_string_value(v)) != json_string_length(v))
-				return api_error_set(e, 400, "invalid_argument",
-						     "'process.envs' must be strings without NUL, names without '=' "
-						     "of 1 to %d bytes",
-						     ENV_NAME_MAX);
+				return api_error_set(
+					e, 400, "invalid_argument",
+					"'process.envs' must be strings without NUL, names without '=' "
+					"of 1 to %d bytes",
+					ENV_NAME_MAX);
 	}
-	if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/' ||
-					  strlen(json_string_value(cwd)) != json_string_length(cwd)))
-		return api_error_set(e, 400, "invalid_argument", "'process.cwd' must be an absolute path");
+	if (cwd && !json_is_null(cwd) &&
+	    (!json_is_string(cwd) || json_string_value(cwd)[0] != '/' ||
+	     strlen(json_string_value(cwd)) != json_string_length(cwd)))
+		return api_error_set(e, 400, "invalid_argument",
+				     "'process.cwd' must be an absolute path");
 	lcmd = e2b_py_literal(cmd);
 	largs = args && !json_is_null(args) ? e2b_py_literal(args) : strdup("[]");
 	lenvs = envs && !json_is_null(envs) ? e2b_py_literal(envs) : strdup("{}");
@@ -1065,12 +1099,14 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	json_t *req, *pid;
 	size_t len;
 
-	if (connect_unwrap((const unsigned char *)c->body, c->body_len, E2B_JSON_MAX, &msg, &len, &why) < 0)
+	if (connect_unwrap((const unsigned char *)c->body, c->body_len, E2B_JSON_MAX, &msg, &len,
+			   &why) < 0)
 		return stream_errorf(c, 400, "%s", why);
 	if (json_body_read((const char *)msg, len, 0, &req, &jerr) < 0)
 		return stream_errorf(c, 400, "%s", jerr.message);
 	pid = json_object_get(json_object_get(req, "process"), "pid");
-	if (!json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 1 << 22) {
+	if (!json_is_integer(pid) || json_integer_value(pid) <= 0 ||
+	    json_integer_value(pid) > 1 << 22) {
 		json_decref(req);
 		return stream_errorf(c, 400, "Connect needs process.pid");
 	}
@@ -1094,8 +1130,10 @@ static enum MHD_Result proc_connect(struct api_call *c)
 	pthread_mutex_unlock(&e2b_state_of(c->srv)->lock);
 	if (!e) {
 		free(p);
-		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
-				     e2b_of(c)->id);
+		return stream_errorf(
+			c, 502,
+			"the sandbox '%s' was not found: it was killed or its timeout ran out",
+			e2b_of(c)->id);
 	}
 	snprintf(call, sizeof(call), "has(%u)", p->pid);
 	if (helper(e, call, &res) < 0) {
@@ -1140,7 +1178,7 @@ static char *command_text(json_t *req)
 		return strdup(json_string_value(json_array_get(args, n - 1)));
 	buf_init(&b, E2B_JSON_MAX);
 	(void)buf_puts(&b, cmd ? cmd : "");
-	json_array_foreach(args, i, v)
+	json_array_foreach (args, i, v)
 		(void)buf_printf(&b, " %s", json_string_value(v) ?: "");
 	out = strdup(buf_str(&b));
 	buf_release(&b);
@@ -1181,7 +1219,8 @@ static enum MHD_Result proc_start(struct api_call *c)
 	json_t *req;
 	int r;
 
-	if (connect_unwrap((const unsigned char *)c->body, c->body_len, E2B_JSON_MAX, &msg, &len, &why) < 0)
+	if (connect_unwrap((const unsigned char *)c->body, c->body_len, E2B_JSON_MAX, &msg, &len,
+			   &why) < 0)
 		return stream_errorf(c, 400, "%s", why);
 	if (json_body_read((const char *)msg, len, 0, &req, &jerr) < 0)
 		return stream_errorf(c, 400, "the Connect message: %s", jerr.message);
@@ -1208,8 +1247,10 @@ static enum MHD_Result proc_start(struct api_call *c)
 	if (!p->e) {
 		free(call);
 		proc_free(p);
-		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
-				     e2b_of(c)->id);
+		return stream_errorf(
+			c, 502,
+			"the sandbox '%s' was not found: it was killed or its timeout ran out",
+			e2b_of(c)->id);
 	}
 	/* POST /v1/sessions/{id}/execute's check, in bash: the language,
 	 * the timeout against the policy's, the client's rate and an
@@ -1232,8 +1273,10 @@ static enum MHD_Result proc_start(struct api_call *c)
 		p->ended = p->finished = true; /* recorded as an error, not as detached */
 		p->res.status = RESULT_ERROR;
 		proc_free(p);
-		return stream_errorf(c, 502, "the sandbox '%s' was not found: it was killed or its timeout ran out",
-				     e2b_of(c)->id);
+		return stream_errorf(
+			c, 502,
+			"the sandbox '%s' was not found: it was killed or its timeout ran out",
+			e2b_of(c)->id);
 	}
 	t = e2b_cell_text(&res);
 	if (res.has_error || !t) {
@@ -1256,8 +1299,11 @@ static enum MHD_Result proc_start(struct api_call *c)
 		p->ended = p->finished = true;
 		p->res.status = RESULT_ERROR;
 		proc_free(p);
-		return stream_errorf(c, 500, "cannot see the command's process from outside the sandbox: %s%s",
-				     strerror(-r), r == -ENOTTY || r == -EINVAL ? " (E2B commands need Linux 6.15 or later)" : "");
+		return stream_errorf(
+			c, 500, "cannot see the command's process from outside the sandbox: %s%s",
+			strerror(-r),
+			r == -ENOTTY || r == -EINVAL ? " (E2B commands need Linux 6.15 or later)"
+						     : "");
 	}
 	p->last_ms = api_now_ms();
 	p->deadline_ms = p->last_ms + (uint64_t)(timeout_s * 1000);
@@ -1281,11 +1327,14 @@ static enum MHD_Result proc_signal(struct api_call *c, json_t *body)
 		s = !strcmp(json_string_value(sig), "SIGNAL_SIGKILL")	? SIGKILL
 		    : !strcmp(json_string_value(sig), "SIGNAL_SIGTERM") ? SIGTERM
 									: 0;
-	else if (json_is_integer(sig) && (json_integer_value(sig) == SIGKILL || json_integer_value(sig) == SIGTERM))
+	else if (json_is_integer(sig) &&
+		 (json_integer_value(sig) == SIGKILL || json_integer_value(sig) == SIGTERM))
 		s = (int)json_integer_value(sig);
-	if (!s || !json_is_integer(pid) || json_integer_value(pid) <= 0 || json_integer_value(pid) > 1 << 22)
-		return api_respond_errorf(c, 400, "invalid_argument",
-					  "SendSignal needs process.pid and signal SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+	if (!s || !json_is_integer(pid) || json_integer_value(pid) <= 0 ||
+	    json_integer_value(pid) > 1 << 22)
+		return api_respond_errorf(
+			c, 400, "invalid_argument",
+			"SendSignal needs process.pid and signal SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 	e = e2b_sandbox_session(c, &ret);
 	if (!e)
 		return ret;
@@ -1306,11 +1355,13 @@ static enum MHD_Result proc_signal(struct api_call *c, json_t *body)
 	r = helper(e, call, &res);
 	engine_session_unref(e);
 	if (r < 0)
-		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", e2b_of(c)->id);
+		return api_respond_errorf(c, 502, "sandbox_not_found",
+					  "the sandbox '%s' was killed", e2b_of(c)->id);
 	t = e2b_cell_text(&res);
-	ret = t && !strcmp(t, "True") ? api_respond_json(c, 200, json_object())
-				      : api_respond_errorf(c, 404, "not_found", "no running process %d",
-							   (int)json_integer_value(pid));
+	ret = t && !strcmp(t, "True")
+		      ? api_respond_json(c, 200, json_object())
+		      : api_respond_errorf(c, 404, "not_found", "no running process %d",
+					   (int)json_integer_value(pid));
 	run_result_release(&res);
 	return ret;
 }
@@ -1330,13 +1381,15 @@ static enum MHD_Result proc_list(struct api_call *c)
 	r = helper(e, "list()", &res);
 	engine_session_unref(e);
 	if (r < 0)
-		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", e2b_of(c)->id);
+		return api_respond_errorf(c, 502, "sandbox_not_found",
+					  "the sandbox '%s' was killed", e2b_of(c)->id);
 	t = e2b_cell_text(&res);
 	arr = t ? json_loads(t, 0, NULL) : NULL;
 	run_result_release(&res);
 	if (!json_is_array(arr)) {
 		json_decref(arr);
-		return api_respond_errorf(c, 500, "internal", "the sandbox's process list is unreadable");
+		return api_respond_errorf(c, 500, "internal",
+					  "the sandbox's process list is unreadable");
 	}
 	return api_respond_json(c, 200, json_pack("{s:o}", "processes", arr));
 }

@@ -8,14 +8,14 @@
 #include "engine/limits.h"
 #include "engine/sessions.h"
 
-#define E2B_ENVD_VERSION "0.5.7" /* the SDKs take their current paths from 0.5.7 on */
+#define E2B_ENVD_VERSION "0.5.7"  /* the SDKs take their current paths from 0.5.7 on */
 #define E2B_TIMEOUT_DEFAULT_S 300 /* a sandbox's life when create gives none (E2B's) */
 #define E2B_TIMEOUT_MAX_S 86400
 #define E2B_JSON_MAX (64u << 10) /* control plane, contexts and RPC bodies */
 #define E2B_CTX_MAX 16		 /* contexts of one sandbox, the default one included */
 #define E2B_CTX_ID_LEN 32
-#define E2B_PART_HEAD_MAX 8192 /* the headers of a multipart part */
-#define E2B_BOUNDARY_MAX 200   /* RFC 2046: at most 70; some clients send more */
+#define E2B_PART_HEAD_MAX 8192	/* the headers of a multipart part */
+#define E2B_BOUNDARY_MAX 200	/* RFC 2046: at most 70; some clients send more */
 #define E2B_UPLOAD_FILES_MAX 64 /* files of one multipart upload */
 /* Connect-Timeout-Ms beyond it is taken as it: the limits table's
  * timeout ceiling (engine/limits.h) */
@@ -31,7 +31,7 @@ struct e2b_ctx {
 };
 
 struct e2b_sandbox {
-	char id[API_ID_LEN + 1]; /* its session's id */
+	char id[API_ID_LEN + 1];      /* its session's id */
 	struct engine_session *entry; /* a reference */
 	char template_id[64];
 	char access[API_ID_LEN + 1]; /* its access token, "" without a server token */
@@ -99,7 +99,7 @@ struct e2b_call {
 	bool multipart;
 	struct e2b_multipart mp;
 	bool path_from_part; /* POST /files without ?path=: the part's file name */
-	int upload_err; /* -EINVAL: the framing (upload_why says how); another
+	int upload_err;	     /* -EINVAL: the framing (upload_why says how); another
 			   -errno: putting a part in place (upload_why: its path) */
 	char upload_why[API_PATH_MAX + 64];
 	/* the workspace paths of the parts put in place so far (strings) */
@@ -108,9 +108,10 @@ struct e2b_call {
 	 * (e2b_refuse): answered once it is */
 	bool answer_later, refused;
 	struct api_error refusal;
-	bool connect; /* a Connect RPC: errors in Connect's shape */
-	unsigned count;	     /* number_of_executions of this /execute */
-	uint64_t timeout_ms; /* Connect-Timeout-Ms (at most E2B_COMMAND_TIMEOUT_MAX_MS), 0: none given */
+	bool connect;	/* a Connect RPC: errors in Connect's shape */
+	unsigned count; /* number_of_executions of this /execute */
+	uint64_t
+		timeout_ms; /* Connect-Timeout-Ms (at most E2B_COMMAND_TIMEOUT_MAX_MS), 0: none given */
 };
 
 /* The door's request state (c->door_call, made by e2b_start). */

@@ -41,7 +41,8 @@ static const char *lang_name(enum e2b_lang l)
 
 static json_t *ctx_json(const struct e2b_ctx *x)
 {
-	return json_pack("{s:s, s:s, s:s}", "id", x->id, "language", lang_name(x->lang), "cwd", x->cwd);
+	return json_pack("{s:s, s:s, s:s}", "id", x->id, "language", lang_name(x->lang), "cwd",
+			 x->cwd);
 }
 
 /* Under the state lock: a new context in sb. */
@@ -53,7 +54,8 @@ static struct e2b_ctx *ctx_add(struct e2b_sandbox *sb, enum e2b_lang lang, const
 
 	if (sb->n_ctx == E2B_CTX_MAX) {
 		api_error_set(e, 429, "too_many_contexts",
-			      "the sandbox has %d contexts, the most it may: delete one first", E2B_CTX_MAX);
+			      "the sandbox has %d contexts, the most it may: delete one first",
+			      E2B_CTX_MAX);
 		return NULL;
 	}
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
@@ -95,7 +97,8 @@ static int opt_string(json_t *body, const char *name, const char **ret, struct a
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-		return api_error_set(e, 400, "invalid_type", "'%s' must be a string (without NUL)", name);
+		return api_error_set(e, 400, "invalid_type", "'%s' must be a string (without NUL)",
+				     name);
 	*ret = json_string_value(v);
 	return 0;
 }
@@ -106,17 +109,17 @@ static char *cell_code(const struct e2b_ctx *x, const char *code, json_t *env)
 {
 	static const char *const fn[] = { "py", "js", "sh" };
 	json_t *jcode = json_string(code), *jcwd = json_string(x->cwd), *jctx = json_string(x->id);
-	char *lc = e2b_py_literal(jcode), *lcwd = e2b_py_literal(jcwd), *lctx = e2b_py_literal(jctx);
+	char *lc = e2b_py_literal(jcode), *lcwd = e2b_py_literal(jcwd),
+	     *lctx = e2b_py_literal(jctx);
 	char *le = env ? e2b_py_literal(env) : strdup("None");
 	char *call = NULL, *cell = NULL;
 
 	if (x->main && !env) {
 		cell = strdup(code);
 	} else if (lc && lcwd && lctx && le) {
-		int k = x->lang == E2B_BASH
-				? asprintf(&call, "sh(%s, %s, %s)", lc, le, lcwd)
-				: asprintf(&call, "%s(%s, %s, %s, %s)", fn[x->lang], x->main ? "None" : lctx,
-					   lc, le, lcwd);
+		int k = x->lang == E2B_BASH ? asprintf(&call, "sh(%s, %s, %s)", lc, le, lcwd)
+					    : asprintf(&call, "%s(%s, %s, %s, %s)", fn[x->lang],
+						       x->main ? "None" : lctx, lc, le, lcwd);
 
 		if (k < 0)
 			call = NULL;
@@ -143,12 +146,14 @@ static int opt_env(json_t *body, json_t **ret, struct api_error *e)
 	if (!o || json_is_null(o) || (json_is_object(o) && json_object_size(o) == 0))
 		return 0;
 	if (!json_is_object(o))
-		return api_error_set(e, 400, "invalid_type", "'env_vars' must be an object of strings");
-	json_object_foreach(o, k, v)
+		return api_error_set(e, 400, "invalid_type",
+				     "'env_vars' must be an object of strings");
+	json_object_foreach (o, k, v)
 		if (!json_is_string(v) || env_name_check(k, strlen(k), ENV_NAME_ANY) < 0)
-			return api_error_set(e, 400, "invalid_value",
-					     "env_vars '%.64s': names without '=' of 1 to %d bytes, values strings", k,
-					     ENV_NAME_MAX);
+			return api_error_set(
+				e, 400, "invalid_value",
+				"env_vars '%.64s': names without '=' of 1 to %d bytes, values strings",
+				k, ENV_NAME_MAX);
 	*ret = o;
 	return 0;
 }
@@ -169,7 +174,8 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 
 	if (!body)
 		return api_respond_error(c, &e);
-	if (opt_string(body, "code", &code, &e) < 0 || opt_string(body, "context_id", &ctx_id, &e) < 0 ||
+	if (opt_string(body, "code", &code, &e) < 0 ||
+	    opt_string(body, "context_id", &ctx_id, &e) < 0 ||
 	    opt_string(body, "language", &lang_s, &e) < 0 || opt_env(body, &env, &e) < 0)
 		goto fail;
 	if (!code) {
@@ -184,8 +190,10 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 	pthread_mutex_lock(&st->lock);
 	sb = e2b_find_seen(c, e2b_of(c)->id);
 	if (!sb)
-		api_error_set(&e, 502, "sandbox_not_found",
-			      "the sandbox '%s' was not found: it was killed or its timeout ran out", e2b_of(c)->id);
+		api_error_set(
+			&e, 502, "sandbox_not_found",
+			"the sandbox '%s' was not found: it was killed or its timeout ran out",
+			e2b_of(c)->id);
 	else if (ctx_id && !(x = ctx_find(sb, ctx_id)))
 		api_error_set(&e, 404, "context_not_found", "context '%.64s' not found", ctx_id);
 	else if (!ctx_id)
@@ -210,7 +218,9 @@ enum MHD_Result e2b_handle_execute(struct api_call *c)
 	req.code_len = strlen(cell);
 	/* the policy checks the context's language, not the kernel's */
 	req.set |= API_SET_LANG;
-	req.lang = lang == E2B_PYTHON ? LANG_PYTHON : lang == E2B_JAVASCRIPT ? LANG_JAVASCRIPT : LANG_BASH;
+	req.lang = lang == E2B_PYTHON	    ? LANG_PYTHON
+		   : lang == E2B_JAVASCRIPT ? LANG_JAVASCRIPT
+					    : LANG_BASH;
 	c->wants_ndjson = true;
 	ret = api_exec(c, entry, &req); /* takes req */
 	api_request_release(&req);
@@ -249,7 +259,8 @@ static enum MHD_Result ctx_create(struct api_call *c)
 	pthread_mutex_lock(&st->lock);
 	sb = e2b_find_seen(c, e2b_of(c)->id);
 	if (!sb)
-		api_error_set(&e, 502, "sandbox_not_found", "the sandbox '%s' was not found", e2b_of(c)->id);
+		api_error_set(&e, 502, "sandbox_not_found", "the sandbox '%s' was not found",
+			      e2b_of(c)->id);
 	else if ((x = ctx_add(sb, lang, SANDBOX_HOME, &e)))
 		e2b_abs_path(cwd ? r.path : "", x->cwd, sizeof(x->cwd));
 	if (x)
@@ -315,17 +326,20 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 	}
 	pthread_mutex_unlock(&st->lock);
 	if (!sb)
-		return api_respond_errorf(c, 502, "sandbox_not_found",
-					  "the sandbox '%s' was not found: it was killed or its timeout ran out",
-					  e2b_of(c)->id);
+		return api_respond_errorf(
+			c, 502, "sandbox_not_found",
+			"the sandbox '%s' was not found: it was killed or its timeout ran out",
+			e2b_of(c)->id);
 	if (arr)
 		return api_respond_json(c, 200, arr);
 	if (!x)
-		return api_respond_errorf(c, 404, "context_not_found", "context '%s' not found", e2b_of(c)->ctx);
+		return api_respond_errorf(c, 404, "context_not_found", "context '%s' not found",
+					  e2b_of(c)->ctx);
 	if (route == E2B_R_CTX_DELETE && main) {
 		engine_session_unref(entry);
-		return api_respond_errorf(c, 400, "invalid_value",
-					  "the default Python context cannot be deleted (kill the sandbox, or restart the context)");
+		return api_respond_errorf(
+			c, 400, "invalid_value",
+			"the default Python context cannot be deleted (kill the sandbox, or restart the context)");
 	}
 	/* restarting the default context restarts the kernel: POST
 	 * /v1/sessions/{id}/restart's pipeline */
@@ -347,9 +361,10 @@ enum MHD_Result e2b_handle_contexts(struct api_call *c)
 		engine_session_unref(entry);
 	}
 	if (r == -ESRCH)
-		return api_respond_errorf(c, 502, "sandbox_not_found", "the sandbox '%s' was killed", e2b_of(c)->id);
+		return api_respond_errorf(c, 502, "sandbox_not_found",
+					  "the sandbox '%s' was killed", e2b_of(c)->id);
 	if (r < 0)
-		return api_respond_errorf(c, 500, "restart_failed", "cannot restart the context: %s",
-					  strerror(-r));
+		return api_respond_errorf(c, 500, "restart_failed",
+					  "cannot restart the context: %s", strerror(-r));
 	return e2b_respond_empty(c, 204);
 }

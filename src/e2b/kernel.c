@@ -32,11 +32,12 @@ char *e2b_helper_cell(const char *call)
 	json_decref(src);
 	if (!lit)
 		return NULL;
-	if (asprintf(&code,
-		     "if not hasattr(__import__('builtins'), '_codecell_e2b'):\n"
-		     "    exec(compile(%s, '<codecell-e2b>', 'exec'), {'__name__': '_codecell_e2b'})\n"
-		     "__import__('builtins')._codecell_e2b.%s",
-		     lit, call) < 0)
+	if (asprintf(
+		    &code,
+		    "if not hasattr(__import__('builtins'), '_codecell_e2b'):\n"
+		    "    exec(compile(%s, '<codecell-e2b>', 'exec'), {'__name__': '_codecell_e2b'})\n"
+		    "__import__('builtins')._codecell_e2b.%s",
+		    lit, call) < 0)
 		code = NULL;
 	free(lit);
 	return code;

@@ -15,7 +15,8 @@
  * escape or %00 is kept as it is. */
 static void form_decode(char *s)
 {
-	(void)percent_decode(s, strlen(s), PERCENT_PLUS_SPACE | PERCENT_LENIENT, s, strlen(s) + 1, NULL);
+	(void)percent_decode(s, strlen(s), PERCENT_PLUS_SPACE | PERCENT_LENIENT, s, strlen(s) + 1,
+			     NULL);
 }
 
 bool e2b_metadata_matches(const json_t *meta, const char *q)
@@ -65,7 +66,8 @@ int e2b_multipart_delim(const char *type, char *out, size_t n, size_t *ret_len)
 	size_t len;
 	int w;
 
-	if (!type || strncasecmp(type, "multipart/form-data", 19) != 0 || !(b = strcasestr(type, "boundary=")))
+	if (!type || strncasecmp(type, "multipart/form-data", 19) != 0 ||
+	    !(b = strcasestr(type, "boundary=")))
 		return 0;
 	b += 9;
 	if (*b == '"')

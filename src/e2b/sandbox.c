@@ -80,7 +80,8 @@ enum MHD_Result e2b_respond_error(struct api_call *c, const struct api_error *e)
 	json_t *j;
 
 	if ((e2b_of(c) && e2b_of(c)->connect))
-		j = json_pack("{s:s, s:s}", "code", e2b_connect_code(e->http), "message", msg ? msg : "");
+		j = json_pack("{s:s, s:s}", "code", e2b_connect_code(e->http), "message",
+			      msg ? msg : "");
 	else
 		j = json_pack("{s:i, s:s}", "code", e->http, "message", msg ? msg : "");
 	free(msg);
@@ -91,7 +92,8 @@ enum MHD_Result e2b_respond_error(struct api_call *c, const struct api_error *e)
 
 enum MHD_Result e2b_respond_empty(struct api_call *c, unsigned status)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r)
@@ -145,9 +147,10 @@ int e2b_path(const char *in, struct api_route *r, struct api_error *e)
 	} else if (in[0] == '~' && (in[1] == '\0' || in[1] == '/')) {
 		in += 1 + (in[1] == '/');
 	} else if (in[0] == '/') {
-		return api_error_set(e, 400, "invalid_path",
-				     "'%.200s' is outside the sandbox's files: codecell serves /home/user (the workspace) only",
-				     in);
+		return api_error_set(
+			e, 400, "invalid_path",
+			"'%.200s' is outside the sandbox's files: codecell serves /home/user (the workspace) only",
+			in);
 	}
 	r->path[0] = '\0';
 	r->path_len = 0;
@@ -175,9 +178,9 @@ struct engine_session *e2b_sandbox_session(struct api_call *c, enum MHD_Result *
 	}
 	pthread_mutex_unlock(&st->lock);
 	if (!e)
-		*ret = api_respond_errorf(c, 502, "sandbox_not_found",
-					  "the sandbox '%s' was not found: it was killed or its timeout ran out",
-					  e2b_of(c)->id);
+		*ret = api_respond_errorf(
+			c, 502, "sandbox_not_found",
+			"the sandbox '%s' was not found: it was killed or its timeout ran out",
+			e2b_of(c)->id);
 	return e;
 }
-

@@ -50,8 +50,8 @@ static void stream_free(void *arg)
 
 static void emit_text(const struct http_emitter *out, int i, const char *text, size_t n)
 {
-	out->emit(out->cls, json_pack("{s:s, s:s%}", "type", i == 0 ? "stdout" : "stderr", "text",
-				      text, n));
+	out->emit(out->cls,
+		  json_pack("{s:s, s:s%}", "type", i == 0 ? "stdout" : "stderr", "text", text, n));
 }
 
 /* Stream i's text up to its last line end; the rest waits in
@@ -110,11 +110,11 @@ static int stream_hold_ms(const void *arg)
 static const struct {
 	const char *mime, *key;
 } mime_keys[] = {
-	{ "text/plain", "text" },	  { "text/html", "html" },
-	{ "text/markdown", "markdown" },  { "image/svg+xml", "svg" },
-	{ "image/png", "png" },		  { "image/jpeg", "jpeg" },
-	{ "application/pdf", "pdf" },	  { "text/latex", "latex" },
-	{ "application/json", "json" },	  { "application/javascript", "javascript" },
+	{ "text/plain", "text" },	 { "text/html", "html" },
+	{ "text/markdown", "markdown" }, { "image/svg+xml", "svg" },
+	{ "image/png", "png" },		 { "image/jpeg", "jpeg" },
+	{ "application/pdf", "pdf" },	 { "text/latex", "latex" },
+	{ "application/json", "json" },	 { "application/javascript", "javascript" },
 };
 
 static json_t *result_event(const json_t *bundle)
@@ -124,7 +124,7 @@ static json_t *result_event(const json_t *bundle)
 
 	if (!ev || !json_is_object(bundle))
 		return ev;
-	json_object_foreach((json_t *)bundle, k, v) {
+	json_object_foreach ((json_t *)bundle, k, v) {
 		size_t i;
 
 		if (!strcmp(k, "is_main_result")) {
@@ -179,10 +179,10 @@ static void stream_end(void *arg, const struct api_error *err, const struct run_
 						res->error_traceback ? res->error_traceback : ""));
 	else if (res->status != RESULT_OK)
 		/* a limit, the timeout, a kill: no exception of the code's */
-		out->emit(out->cls, error_event(result_status_name(res->status),
-						res->message ? res->message
-							     : result_status_name(res->status),
-						""));
+		out->emit(out->cls,
+			  error_event(result_status_name(res->status),
+				      res->message ? res->message : result_status_name(res->status),
+				      ""));
 	out->emit(out->cls, json_pack("{s:s, s:i}", "type", "number_of_executions",
 				      "execution_count", (int)st->count));
 	out->emit(out->cls, json_pack("{s:s}", "type", "end_of_execution"));

@@ -61,7 +61,10 @@ struct engine_approvals *engine_approvals_new(void)
  * refusals without it */
 void engine_approvals_set_per_client(struct engine_approvals *a, unsigned max)
 {
-	__atomic_store_n(&a->per_client, max < 1 ? 1 : max > APPROVAL_MAX ? APPROVAL_MAX : max,
+	__atomic_store_n(&a->per_client,
+			 max < 1	      ? 1
+			 : max > APPROVAL_MAX ? APPROVAL_MAX
+					      : max,
 			 __ATOMIC_RELAXED);
 }
 
@@ -225,8 +228,7 @@ int engine_approval_use(struct engine_approvals *a, const char *id, const char *
 	return r;
 }
 
-int engine_approval_decide(struct engine_approvals *a, const char *id, bool approve,
-			   const char *by)
+int engine_approval_decide(struct engine_approvals *a, const char *id, bool approve, const char *by)
 {
 	struct held *h;
 	int r = 0;

@@ -16,15 +16,20 @@
 
 #include "engine/policy.h"
 
-#define APPROVAL_ID_LEN 16 /* hex digits */
-#define APPROVAL_MAX 256   /* held or decided, kept at once */
+#define APPROVAL_ID_LEN 16     /* hex digits */
+#define APPROVAL_MAX 256       /* held or decided, kept at once */
 #define APPROVAL_KEEP_S 3600.0 /* a decided one is forgotten after this */
 /* Pending calls one client may have at once, by default: an eighth of
  * the table, so one client cannot fill it and hold up the others. */
 #define APPROVAL_PER_CLIENT_DEFAULT (APPROVAL_MAX / 8)
 
-enum approval_state { APPROVAL_PENDING, APPROVAL_APPROVED, APPROVAL_DENIED, APPROVAL_EXPIRED,
-		      APPROVAL_USED };
+enum approval_state {
+	APPROVAL_PENDING,
+	APPROVAL_APPROVED,
+	APPROVAL_DENIED,
+	APPROVAL_EXPIRED,
+	APPROVAL_USED
+};
 const char *approval_state_name(enum approval_state s);
 
 struct engine_approvals;

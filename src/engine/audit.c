@@ -28,13 +28,14 @@ struct engine_audit {
 
 static int open_log(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+	int fd =
+		open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
 
 	return fd < 0 ? -errno : fd;
 }
 
-int engine_audit_open(const char *path, uint64_t rotate_bytes, struct engine_audit **ret,
-		      char *err, size_t n)
+int engine_audit_open(const char *path, uint64_t rotate_bytes, struct engine_audit **ret, char *err,
+		      size_t n)
 {
 	struct engine_audit *a = calloc(1, sizeof(*a));
 	int fd;
@@ -86,8 +87,8 @@ void engine_audit_id(char out[AUDIT_ID_LEN + 1])
 
 static bool secret_key(const char *k)
 {
-	static const char *const words[] = { "env", "key", "token", "secret", "password",
-					      "authorization", "credential" };
+	static const char *const words[] = { "env",	 "key",		  "token",     "secret",
+					     "password", "authorization", "credential" };
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strcasestr(k, words[i]))
@@ -105,7 +106,7 @@ static json_t *redact(json_t *v)
 	if (!json_is_object(v))
 		return json_deep_copy(v);
 	o = json_object();
-	json_object_foreach(v, k, x) {
+	json_object_foreach (v, k, x) {
 		if (!secret_key(k)) {
 			json_object_set_new(o, k, redact(x));
 		} else if (json_is_object(x)) {
@@ -113,7 +114,7 @@ static json_t *redact(json_t *v)
 			const char *k2;
 			json_t *x2;
 
-			json_object_foreach(x, k2, x2)
+			json_object_foreach (x, k2, x2)
 				json_object_set_new(names, k2, json_string("[redacted]"));
 			json_object_set_new(o, k, names);
 		} else {
@@ -143,8 +144,7 @@ json_t *engine_audit_run_args(const struct run_request *req, unsigned asked)
 		json_object_set_new(env, k, json_string(eq + 1));
 	}
 	json_object_set_new(o, "limits", lim);
-	json_object_set_new(o, "network",
-			    json_string(sandbox_net_name(req->net)));
+	json_object_set_new(o, "network", json_string(sandbox_net_name(req->net)));
 	json_object_set_new(o, "env", env);
 	json_object_set_new(o, "filename", json_string(req->filename ? req->filename : ""));
 	return o;
@@ -167,8 +167,8 @@ static void result_fields(json_t *o, const struct engine_audit_record *r)
 {
 	const struct run_result *res = r->res;
 	const char *status = r->status && !strcmp(r->status, "pending") ? "pending"
-			     : r->verdict && !r->verdict->allowed ? "rejected"
-								  : r->status;
+			     : r->verdict && !r->verdict->allowed	? "rejected"
+									: r->status;
 
 	if (!res) {
 		json_object_set_new(o, "status", opt_string(status ? status : "ok"));
@@ -183,7 +183,8 @@ static void result_fields(json_t *o, const struct engine_audit_record *r)
 			    res->has_exit_code ? json_integer(res->exit_code) : json_null());
 	json_object_set_new(o, "signal", res->signal ? json_integer(res->signal) : json_null());
 	json_object_set_new(o, "limits_hit", run_result_limits_json(res->limits_hit));
-	json_object_set_new(o, "output_bytes", json_integer((json_int_t)(res->out_len + res->err_len)));
+	json_object_set_new(o, "output_bytes",
+			    json_integer((json_int_t)(res->out_len + res->err_len)));
 }
 
 json_t *engine_audit_json(const struct engine_audit_record *r)
@@ -202,8 +203,8 @@ json_t *engine_audit_json(const struct engine_audit_record *r)
 	json_object_set_new(o, "session", opt_string(r->session));
 	json_object_set_new(o, "door", json_string(engine_door_name(r->door)));
 	json_object_set_new(o, "tool", json_string(engine_action_name(r->action)));
-	json_object_set_new(o, "language", r->has_lang ? json_string(engine_lang_name(r->lang))
-						       : json_null());
+	json_object_set_new(o, "language",
+			    r->has_lang ? json_string(engine_lang_name(r->lang)) : json_null());
 	if (r->code)
 		sha256_hex(r->code, r->code_len, digest);
 	json_object_set_new(o, "code_sha256", r->code ? json_string(digest) : json_null());
@@ -212,7 +213,8 @@ json_t *engine_audit_json(const struct engine_audit_record *r)
 			    json_string(r->status && !strcmp(r->status, "pending") ? "pending"
 					: v && !v->allowed			   ? "rejected"
 										   : "allowed"));
-	json_object_set_new(o, "rule", v && !v->allowed && v->rule ? json_string(v->rule) : json_null());
+	json_object_set_new(o, "rule",
+			    v && !v->allowed && v->rule ? json_string(v->rule) : json_null());
 	json_object_set_new(o, "approval",
 			    r->approval_id ? json_pack("{s:s, s:s?}", "id", r->approval_id, "state",
 						       r->approval_state)
@@ -288,8 +290,8 @@ static char *cut_arguments(json_t *o, size_t len)
 		while (keep && ((unsigned char)text[keep] & 0xc0) == 0x80)
 			keep--; /* not into a character */
 		json_object_set_new(o, "arguments",
-				    json_pack("{s:b, s:I, s:s%}", "truncated", 1, "length", (json_int_t)n,
-					      "head", text, keep));
+				    json_pack("{s:b, s:I, s:s%}", "truncated", 1, "length",
+					      (json_int_t)n, "head", text, keep));
 		free(line);
 		line = dump(o);
 		if (!line || strlen(line) < AUDIT_LINE_MAX || !keep)
@@ -300,8 +302,9 @@ static char *cut_arguments(json_t *o, size_t len)
 	if (line && strlen(line) >= AUDIT_LINE_MAX) {
 		/* the rest of the record is over already: the marker alone */
 		free(line);
-		json_object_set_new(o, "arguments",
-				    json_pack("{s:b, s:I}", "truncated", 1, "length", (json_int_t)n));
+		json_object_set_new(
+			o, "arguments",
+			json_pack("{s:b, s:I}", "truncated", 1, "length", (json_int_t)n));
 		line = dump(o);
 	}
 	free(text);
@@ -376,10 +379,11 @@ int engine_audit_egress(struct engine_audit *a, const struct engine_audit_record
 		rec.bytes = 0;
 		rec.verdict = ev[i].status == 200 ? NULL : &refused;
 		rec.status = ev[i].status == 200 ? "ok" : NULL;
-		rec.args = json_pack("{s:s, s:s, s:i, s:s?, s:i, s:s?, s:s}", "method", ev[i].method,
-				     "host", ev[i].host, "port", (int)ev[i].port, "address",
-				     ev[i].address[0] ? ev[i].address : NULL, "proxy_status",
-				     ev[i].status, "why", ev[i].why[0] ? ev[i].why : NULL, "at", at);
+		rec.args =
+			json_pack("{s:s, s:s, s:i, s:s?, s:i, s:s?, s:s}", "method", ev[i].method,
+				  "host", ev[i].host, "port", (int)ev[i].port, "address",
+				  ev[i].address[0] ? ev[i].address : NULL, "proxy_status",
+				  ev[i].status, "why", ev[i].why[0] ? ev[i].why : NULL, "at", at);
 		k = engine_audit_write(a, &rec);
 		json_decref(rec.args);
 		if (k < 0)

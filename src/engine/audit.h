@@ -19,15 +19,15 @@
  * {"truncated": true, "length": N, "head": "..."} */
 #define AUDIT_LINE_MAX (64u << 10)
 #define AUDIT_ROTATE_DEFAULT (64ull << 20) /* bytes before FILE becomes FILE.1 */
-#define AUDIT_KEEP 5			     /* FILE.1 to FILE.5 */
-#define AUDIT_ID_LEN 16			     /* hex digits of a request id */
+#define AUDIT_KEEP 5			   /* FILE.1 to FILE.5 */
+#define AUDIT_ID_LEN 16			   /* hex digits of a request id */
 
 struct engine_audit;
 
 /* Open (create, mode 0600) FILE for appending.  rotate_bytes 0: the
  * default.  0, or -errno with a message. */
-int engine_audit_open(const char *path, uint64_t rotate_bytes, struct engine_audit **ret,
-		      char *err, size_t n);
+int engine_audit_open(const char *path, uint64_t rotate_bytes, struct engine_audit **ret, char *err,
+		      size_t n);
 void engine_audit_close(struct engine_audit *a);
 
 struct engine_audit_record {

@@ -67,11 +67,13 @@ int engine_call_check(struct engine_caller *cl, struct engine_audit_record *rec,
 		}
 		if (r == -EINPROGRESS) {
 			memcpy(err->approval_id, an->id, sizeof(err->approval_id));
-			engine_call_error_set(err, 202, "pending", "held for a person's approval '%s'", an->id);
+			engine_call_error_set(err, 202, "pending",
+					      "held for a person's approval '%s'", an->id);
 			rec->status = "pending";
 		} else {
 			r = -EPERM;
-			engine_call_error_set(err, v->http ? v->http : 403, "rejected", "%s", v->message);
+			engine_call_error_set(err, v->http ? v->http : 403, "rejected", "%s",
+					      v->message);
 			rec->verdict = v;
 		}
 		engine_call_record(cl, rec);
@@ -131,8 +133,11 @@ int engine_call_run(struct engine_caller *cl, struct run_request *rq, unsigned a
 		    int (*run)(void *cls, struct run_request *rq, struct run_result *ret),
 		    void *cls, struct run_result *ret, struct engine_session_error *err)
 {
-	struct engine_audit_record rec = { .action = ACTION_RUN, .has_lang = true, .lang = rq->lang,
-					   .code = rq->code, .code_len = rq->code_len };
+	struct engine_audit_record rec = { .action = ACTION_RUN,
+					   .has_lang = true,
+					   .lang = rq->lang,
+					   .code = rq->code,
+					   .code_len = rq->code_len };
 	struct run_arg x = { rq, asked, net_asked, &rec };
 	struct engine_approval_note an;
 	struct egress_log eg = { 0 }, *saved = rq->egress_log;
@@ -163,7 +168,8 @@ int engine_call_run(struct engine_caller *cl, struct run_request *rq, unsigned a
 	if (cl->client)
 		engine_release(cl->client, ACTION_RUN);
 	if (r < 0)
-		engine_call_error_set(err, 500, "internal", "cannot run the code: %s", strerror(-r));
+		engine_call_error_set(err, 500, "internal", "cannot run the code: %s",
+				      strerror(-r));
 	rec.verdict = &err->verdict;
 	engine_call_end(cl, &rec, &an, r == 0 ? ret : NULL, t0, saved ? saved : &eg);
 out:

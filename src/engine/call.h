@@ -26,7 +26,7 @@
  * call. */
 struct engine_caller {
 	struct engine_client *client; /* NULL: no policy (nothing checked or held) */
-	const char *name; /* the records' client name (NULL: client's) */
+	const char *name;	      /* the records' client name (NULL: client's) */
 	enum engine_door door;
 	struct engine_audit *audit; /* NULL: no records */
 	const char *request_id;	    /* NULL: one is made per record */
@@ -60,9 +60,9 @@ struct engine_session_error {
 	int http;	  /* what an HTTP door answers: 202, 400, 403, 404, 429, 500 ... */
 	const char *code; /* "pending", "rejected", "session_not_found", ... (static) */
 	char message[512];
-	struct engine_verdict verdict;		/* -EPERM: the rule */
-	char approval_id[AUDIT_ID_LEN + 1];	/* -EINPROGRESS: the held call */
-	bool start_failed; /* a kernel did not start (a door's metrics) */
+	struct engine_verdict verdict;	    /* -EPERM: the rule */
+	char approval_id[AUDIT_ID_LEN + 1]; /* -EINPROGRESS: the held call */
+	bool start_failed;		    /* a kernel did not start (a door's metrics) */
 };
 
 /* err's status, code (static) and message. */
@@ -89,8 +89,8 @@ struct engine_approval_note {
  * -EINPROGRESS (err: http 202, code "pending", approval_id). */
 int engine_call_check(struct engine_caller *cl, struct engine_audit_record *rec,
 		      int (*check)(struct engine_caller *cl, void *arg, struct engine_verdict *v),
-		      void *arg, json_t *facts,
-		      struct engine_approval_note *an, struct engine_session_error *err);
+		      void *arg, json_t *facts, struct engine_approval_note *an,
+		      struct engine_session_error *err);
 
 /* Write rec as cl's (its request id, client name, door); a failure goes
  * into cl->audit_err.  Nothing without cl->audit. */

@@ -51,13 +51,15 @@ int engine_changes_apply(int upper_fd, struct changes_base *b, const char *sha25
 		return r;
 	}
 	if (c.l.truncated) {
-		snprintf(msg, n, "more than %u changes: too many to apply at once", CHANGES_MAX_ENTRIES);
+		snprintf(msg, n, "more than %u changes: too many to apply at once",
+			 CHANGES_MAX_ENTRIES);
 		r = -E2BIG;
 	} else if ((r = changes_check(b, &c.l, msg, n)) == 0) {
 		dst = open(b->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (dst < 0) {
 			r = -errno;
-			snprintf(msg, n, "cannot open the project '%s': %s", b->project, strerror(-r));
+			snprintf(msg, n, "cannot open the project '%s': %s", b->project,
+				 strerror(-r));
 		} else {
 			r = changes_copy(upper_fd, dst, &c.l, &o, msg, n);
 		}

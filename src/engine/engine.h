@@ -15,11 +15,11 @@
 #include "engine/limits.h"
 
 /* Named limits on what a caller may hand us. */
-#define ENGINE_CODE_MAX (8u << 20)	/* bytes of code */
-#define ENGINE_REPORT_MAX (1u << 20)	/* the driver's error record */
-#define ENGINE_MAX_FILES 64		/* --file */
+#define ENGINE_CODE_MAX (8u << 20)     /* bytes of code */
+#define ENGINE_REPORT_MAX (1u << 20)   /* the driver's error record */
+#define ENGINE_MAX_FILES 64	       /* --file */
 #define ENGINE_MAX_ENV SESSION_MAX_ENV /* --env */
-#define ENGINE_MAX_ARGS 256		/* program arguments */
+#define ENGINE_MAX_ARGS 256	       /* program arguments */
 /* The flood rule (output past 16 times its limit stops the program) is
  * session.h's codecell_flood_cap(), one for runs and sessions. */
 
@@ -60,12 +60,12 @@ struct run_request {
 	enum engine_lang lang;
 	const char *code; /* not necessarily NUL-terminated */
 	size_t code_len;
-	const char *filename;	  /* shown in tracebacks: "script.py", "<stdin>" */
-	const char *const *args;  /* program arguments, NULL-terminated or NULL */
-	const char *const *env;	  /* extra KEY=VALUE, NULL-terminated or NULL */
-	const char *const *files; /* host files to copy in, or NULL */
+	const char *filename;	   /* shown in tracebacks: "script.py", "<stdin>" */
+	const char *const *args;   /* program arguments, NULL-terminated or NULL */
+	const char *const *env;	   /* extra KEY=VALUE, NULL-terminated or NULL */
+	const char *const *files;  /* host files to copy in, or NULL */
 	const char *workspace_dir; /* host dir copied in and synced back, or NULL */
-	const char *db_path;	  /* sql: database copied in, or NULL */
+	const char *db_path;	   /* sql: database copied in, or NULL */
 	struct sandbox_limits limits;
 	uint64_t output_limit; /* bytes kept per stream */
 	enum sandbox_net net;

@@ -195,7 +195,9 @@ int engine_files_list(const struct engine_ws *w, const char *path, struct engine
 		return -ENOTDIR;
 	}
 	return walk_dir(&wk, fd, !strcmp(or_root(path), ".") ? "" : path,
-			l->depth == 0 ? 1 : l->depth > FILES_DEPTH_MAX ? FILES_DEPTH_MAX : l->depth);
+			l->depth == 0		     ? 1
+			: l->depth > FILES_DEPTH_MAX ? FILES_DEPTH_MAX
+						     : l->depth);
 }
 
 /* ---- changes ---- */
@@ -445,21 +447,31 @@ static const struct {
 	bool with_what;
 	const char *fmt;
 } errors[] = {
-	{ ENOENT, 404, 404, "file_not_found", false, "no such file or directory in the workspace: '%s'" },
-	{ EXDEV, 400, 400, "invalid_path", false, "'%s' leads out of the workspace (through a symlink or '..'): paths are relative to it" },
-	{ ELOOP, 400, 400, "invalid_path", false, "'%s' leads out of the workspace (through a symlink or '..'): paths are relative to it" },
+	{ ENOENT, 404, 404, "file_not_found", false,
+	  "no such file or directory in the workspace: '%s'" },
+	{ EXDEV, 400, 400, "invalid_path", false,
+	  "'%s' leads out of the workspace (through a symlink or '..'): paths are relative to it" },
+	{ ELOOP, 400, 400, "invalid_path", false,
+	  "'%s' leads out of the workspace (through a symlink or '..'): paths are relative to it" },
 	{ ENOTDIR, 400, 400, "invalid_path", false, "a component of '%s' is not a directory" },
 	{ EISDIR, 409, 400, "is_a_directory", false, "'%s' is a directory" },
 	{ EEXIST, 409, 409, "already_exists", false, "'%s' already exists" },
 	{ ENXIO, 400, 400, "not_a_file", false, "'%s' is neither a file nor a directory" },
-	{ ENOSPC, 507, 507, "workspace_full", true, "the workspace is full (%s '%s'): remove files" },
-	{ EDQUOT, 507, 507, "workspace_full", true, "the workspace is full (%s '%s'): remove files" },
-	{ E2BIG, 413, 413, "body_too_large", false, "'%s' is over the largest file this server takes in one request" },
+	{ ENOSPC, 507, 507, "workspace_full", true,
+	  "the workspace is full (%s '%s'): remove files" },
+	{ EDQUOT, 507, 507, "workspace_full", true,
+	  "the workspace is full (%s '%s'): remove files" },
+	{ E2BIG, 413, 413, "body_too_large", false,
+	  "'%s' is over the largest file this server takes in one request" },
 	{ EFBIG, 413, 413, "file_too_large", false, "'%s' is over the sandbox's file size limit" },
-	{ ENAMETOOLONG, 400, 400, "invalid_path", false, "'%s' has a name over 255 bytes or directories nested over 128 levels deep" },
-	{ ESTALE, 409, 409, "session_restarting", false, "the session restarted during the upload of '%s' and has a new workspace: send the file again" },
-	{ EMLINK, 409, 409, "too_deep", false, "'%s' holds directories nested over 128 levels deep and was removed only in part: remove the rest from code in the session ('rm -rf')" },
-	{ EBUSY, 400, 400, "invalid_path", true, "cannot %s the workspace itself ('%s'): name a file or directory in it" },
+	{ ENAMETOOLONG, 400, 400, "invalid_path", false,
+	  "'%s' has a name over 255 bytes or directories nested over 128 levels deep" },
+	{ ESTALE, 409, 409, "session_restarting", false,
+	  "the session restarted during the upload of '%s' and has a new workspace: send the file again" },
+	{ EMLINK, 409, 409, "too_deep", false,
+	  "'%s' holds directories nested over 128 levels deep and was removed only in part: remove the rest from code in the session ('rm -rf')" },
+	{ EBUSY, 400, 400, "invalid_path", true,
+	  "cannot %s the workspace itself ('%s'): name a file or directory in it" },
 };
 _Static_assert(FILES_DEPTH_MAX == 128 && FILES_NAME_MAX == 255, "the messages above name them");
 
@@ -472,12 +484,14 @@ void engine_files_error(int err, const char *what, const char *path, struct engi
 			out->e2b_http = errors[i].e2b_http;
 			out->code = errors[i].code;
 			if (errors[i].with_what)
-				snprintf(out->message, sizeof(out->message), errors[i].fmt, what, path);
+				snprintf(out->message, sizeof(out->message), errors[i].fmt, what,
+					 path);
 			else
 				snprintf(out->message, sizeof(out->message), errors[i].fmt, path);
 			return;
 		}
 	out->http = out->e2b_http = 500;
 	out->code = "file_error";
-	snprintf(out->message, sizeof(out->message), "cannot %s '%s': %s", what, path, strerror(-err));
+	snprintf(out->message, sizeof(out->message), "cannot %s '%s': %s", what, path,
+		 strerror(-err));
 }

@@ -96,7 +96,7 @@ struct engine_upload {
 	dev_t ws_dev;  /* the workspace written to (a restart makes another) */
 	ino_t ws_ino;
 	struct ws_owner owner;
-	bool done;     /* renamed into place */
+	bool done; /* renamed into place */
 };
 /* Create the temporary file for path (its parents made).  u is reset
  * first. */
@@ -118,11 +118,12 @@ int engine_files_write(const struct engine_ws *w, const char *path, const void *
 /* What a door answers for a failed operation: one table for every door
  * (the message names the operation and the path, and says what to do). */
 struct engine_files_error {
-	int http;	  /* /v1's status */
-	int e2b_http;	  /* envd's, where E2B's SDK maps another to its own error */
-	const char *code; /* /v1's error code */
+	int http;	   /* /v1's status */
+	int e2b_http;	   /* envd's, where E2B's SDK maps another to its own error */
+	const char *code;  /* /v1's error code */
 	char message[400]; /* room for a door's hint in its own 512 */
 };
-void engine_files_error(int err, const char *what, const char *path, struct engine_files_error *out);
+void engine_files_error(int err, const char *what, const char *path,
+			struct engine_files_error *out);
 
 #endif

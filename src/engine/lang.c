@@ -17,8 +17,11 @@ static const struct {
 	int session; /* enum session_lang, or -1: no sessions */
 } langs[_LANG_MAX] = {
 	[LANG_PYTHON] = { "python", "Python", { "py", "python3" }, { ".py" }, SESSION_PYTHON },
-	[LANG_JAVASCRIPT] = { "javascript", "JavaScript", { "js", "node", "nodejs" },
-			      { ".js", ".cjs", ".mjs" }, SESSION_JAVASCRIPT },
+	[LANG_JAVASCRIPT] = { "javascript",
+			      "JavaScript",
+			      { "js", "node", "nodejs" },
+			      { ".js", ".cjs", ".mjs" },
+			      SESSION_JAVASCRIPT },
 	[LANG_BASH] = { "bash", "bash", { "sh", "shell" }, { ".sh", ".bash" }, SESSION_BASH },
 	[LANG_SQL] = { "sql", "SQL", { "sqlite", "sqlite3" }, { ".sql" }, -1 },
 };
@@ -164,8 +167,8 @@ int engine_seed_parse(const char *text, uint64_t *ret, char *err, size_t n)
 	uint64_t v;
 
 	if (parse_u64(text, &v) < 0 || v > ENGINE_SEED_MAX) {
-		snprintf(err, n, "invalid seed '%.64s': expected a whole number from 0 to %llu", text,
-			 ENGINE_SEED_MAX);
+		snprintf(err, n, "invalid seed '%.64s': expected a whole number from 0 to %llu",
+			 text, ENGINE_SEED_MAX);
 		return -EINVAL;
 	}
 	*ret = v;

@@ -26,35 +26,37 @@
  * a policy may only lower them. */
 const struct engine_limit engine_limits[_LIMIT_MAX] = {
 	[LIMIT_TIMEOUT] = { "timeout", "--timeout", UNIT_SECONDS, ENGINE_TIMEOUT_FLOOR_S,
-			    CODECELL_DEFAULT_TIMEOUT_S, ENGINE_TIMEOUT_CEILING_S,
-		"DUR", "wall-clock limit, e.g. 2, 500ms, 1m" },
-	[LIMIT_MEMORY] = { "memory", "--memory", UNIT_BYTES, 16 * M, CODECELL_DEFAULT_MEMORY, 16 * G,
-		"SIZE", "memory limit, swap 0, e.g. 256M" },
-	[LIMIT_PIDS] = { "pids", "--pids", UNIT_COUNT, 1, CODECELL_DEFAULT_PIDS, 4096,
-		"N", "processes and threads" },
+			    CODECELL_DEFAULT_TIMEOUT_S, ENGINE_TIMEOUT_CEILING_S, "DUR",
+			    "wall-clock limit, e.g. 2, 500ms, 1m" },
+	[LIMIT_MEMORY] = { "memory", "--memory", UNIT_BYTES, 16 * M, CODECELL_DEFAULT_MEMORY,
+			   16 * G, "SIZE", "memory limit, swap 0, e.g. 256M" },
+	[LIMIT_PIDS] = { "pids", "--pids", UNIT_COUNT, 1, CODECELL_DEFAULT_PIDS, 4096, "N",
+			 "processes and threads" },
 	/* 0.01: the kernel's smallest quota, 1 ms of every 100 ms period */
-	[LIMIT_CPUS] = { "cpus", "--cpus", UNIT_CORES, 0.01, CODECELL_DEFAULT_CPUS, 64,
-		"N", "CPU quota of the whole process tree in cores, e.g. 0.5;\n"
-		"the tree is pinned to ceil(N) of the host's CPUs\n(all of them when N is that many or more)" },
+	[LIMIT_CPUS] = { "cpus", "--cpus", UNIT_CORES, 0.01, CODECELL_DEFAULT_CPUS, 64, "N",
+			 "CPU quota of the whole process tree in cores, e.g. 0.5;\n"
+			 "the tree is pinned to ceil(N) of the host's CPUs\n(all of them when N is that many or more)" },
 	/* default 0: no RLIMIT_CPU (the timeout and the quota bound it) */
-	[LIMIT_CPU_TIME] = { "cpu_time", "--cpu-time", UNIT_COUNT, 1, 0, 86400,
-		"SECONDS", "CPU seconds per process" },
-	[LIMIT_FILE_SIZE] = { "file_size", "--file-size", UNIT_BYTES, 1, CODECELL_DEFAULT_FILE_SIZE, 4 * G,
-		"SIZE", "largest file the program may write" },
+	[LIMIT_CPU_TIME] = { "cpu_time", "--cpu-time", UNIT_COUNT, 1, 0, 86400, "SECONDS",
+			     "CPU seconds per process" },
+	[LIMIT_FILE_SIZE] = { "file_size", "--file-size", UNIT_BYTES, 1, CODECELL_DEFAULT_FILE_SIZE,
+			      4 * G, "SIZE", "largest file the program may write" },
 	/* interpreters open a dozen files before the first line runs */
-	[LIMIT_OPEN_FILES] = { "open_files", "--open-files", UNIT_COUNT, 16, CODECELL_DEFAULT_OPEN_FILES, 65536,
-		"N", "open file descriptors" },
-	[LIMIT_TMP_SIZE] = { "tmp_size", "--tmp-size", UNIT_BYTES, 64 * K, CODECELL_DEFAULT_TMP, 4 * G,
-		"SIZE", "size of /tmp" },
+	[LIMIT_OPEN_FILES] = { "open_files", "--open-files", UNIT_COUNT, 16,
+			       CODECELL_DEFAULT_OPEN_FILES, 65536, "N", "open file descriptors" },
+	[LIMIT_TMP_SIZE] = { "tmp_size", "--tmp-size", UNIT_BYTES, 64 * K, CODECELL_DEFAULT_TMP,
+			     4 * G, "SIZE", "size of /tmp" },
 	[LIMIT_WORKSPACE_SIZE] = { "workspace_size", "--workspace-size", UNIT_BYTES, 64 * K,
-				   CODECELL_DEFAULT_WORKSPACE, 4 * G,
-		"SIZE", "size of the workspace" },
-	[LIMIT_OUTPUT] = { "output_limit", "--output-limit", UNIT_BYTES, 64, CODECELL_DEFAULT_OUTPUT_LIMIT, 64 * M,
-		"SIZE", "stdout and stderr kept, each (head and tail)" },
-	[LIMIT_RESULT] = { "result_limit", NULL, UNIT_BYTES, 1 * K, CODECELL_DEFAULT_RESULT_LIMIT, 64 * M,
-		"SIZE", "results (figures, the value) kept per execution" },
-	[LIMIT_IDLE_TIMEOUT] = { "idle_timeout", "--idle-timeout", UNIT_SECONDS, 1, CODECELL_DEFAULT_IDLE_S, 86400,
-		"DUR", "end the session after this long without input (0: never)" },
+				   CODECELL_DEFAULT_WORKSPACE, 4 * G, "SIZE",
+				   "size of the workspace" },
+	[LIMIT_OUTPUT] = { "output_limit", "--output-limit", UNIT_BYTES, 64,
+			   CODECELL_DEFAULT_OUTPUT_LIMIT, 64 * M, "SIZE",
+			   "stdout and stderr kept, each (head and tail)" },
+	[LIMIT_RESULT] = { "result_limit", NULL, UNIT_BYTES, 1 * K, CODECELL_DEFAULT_RESULT_LIMIT,
+			   64 * M, "SIZE", "results (figures, the value) kept per execution" },
+	[LIMIT_IDLE_TIMEOUT] = { "idle_timeout", "--idle-timeout", UNIT_SECONDS, 1,
+				 CODECELL_DEFAULT_IDLE_S, 86400, "DUR",
+				 "end the session after this long without input (0: never)" },
 };
 
 const struct engine_limit *engine_limit_find(const char *name)
@@ -210,8 +212,8 @@ int engine_limit_parse(enum engine_limit_id id, const char *what, const char *te
 	return 0;
 }
 
-int engine_limit_parse_json(enum engine_limit_id id, const char *what, const json_t *v,
-			    double *ret, char *err, size_t n)
+int engine_limit_parse_json(enum engine_limit_id id, const char *what, const json_t *v, double *ret,
+			    char *err, size_t n)
 {
 	enum engine_unit u = engine_limits[id].unit;
 	char w[160];

@@ -64,12 +64,12 @@ int engine_limits_usage(unsigned which, struct buf *out);
  * check it against the floor and ceiling.  what names the value in
  * messages ("--memory", "limits.memory").  0, or -EINVAL with a message
  * in err (n bytes) that names the floor or ceiling. */
-int engine_limit_parse(enum engine_limit_id id, const char *what, const char *text,
-		       double *ret, char *err, size_t n);
+int engine_limit_parse(enum engine_limit_id id, const char *what, const char *text, double *ret,
+		       char *err, size_t n);
 /* The same for a JSON value: a number (bytes, seconds, a count, cores)
  * or a string as above. */
-int engine_limit_parse_json(enum engine_limit_id id, const char *what, const json_t *v,
-			    double *ret, char *err, size_t n);
+int engine_limit_parse_json(enum engine_limit_id id, const char *what, const json_t *v, double *ret,
+			    char *err, size_t n);
 /* Floor and ceiling only. */
 int engine_limit_check(enum engine_limit_id id, const char *what, double v, char *err, size_t n);
 

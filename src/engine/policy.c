@@ -86,7 +86,8 @@ void engine_policies_free(struct engine_policies *ps)
 	for (size_t i = 0; i < ps->n_databases; i++) {
 		/* the connection string may hold a password */
 		if (ps->databases[i].conninfo)
-			explicit_bzero(ps->databases[i].conninfo, strlen(ps->databases[i].conninfo));
+			explicit_bzero(ps->databases[i].conninfo,
+				       strlen(ps->databases[i].conninfo));
 		free(ps->databases[i].conninfo);
 	}
 	free(ps->databases);

@@ -23,35 +23,35 @@
 
 #define POLICY_FILE_MAX (1u << 20) /* bytes of a policy file */
 #define POLICY_LINE_MAX 4096
-#define POLICY_NAME_MAX 64	   /* a policy's or a client's name */
+#define POLICY_NAME_MAX 64 /* a policy's or a client's name */
 #define POLICY_MAX_POLICIES 64
 #define POLICY_MAX_CLIENTS 1024
-#define POLICY_MAX_DATABASES 64 /* [database NAME] sections */
-#define POLICY_CONNINFO_MAX 1024 /* bytes of a database's connection string */
-#define POLICY_MAX_HOSTS 256	   /* [host NAME] sections */
-#define POLICY_HOST_HEADERS 16	   /* headers of one [host NAME] */
+#define POLICY_MAX_DATABASES 64	      /* [database NAME] sections */
+#define POLICY_CONNINFO_MAX 1024      /* bytes of a database's connection string */
+#define POLICY_MAX_HOSTS 256	      /* [host NAME] sections */
+#define POLICY_HOST_HEADERS 16	      /* headers of one [host NAME] */
 #define HTTP_RESPONSE_MAX (64u << 20) /* the most http.max_response may be */
-#define POLICY_MAX_PROJECTS 16	   /* directories in `projects` */
-#define POLICY_PROJECT_MAX 1024	   /* bytes of one */
+#define POLICY_MAX_PROJECTS 16	      /* directories in `projects` */
+#define POLICY_PROJECT_MAX 1024	      /* bytes of one */
 
 /* What a call does: the tools of DESIGN.md, and the actions a policy may
  * hold for approval. */
 enum engine_action {
-	ACTION_RUN,	       /* one-shot execution */
+	ACTION_RUN, /* one-shot execution */
 	ACTION_SESSION_CREATE,
 	ACTION_SESSION_EXEC,
 	ACTION_SESSION_CLOSE,
 	ACTION_READ_FILE,
-	ACTION_WRITE_FILE,     /* an upload, MCP's write_file */
+	ACTION_WRITE_FILE, /* an upload, MCP's write_file */
 	ACTION_DELETE_FILE,
-	ACTION_NETWORK,	       /* a sandbox with a network */
+	ACTION_NETWORK, /* a sandbox with a network */
 	ACTION_SESSION_INTERRUPT,
 	ACTION_SESSION_RESTART,
-	ACTION_SESSION_FORK,   /* counts as a session made */
-	ACTION_SQL,	       /* the sql tool (engine/tool_sql.c) */
-	ACTION_HTTP,	       /* the http tool (engine/tool_http.c) */
-	ACTION_APPLY,	       /* a project's changes copied into it */
-	ACTION_EGRESS,	       /* a connection through the egress proxy (audit only) */
+	ACTION_SESSION_FORK, /* counts as a session made */
+	ACTION_SQL,	     /* the sql tool (engine/tool_sql.c) */
+	ACTION_HTTP,	     /* the http tool (engine/tool_http.c) */
+	ACTION_APPLY,	     /* a project's changes copied into it */
+	ACTION_EGRESS,	     /* a connection through the egress proxy (audit only) */
 	_ACTION_MAX
 };
 const char *engine_action_name(enum engine_action a);
@@ -100,7 +100,7 @@ struct engine_policy {
  * that host (an Authorization header, an API key).  Secrets: they never
  * appear in a result, a message or the audit log. */
 struct engine_host {
-	char name[NETGUARD_HOST_MAX + 1]; /* normalized: a lower-case name or an IPv4 address */
+	char name[NETGUARD_HOST_MAX + 1];   /* normalized: a lower-case name or an IPv4 address */
 	char *headers[POLICY_HOST_HEADERS]; /* "Name: value", owned */
 	size_t n_headers;
 };
@@ -122,11 +122,11 @@ enum engine_db_driver { DB_POSTGRESQL, DB_SQLITE };
 struct engine_database {
 	char name[POLICY_NAME_MAX];
 	enum engine_db_driver driver;
-	char *conninfo;	     /* libpq conninfo or URI; SQLite: a host path (owned) */
-	bool writes;	     /* false: read-only */
-	double timeout_s;    /* per query */
-	uint64_t max_rows;   /* rows returned at most */
-	uint64_t max_bytes;  /* bytes of the rows' values at most */
+	char *conninfo;	    /* libpq conninfo or URI; SQLite: a host path (owned) */
+	bool writes;	    /* false: read-only */
+	double timeout_s;   /* per query */
+	uint64_t max_rows;  /* rows returned at most */
+	uint64_t max_bytes; /* bytes of the rows' values at most */
 	/* PostgreSQL: queries at once (a backend each, and for a moment a
 	 * second to end one stopped at a cap) */
 	unsigned max_connections;
@@ -219,8 +219,8 @@ struct engine_verdict {
 	 * approval rule passes.  Zero the verdict before a check. */
 	bool approved;
 	bool allowed;
-	const char *rule;   /* "languages", "limits.memory", "rate", ... (static) */
-	int http;	    /* 403 (a rule forbids it), 429 (rate or a count) */
+	const char *rule;	   /* "languages", "limits.memory", "rate", ... (static) */
+	int http;		   /* 403 (a rule forbids it), 429 (rate or a count) */
 	double approval_timeout_s; /* needs_approval: how long a person has */
 	bool needs_approval;
 	char message[256];

@@ -15,13 +15,13 @@
 
 /* ---- the check ---- */
 
-static int deny(struct engine_verdict *v, const struct engine_policy *p, const char *rule,
-		int http, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int deny(struct engine_verdict *v, const struct engine_policy *p, const char *rule,
-		int http, const char *fmt, ...)
+static int deny(struct engine_verdict *v, const struct engine_policy *p, const char *rule, int http,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int deny(struct engine_verdict *v, const struct engine_policy *p, const char *rule, int http,
+		const char *fmt, ...)
 {
-	int k = snprintf(v->message, sizeof(v->message), "rejected by policy '%s', rule '%s': ",
-			 p->name, rule);
+	int k = snprintf(v->message, sizeof(v->message),
+			 "rejected by policy '%s', rule '%s': ", p->name, rule);
 	va_list ap;
 
 	v->allowed = false;
@@ -81,22 +81,27 @@ static int check_static(const struct engine_policy *p, struct engine_call *call,
 
 	if ((call->action == ACTION_SQL || call->action == ACTION_HTTP) &&
 	    !(p->tools & (1u << call->action)))
-		return deny(v, p, "tools", 403, "the %s tool is not enabled here (the policy's 'tools' key)",
+		return deny(v, p, "tools", 403,
+			    "the %s tool is not enabled here (the policy's 'tools' key)",
 			    engine_action_name(call->action));
 	if (call->has_lang && call->lang < _LANG_MAX && !p->languages[call->lang])
-		return deny(v, p, "languages", 403, "%s is not allowed here", engine_lang_name(call->lang));
+		return deny(v, p, "languages", 403, "%s is not allowed here",
+			    engine_lang_name(call->lang));
 	if (check_limits(p, call, v) < 0)
 		return -EPERM;
 	if (net_on && !p->network) {
 		if (call->net_asked)
-			return deny(v, p, "network", 403, "sandboxes have no network here: ask for \"none\"");
+			return deny(v, p, "network", 403,
+				    "sandboxes have no network here: ask for \"none\"");
 		*call->net = SANDBOX_NET_NONE;
 		net_on = false;
 	}
 	if (net_on && *call->net == SANDBOX_NET_ALLOWLIST) {
 		if (!p->egress[0])
-			return deny(v, p, "egress", 403, "the allowlist network reaches only the hosts of the "
-				    "policy's 'egress' list, and it has none: add egress = HOST, HOST:PORT, ...");
+			return deny(
+				v, p, "egress", 403,
+				"the allowlist network reaches only the hosts of the "
+				"policy's 'egress' list, and it has none: add egress = HOST, HOST:PORT, ...");
 		if (call->egress)
 			*call->egress = p->egress;
 	}
@@ -116,7 +121,9 @@ static int check_static(const struct engine_policy *p, struct engine_call *call,
 			    net_on && !(p->approval & (1u << call->action))
 				    ? "network"
 				    : engine_action_name(call->action),
-			    call->door == DOOR_API ? "" : ", and only the server can hold a call for one");
+			    call->door == DOOR_API
+				    ? ""
+				    : ", and only the server can hold a call for one");
 	}
 	return 0;
 }
@@ -223,10 +230,11 @@ int engine_check_project(struct engine_client *c, enum engine_door door, const c
 				break;
 		if (i == p->n_projects)
 			return deny(v, p, "projects", 403,
-				    p->n_projects ? "the project '%.200s' is not inside a directory the "
-						    "policy's 'projects' names"
-						  : "no project directory is allowed here (the policy's "
-						    "'projects' names none): '%.200s'",
+				    p->n_projects
+					    ? "the project '%.200s' is not inside a directory the "
+					      "policy's 'projects' names"
+					    : "no project directory is allowed here (the policy's "
+					      "'projects' names none): '%.200s'",
 				    dir);
 	}
 	snprintf(real, n, "%s", buf);
@@ -260,8 +268,14 @@ int engine_check_run(struct engine_client *c, enum engine_door door, struct run_
 {
 	struct engine_limit_values lv;
 	struct engine_call call = {
-		.door = door, .action = ACTION_RUN, .lang = req->lang, .has_lang = true,
-		.limits = &lv, .asked = asked, .net = &req->net, .net_asked = net_asked,
+		.door = door,
+		.action = ACTION_RUN,
+		.lang = req->lang,
+		.has_lang = true,
+		.limits = &lv,
+		.asked = asked,
+		.net = &req->net,
+		.net_asked = net_asked,
 		.egress = &req->egress,
 	};
 
@@ -282,8 +296,14 @@ int engine_check_session(struct engine_client *c, enum engine_door door, struct 
 {
 	struct engine_limit_values lv;
 	struct engine_call call = {
-		.door = door, .action = ACTION_SESSION_CREATE, .lang = engine_lang_of_session(so->lang),
-		.has_lang = true, .limits = &lv, .asked = asked, .net = &so->net, .net_asked = net_asked,
+		.door = door,
+		.action = ACTION_SESSION_CREATE,
+		.lang = engine_lang_of_session(so->lang),
+		.has_lang = true,
+		.limits = &lv,
+		.asked = asked,
+		.net = &so->net,
+		.net_asked = net_asked,
 		.egress = &so->egress,
 	};
 
@@ -292,8 +312,8 @@ int engine_check_session(struct engine_client *c, enum engine_door door, struct 
 	lv.v[LIMIT_RESULT] = (double)so->result_limit;
 	lv.v[LIMIT_IDLE_TIMEOUT] = so->idle_timeout_s;
 	/* 0: never expires, which only a ceiling of the table's allows */
-	if (so->idle_timeout_s == 0 && c->policy->ceiling[LIMIT_IDLE_TIMEOUT] <
-					       engine_limits[LIMIT_IDLE_TIMEOUT].ceiling)
+	if (so->idle_timeout_s == 0 &&
+	    c->policy->ceiling[LIMIT_IDLE_TIMEOUT] < engine_limits[LIMIT_IDLE_TIMEOUT].ceiling)
 		lv.v[LIMIT_IDLE_TIMEOUT] = c->policy->ceiling[LIMIT_IDLE_TIMEOUT];
 	if (engine_check(c, &call, v) < 0)
 		return -EPERM;
@@ -309,8 +329,12 @@ int engine_check_exec(struct engine_client *c, enum engine_door door, enum sessi
 {
 	struct engine_limit_values lv;
 	struct engine_call call = {
-		.door = door, .action = ACTION_SESSION_EXEC, .lang = engine_lang_of_session(lang),
-		.has_lang = true, .limits = &lv, .asked = timeout_s > 0 ? 1u << LIMIT_TIMEOUT : 0,
+		.door = door,
+		.action = ACTION_SESSION_EXEC,
+		.lang = engine_lang_of_session(lang),
+		.has_lang = true,
+		.limits = &lv,
+		.asked = timeout_s > 0 ? 1u << LIMIT_TIMEOUT : 0,
 	};
 
 	/* only the timeout is the cell's own; the rest was checked when the
@@ -325,8 +349,12 @@ int engine_check_command(struct engine_client *c, enum engine_door door, double 
 {
 	struct engine_limit_values lv;
 	struct engine_call call = {
-		.door = door, .action = ACTION_SESSION_EXEC, .lang = LANG_BASH, .has_lang = true,
-		.limits = &lv, .asked = *timeout_s > 0 ? 1u << LIMIT_TIMEOUT : 0,
+		.door = door,
+		.action = ACTION_SESSION_EXEC,
+		.lang = LANG_BASH,
+		.has_lang = true,
+		.limits = &lv,
+		.asked = *timeout_s > 0 ? 1u << LIMIT_TIMEOUT : 0,
 	};
 
 	/* a command has no cell timeout of its session's to fall back on:
@@ -359,8 +387,9 @@ int engine_check_tool(struct engine_client *c, enum engine_door door, enum engin
 int engine_check_action(struct engine_client *c, enum engine_door door, enum engine_action a,
 			enum session_lang lang, struct engine_verdict *v)
 {
-	struct engine_call call = { .door = door, .action = a, .has_lang = true,
-				    .lang = engine_lang_of_session(lang) };
+	struct engine_call call = {
+		.door = door, .action = a, .has_lang = true, .lang = engine_lang_of_session(lang)
+	};
 
 	return engine_check(c, &call, v);
 }

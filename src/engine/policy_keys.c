@@ -18,7 +18,8 @@
 
 static int parse_bool(const char *v, bool *ret)
 {
-	static const char *const yes[] = { "on", "true", "yes", "1" }, *const no[] = { "off", "false", "no", "0" };
+	static const char *const yes[] = { "on", "true", "yes", "1" };
+	static const char *const no[] = { "off", "false", "no", "0" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
 		if (!strcmp(v, yes[i]))
@@ -34,7 +35,8 @@ static int add_lang(struct parser *p, const char *w)
 	enum engine_lang l;
 
 	if (engine_lang_parse(w, &l) < 0)
-		return policy_fail(p, "languages: unknown language '%.64s' (known: %s)", w, engine_lang_list());
+		return policy_fail(p, "languages: unknown language '%.64s' (known: %s)", w,
+				   engine_lang_list());
 	p->pol->languages[l] = true;
 	return 0;
 }
@@ -49,9 +51,12 @@ static int add_approval(struct parser *p, const char *w)
 			p->pol->approval |= 1u << a;
 			return 0;
 		}
-	return policy_fail(p, "approval: unknown action '%.64s' (known: run, session_create, session_exec, "
-		       "session_close, session_interrupt, session_restart, session_fork, read_file, "
-		       "write_file, delete_file, network, sql, http, apply; or none)", w);
+	return policy_fail(
+		p,
+		"approval: unknown action '%.64s' (known: run, session_create, session_exec, "
+		"session_close, session_interrupt, session_restart, session_fork, read_file, "
+		"write_file, delete_file, network, sql, http, apply; or none)",
+		w);
 }
 
 /* tools = sql, http: the tools' actions (engine/tool.h) */
@@ -79,7 +84,8 @@ static int add_project(struct parser *p, const char *w)
 	if (w[0] != '/' || strstr(w, "/../") || (len >= 3 && !strcmp(w + len - 3, "/..")))
 		return policy_fail(p, "projects: '%.64s' is not an absolute path without '..'", w);
 	if (len >= POLICY_PROJECT_MAX)
-		return policy_fail(p, "projects: '%.64s...' is longer than %d bytes", w, POLICY_PROJECT_MAX - 1);
+		return policy_fail(p, "projects: '%.64s...' is longer than %d bytes", w,
+				   POLICY_PROJECT_MAX - 1);
 	if (p->pol->n_projects >= POLICY_MAX_PROJECTS)
 		return policy_fail(p, "projects: at most %d directories", POLICY_MAX_PROJECTS);
 	snprintf(p->pol->projects[p->pol->n_projects++], POLICY_PROJECT_MAX, "%s", w);
@@ -144,8 +150,7 @@ static int key_size(struct parser *p, const struct key *k, const char *key, char
 }
 
 /* a duration (parse_duration: above 0) up to max seconds */
-static int key_duration(struct parser *p, const struct key *k, const char *key, char *v,
-			void *at)
+static int key_duration(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	double *x = at;
 
@@ -166,9 +171,10 @@ static int whole(struct parser *p, const struct key *k, const char *key, const c
 		 uint64_t *ret)
 {
 	if (parse_u64(v, ret) < 0 || *ret < k->min || *ret > k->max)
-		return policy_fail(p, "%s: expected a whole number from %llu to %llu%s, not '%.64s'", key,
-			    (unsigned long long)k->min, (unsigned long long)k->max,
-			    k->min ? "" : " (0: no cap)", v);
+		return policy_fail(p,
+				   "%s: expected a whole number from %llu to %llu%s, not '%.64s'",
+				   key, (unsigned long long)k->min, (unsigned long long)k->max,
+				   k->min ? "" : " (0: no cap)", v);
 	return 0;
 }
 
@@ -182,8 +188,7 @@ static int key_count(struct parser *p, const struct key *k, const char *key, cha
 	return 0;
 }
 
-static int key_count64(struct parser *p, const struct key *k, const char *key, char *v,
-		       void *at)
+static int key_count64(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	return whole(p, k, key, v, at);
 }
@@ -200,16 +205,14 @@ static int key_burst(struct parser *p, const struct key *k, const char *key, cha
 }
 
 /* comma-separated words (each_word), the list cleared first */
-static int key_languages(struct parser *p, const struct key *k, const char *key, char *v,
-			 void *at)
+static int key_languages(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	(void)k;
 	memset(at, 0, sizeof(p->pol->languages));
 	return policy_each_word(p, v, key, add_lang);
 }
 
-static int key_approval(struct parser *p, const struct key *k, const char *key, char *v,
-			void *at)
+static int key_approval(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	(void)k;
 	*(unsigned *)at = 0;
@@ -223,8 +226,7 @@ static int key_tools(struct parser *p, const struct key *k, const char *key, cha
 	return policy_each_word(p, v, key, add_tool);
 }
 
-static int key_projects(struct parser *p, const struct key *k, const char *key, char *v,
-			void *at)
+static int key_projects(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	(void)k;
 	*(unsigned *)at = 0;
@@ -250,8 +252,7 @@ static int key_sql_databases(struct parser *p, const struct key *k, const char *
 }
 
 /* http.hosts: util/netguard's list; set twice when it holds hosts */
-static int key_http_hosts(struct parser *p, const struct key *k, const char *key, char *v,
-			  void *at)
+static int key_http_hosts(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	struct netguard_list *l = at;
 	char msg[256];
@@ -277,7 +278,8 @@ static int key_egress(struct parser *p, const struct key *k, const char *key, ch
 	if (p->pol->egress[0])
 		return policy_fail(p, "'egress' is set twice in this section");
 	if (!*v)
-		return policy_fail(p, "'egress' has no value: list hosts such as pypi.org, *.example.com:443");
+		return policy_fail(
+			p, "'egress' has no value: list hosts such as pypi.org, *.example.com:443");
 	if (netguard_list_parse(v, &l, msg, sizeof(msg)) < 0)
 		return policy_fail(p, "egress: %s", msg);
 	netguard_list_release(&l);
@@ -293,7 +295,8 @@ static int key_limit(struct parser *p, const struct key *k, const char *key, cha
 
 	(void)at;
 	if (!l || key[6] == '-')
-		return policy_fail(p, "unknown limit '%.64s' (known: %s)", key, engine_limit_names());
+		return policy_fail(p, "unknown limit '%.64s' (known: %s)", key,
+				   engine_limit_names());
 	if (engine_limit_parse((enum engine_limit_id)(l - engine_limits), key, v,
 			       &p->pol->ceiling[l - engine_limits], msg, sizeof(msg)) < 0)
 		return policy_fail(p, "%s", msg);
@@ -301,8 +304,7 @@ static int key_limit(struct parser *p, const struct key *k, const char *key, cha
 }
 
 /* [database NAME]'s driver and connection string */
-static int key_db_driver(struct parser *p, const struct key *k, const char *key, char *v,
-			 void *at)
+static int key_db_driver(struct parser *p, const struct key *k, const char *key, char *v, void *at)
 {
 	enum engine_db_driver *d = at;
 
@@ -324,7 +326,7 @@ static int key_db_connection(struct parser *p, const struct key *k, const char *
 	(void)k;
 	if (!*v || strlen(v) > POLICY_CONNINFO_MAX)
 		return policy_fail(p, "%s: expected a connection string of 1 to %d bytes", key,
-			    POLICY_CONNINFO_MAX);
+				   POLICY_CONNINFO_MAX);
 	*conninfo = strdup(v);
 	return *conninfo ? 0 : policy_fail(p, "out of memory");
 }
@@ -354,8 +356,8 @@ static const struct key policy_keys[] = {
 	  false },
 	{ "http.max_response", key_size, IN_POLICY(http_max_response), 1, HTTP_RESPONSE_MAX,
 	  "a size from 1 to 64M such as 1M", false },
-	{ "egress", key_egress, IN_POLICY(egress), 0, 0, "hosts such as pypi.org, *.example.com:443",
-	  false },
+	{ "egress", key_egress, IN_POLICY(egress), 0, 0,
+	  "hosts such as pypi.org, *.example.com:443", false },
 	{ "projects", key_projects, IN_POLICY(n_projects), 0, 0, "absolute directories, or none",
 	  true },
 	{ "limit.", key_limit, 0, 0, 0, "a limit's value (engine/limits.c)", false },
@@ -460,7 +462,8 @@ int database_key(struct parser *p, const char *key, char *v)
  * value is a secret: it is not quoted back in a message). */
 static bool header_ok(const char *v)
 {
-	size_t n = strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~");
+	size_t n = strspn(
+		v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~");
 
 	if (!n || v[n] != ':')
 		return false;
@@ -481,9 +484,11 @@ int host_key(struct parser *p, const char *key, const char *v)
 	if (strcmp(key, "header"))
 		return policy_fail(p, "unknown key '%.64s' in a host (known: header)", key);
 	if (!header_ok(v))
-		return policy_fail(p, "header: expected 'Name: value' (the value is not shown here)");
+		return policy_fail(p,
+				   "header: expected 'Name: value' (the value is not shown here)");
 	if (h->n_headers >= POLICY_HOST_HEADERS)
-		return policy_fail(p, "too many headers for host '%s': at most %d", h->name, POLICY_HOST_HEADERS);
+		return policy_fail(p, "too many headers for host '%s': at most %d", h->name,
+				   POLICY_HOST_HEADERS);
 	if (!(h->headers[h->n_headers] = strdup(v)))
 		return policy_fail(p, "out of memory");
 	h->n_headers++;
@@ -512,7 +517,9 @@ int client_key(struct parser *p, const char *key, const char *v)
 		if (p->client->has_key)
 			return policy_fail(p, "'key_sha256' is set twice in this section");
 		if (hex_digest(v, p->client->key) < 0)
-			return policy_fail(p, "key_sha256: expected 64 hex digits (printf %%s KEY | sha256sum)");
+			return policy_fail(
+				p,
+				"key_sha256: expected 64 hex digits (printf %%s KEY | sha256sum)");
 		p->client->has_key = true;
 		return 0;
 	}

@@ -61,7 +61,8 @@ static int add_database(struct parser *p, const char *w)
 			p->pol->sql_databases |= 1ull << i;
 			return 0;
 		}
-	return policy_fail(p, "sql.databases: no database '%.64s' (give it a [database %.64s] section)", w, w);
+	return policy_fail(
+		p, "sql.databases: no database '%.64s' (give it a [database %.64s] section)", w, w);
 }
 
 /* sql.databases of policy i (0: [default]) into bits. */
@@ -109,7 +110,8 @@ static int host_section(struct parser *p, const char *name)
 		if (!strcmp(p->ps->hosts[i].name, norm))
 			return policy_fail(p, "host '%s' is given twice", norm);
 	if (p->ps->n_hosts >= POLICY_MAX_HOSTS)
-		return policy_fail(p, "too many [host NAME] sections: at most %d", POLICY_MAX_HOSTS);
+		return policy_fail(p, "too many [host NAME] sections: at most %d",
+				   POLICY_MAX_HOSTS);
 	h = realloc(p->ps->hosts, (p->ps->n_hosts + 1) * sizeof(*h));
 	if (!h)
 		return policy_fail(p, "out of memory");
@@ -125,8 +127,9 @@ static int section(struct parser *p, char *s)
 	char *end = strchr(s, ']'), *name;
 
 	if (!end || *policy_trim(end + 1))
-		return policy_fail(p, "a section is '[default]', '[policy NAME]', '[client NAME]' or "
-			       "'[database NAME]' on a line of its own");
+		return policy_fail(p,
+				   "a section is '[default]', '[policy NAME]', '[client NAME]' or "
+				   "'[database NAME]' on a line of its own");
 	*end = '\0';
 	s = policy_trim(s + 1);
 	p->seen = 0;
@@ -146,8 +149,9 @@ static int section(struct parser *p, char *s)
 		*name++ = '\0';
 	name = policy_trim(name);
 	if (!name_ok(name))
-		return policy_fail(p, "'[%.16s %.64s]': a name is 1 to %d letters, digits, '_', '.' or '-'", s,
-			    name, POLICY_NAME_MAX - 1);
+		return policy_fail(
+			p, "'[%.16s %.64s]': a name is 1 to %d letters, digits, '_', '.' or '-'", s,
+			name, POLICY_NAME_MAX - 1);
 	if (!strcmp(s, "policy")) {
 		struct engine_policy *np;
 
@@ -185,8 +189,11 @@ static int section(struct parser *p, char *s)
 		return host_section(p, name);
 	if (!strcmp(s, "database"))
 		return database_section(p, name);
-	return policy_fail(p, "unknown section '[%.64s]': use [default], [policy NAME], [client NAME], "
-		       "[database NAME] or [host NAME]", s);
+	return policy_fail(
+		p,
+		"unknown section '[%.64s]': use [default], [policy NAME], [client NAME], "
+		"[database NAME] or [host NAME]",
+		s);
 }
 
 
@@ -196,7 +203,8 @@ static int line(struct parser *p, char *s)
 
 	/* a connection string may hold '#' or ';' (in a password): on its
 	 * line everything after '=' is the value */
-	if (strncmp(policy_trim(s), "connection", 10) || policy_trim(s)[10 + strspn(policy_trim(s) + 10, " \t")] != '=')
+	if (strncmp(policy_trim(s), "connection", 10) ||
+	    policy_trim(s)[10 + strspn(policy_trim(s) + 10, " \t")] != '=')
 		s[strcspn(s, "#;")] = '\0';
 	s = policy_trim(s);
 	if (!*s)
@@ -238,7 +246,8 @@ static int resolve(struct parser *p)
 	for (size_t i = 0; i < ps->n_databases; i++) {
 		p->line = 0;
 		if (!ps->databases[i].conninfo)
-			return policy_fail(p, "database '%s' has no 'connection'", ps->databases[i].name);
+			return policy_fail(p, "database '%s' has no 'connection'",
+					   ps->databases[i].name);
 	}
 	for (size_t i = 1; i < ps->n_clients; i++) {
 		struct engine_client *c = &ps->clients[i];
@@ -248,12 +257,14 @@ static int resolve(struct parser *p)
 		if (!c->has_key)
 			return policy_fail(p, "client '%s' has no key_sha256", c->name);
 		if (!(c->policy = find_policy(ps, pn)))
-			return policy_fail(p, "client '%s': no policy '%.64s' (give it a [policy %.64s] section)",
-				    c->name, pn, pn);
+			return policy_fail(
+				p,
+				"client '%s': no policy '%.64s' (give it a [policy %.64s] section)",
+				c->name, pn, pn);
 		for (size_t j = 1; j < i; j++)
 			if (!memcmp(ps->clients[j].key, c->key, SHA256_LEN))
-				return policy_fail(p, "clients '%s' and '%s' have the same key", ps->clients[j].name,
-					    c->name);
+				return policy_fail(p, "clients '%s' and '%s' have the same key",
+						   ps->clients[j].name, c->name);
 	}
 	return 0;
 }
@@ -343,7 +354,8 @@ int engine_policies_load(const char *path, struct engine_policies **ret, char *e
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > POLICY_FILE_MAX) {
 		close(fd);
 		return snprintf(err, n, "'%s' is not a regular file of at most %u bytes", path,
-				POLICY_FILE_MAX), -EINVAL;
+				POLICY_FILE_MAX),
+		       -EINVAL;
 	}
 	text = malloc((size_t)st.st_size + 1);
 	if (!text) {

@@ -18,8 +18,8 @@ struct parser {
 	 * the line each was on: resolved once every section is read */
 	char *pol_dbs[POLICY_MAX_POLICIES + 1];
 	int pol_dbs_line[POLICY_MAX_POLICIES + 1];
-	struct engine_host *host;  /* a [host NAME] section's */
-	unsigned seen;		   /* keys set in this section (bits) */
+	struct engine_host *host; /* a [host NAME] section's */
+	unsigned seen;		  /* keys set in this section (bits) */
 	char *client_policy[POLICY_MAX_CLIENTS + 1];
 	int line;
 	char *err;
@@ -32,7 +32,7 @@ int policy_fail(struct parser *p, const char *fmt, ...) __attribute__((format(pr
 char *policy_trim(char *s);
 /* Comma-separated words, each handed to fn; empty items are errors. */
 int policy_each_word(struct parser *p, char *v, const char *key,
-	      int (*fn)(struct parser *p, const char *word));
+		     int (*fn)(struct parser *p, const char *word));
 
 /* A key = value line in the section p is in (policy_keys.c): 0, or
  * policy_fail()'s -EINVAL. */

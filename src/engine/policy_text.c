@@ -38,7 +38,7 @@ char *policy_trim(char *s)
 
 /* Comma-separated words, each handed to fn; empty items are errors. */
 int policy_each_word(struct parser *p, char *v, const char *key,
-	      int (*fn)(struct parser *p, const char *word))
+		     int (*fn)(struct parser *p, const char *word))
 {
 	char *save = NULL;
 

@@ -88,10 +88,12 @@ static int status_line(json_t *res, struct buf *b)
 		r = buf_printf(b, ", exit code %lld",
 			       (long long)json_integer_value(json_object_get(res, "exit_code")));
 	if (r >= 0 && json_is_true(json_object_get(res, "restarted")))
-		r = buf_puts(b, " (the session was restarted: its variables are gone, its files kept)");
-	json_array_foreach(json_object_get(res, "limits_hit"), i, v) {
+		r = buf_puts(
+			b, " (the session was restarted: its variables are gone, its files kept)");
+	json_array_foreach (json_object_get(res, "limits_hit"), i, v) {
 		if (r >= 0 && json_is_string(v))
-			r = buf_printf(b, "%s%s", i ? ", " : "; limits hit: ", json_string_value(v));
+			r = buf_printf(b, "%s%s",
+				       i ? ", " : "; limits hit: ", json_string_value(v));
 	}
 	return r;
 }
@@ -103,13 +105,16 @@ static int images(json_t *res, struct buf *b)
 	size_t i;
 	int r = 0;
 
-	json_array_foreach(json_object_get(res, "results"), i, bundle) {
+	json_array_foreach (json_object_get(res, "results"), i, bundle) {
 		for (size_t k = 0; k < ARRAY_SIZE(types) && r >= 0; k++) {
 			const char *data = str_at(bundle, types[k], NULL);
 
 			if (data)
-				r = buf_printf(b, "\n[image: %s, %zu bytes of base64; a figure the code "
-						  "showed, not sent]", types[k], strlen(data));
+				r = buf_printf(
+					b,
+					"\n[image: %s, %zu bytes of base64; a figure the code "
+					"showed, not sent]",
+					types[k], strlen(data));
 		}
 	}
 	return r;
@@ -124,7 +129,7 @@ int result_text(json_t *res, size_t section_max, bool describe_images, struct bu
 	r = section(b, "stdout", str_at(res, "logs", "stdout"), section_max);
 	if (r >= 0)
 		r = section(b, "stderr", str_at(res, "logs", "stderr"), section_max);
-	json_array_foreach(json_object_get(res, "results"), i, bundle) {
+	json_array_foreach (json_object_get(res, "results"), i, bundle) {
 		if (r >= 0 && json_is_true(json_object_get(bundle, "is_main_result")))
 			r = section(b, "result", str_at(bundle, "text/plain", NULL), section_max);
 	}

@@ -66,13 +66,16 @@ static const char *binary_kind(const char *code, size_t len)
 		size_t n;
 		const char *what;
 	} kinds[] = {
-		{ "\x7f" "ELF", 4, "an ELF executable (a compiled program)" },
+		{ "\x7f"
+		  "ELF",
+		  4, "an ELF executable (a compiled program)" },
 		{ "PK\x03\x04", 4, "a zip archive (or a file made of one: .xlsx, .docx, .jar)" },
 		{ "\x1f\x8b", 2, "gzip-compressed data" },
 		{ "\x89PNG", 4, "a PNG image" },
 		{ "\xff\xd8\xff", 3, "a JPEG image" },
 		{ "%PDF-", 5, "a PDF document" },
-		{ "SQLite format 3", 16, "an SQLite database (for SQL, give it with --db and the query as code)" },
+		{ "SQLite format 3", 16,
+		  "an SQLite database (for SQL, give it with --db and the query as code)" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
@@ -83,8 +86,7 @@ static const char *binary_kind(const char *code, size_t len)
 
 /* Checks every door applies to code, whether it runs one-shot or in a
  * session. */
-static bool validate_code(const char *code, size_t len, const char *filename,
-			  struct run_result *r)
+static bool validate_code(const char *code, size_t len, const char *filename, struct run_result *r)
 {
 	uint64_t bad;
 
@@ -102,7 +104,8 @@ static bool validate_code(const char *code, size_t len, const char *filename,
 		return false;
 	}
 	if (!utf8_valid(code, len, &bad)) {
-		reject(r, false, "'%s' is not valid UTF-8 (bad byte at offset %llu); save it as UTF-8",
+		reject(r, false,
+		       "'%s' is not valid UTF-8 (bad byte at offset %llu); save it as UTF-8",
 		       filename, (unsigned long long)bad);
 		return false;
 	}
@@ -151,8 +154,9 @@ static bool validate(const struct run_request *req, struct run_result *r)
 		return false;
 	}
 	if (req->project_dir && req->workspace_dir) {
-		reject(r, false, "--project and --workspace cannot be combined: the project is the "
-				 "workspace");
+		reject(r, false,
+		       "--project and --workspace cannot be combined: the project is the "
+		       "workspace");
 		return false;
 	}
 	return prepare_workspace_dir(req, r);
@@ -242,8 +246,7 @@ static void choose_script(const struct run_request *req, struct script *sc)
 
 /* argv for the language; returns the count.  The code is in the
  * workspace (sc), on fd 3 or on stdin. */
-static size_t build_argv(const struct run_request *req, const struct script *sc,
-			 const char **argv)
+static size_t build_argv(const struct run_request *req, const struct script *sc, const char **argv)
 {
 	size_t n = 0;
 
@@ -396,7 +399,6 @@ static void classify(const struct sandbox_exit *x, struct run_result *r)
 }
 
 
-
 struct run_fds {
 	int code, out[2], err[2], rep[2];
 };
@@ -463,11 +465,15 @@ static void reject_strict(struct run_result *r)
 
 		if (!(r->limits_unenforced & bit))
 			continue;
-		snprintf(names + len, sizeof(names) - len, "%s%s", k == 0 ? "" : k + 1 == n ? " and " : ", ",
+		snprintf(names + len, sizeof(names) - len, "%s%s",
+			 k == 0	      ? ""
+			 : k + 1 == n ? " and "
+				      : ", ",
 			 sandbox_limit_name(bit));
 		k++;
 	}
-	reject(r, false, "--strict: this host cannot enforce the %s limit%s (%s); see 'codecell check'",
+	reject(r, false,
+	       "--strict: this host cannot enforce the %s limit%s (%s); see 'codecell check'",
 	       names, n > 1 ? "s" : "", hi.cgroup_why ? hi.cgroup_why : "no usable cgroup");
 }
 
@@ -482,7 +488,8 @@ static void keep_changes(const struct run_request *req, struct sandbox *sb,
 
 	memset(out, 0, sizeof(*out));
 	if (k < 0) {
-		snprintf(out->error, sizeof(out->error), "cannot read the changes: %s", strerror(-k));
+		snprintf(out->error, sizeof(out->error), "cannot read the changes: %s",
+			 strerror(-k));
 		return;
 	}
 	out->count = l.n;
@@ -540,7 +547,8 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	if (req->project_dir) {
 		k = changes_base_init(&base, req->project_dir);
 		if (k < 0) {
-			reject(r, false, "cannot use the project '%s': %s", req->project_dir, strerror(-k));
+			reject(r, false, "cannot use the project '%s': %s", req->project_dir,
+			       strerror(-k));
 			return 0;
 		}
 		cfg.project_dir = base.project;
@@ -564,8 +572,8 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 	if (k < 0 && step && !strcmp(step, "write the script into the workspace")) {
 		/* the init wrote it (autostart): the request's fault, as when
 		 * script_place() below fails */
-		reject(r, false, "cannot write '%s' into the workspace: %s%s", sc.name, strerror(-k),
-		       k == -ENOSPC ? " (raise --workspace-size)" : "");
+		reject(r, false, "cannot write '%s' into the workspace: %s%s", sc.name,
+		       strerror(-k), k == -ENOSPC ? " (raise --workspace-size)" : "");
 		return 0;
 	}
 	if (k < 0) {
@@ -587,8 +595,8 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 			return 0;
 		}
 		if (sc.via == VIA_FILE) {
-			k = script_place(sandbox_workspace_fd(sb), sc.name, req->code, req->code_len,
-					 &o, &sc.created);
+			k = script_place(sandbox_workspace_fd(sb), sc.name, req->code,
+					 req->code_len, &o, &sc.created);
 			if (k < 0) {
 				if (k == -EEXIST)
 					reject(r, false,
@@ -596,7 +604,8 @@ static int execute(const struct run_request *req, struct run_fds *f, struct pump
 					       "script runs as that file; rename one of them",
 					       sc.name);
 				else
-					reject(r, false, "cannot write '%s' into the workspace: %s%s",
+					reject(r, false,
+					       "cannot write '%s' into the workspace: %s%s",
 					       sc.name, strerror(-k),
 					       k == -ENOSPC ? " (raise --workspace-size)" : "");
 				sandbox_free(sb);

@@ -40,8 +40,8 @@ static int same_content(int wsfd, const char *name, const char *code, size_t len
 	}
 }
 
-int script_place(int wsfd, const char *name, const char *code, size_t len,
-		 const struct ws_owner *o, bool *created)
+int script_place(int wsfd, const char *name, const char *code, size_t len, const struct ws_owner *o,
+		 bool *created)
 {
 	struct ws_fsid prev;
 	int fd, k;
@@ -134,7 +134,8 @@ static bool exception_line(const char *s, size_t b, size_t e, size_t *val_end, s
 
 		while (nl < e && s[nl] != '\n')
 			nl++;
-		if (group && nl - i > strlen(GROUP_BAR) && !memcmp(s + i, GROUP_BAR, strlen(GROUP_BAR)))
+		if (group && nl - i > strlen(GROUP_BAR) &&
+		    !memcmp(s + i, GROUP_BAR, strlen(GROUP_BAR)))
 			i += strlen(GROUP_BAR);
 		else if (group)
 			return false;
@@ -142,9 +143,10 @@ static bool exception_line(const char *s, size_t b, size_t e, size_t *val_end, s
 			size_t k = i, dot = i;
 
 			/* an identifier's bytes (UTF-8 ones included) and dots */
-			while (k < nl && (s[k] == '_' || s[k] == '.' || (s[k] >= '0' && s[k] <= '9') ||
-					  ((s[k] | 0x20) >= 'a' && (s[k] | 0x20) <= 'z') ||
-					  (unsigned char)s[k] >= 0x80)) {
+			while (k < nl &&
+			       (s[k] == '_' || s[k] == '.' || (s[k] >= '0' && s[k] <= '9') ||
+				((s[k] | 0x20) >= 'a' && (s[k] | 0x20) <= 'z') ||
+				(unsigned char)s[k] >= 0x80)) {
 				if (s[k] == '.')
 					dot = k + 1;
 				k++;

@@ -12,8 +12,8 @@ struct ws_owner;
  * already there with the same text is taken as it is.  0 (*created says
  * whether this call made it), -EEXIST (a different file has the name),
  * or -errno. */
-int script_place(int wsfd, const char *name, const char *code, size_t len,
-		 const struct ws_owner *o, bool *created);
+int script_place(int wsfd, const char *name, const char *code, size_t len, const struct ws_owner *o,
+		 bool *created);
 void script_remove(int wsfd, const char *name);
 /* The uncaught exception at the end of Python's stderr s, as r's error
  * (name, value, traceback); nothing when there is none or r has one. */

@@ -156,8 +156,7 @@ struct engine_session *engine_session_entry_new(unsigned id_len)
 		return NULL;
 	/* ids are capabilities of a sort: unguessable, from the kernel's
 	 * CSPRNG */
-	if (getrandom(rnd, n, 0) != (ssize_t)n ||
-	    pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (getrandom(rnd, n, 0) != (ssize_t)n || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
 		free(e);
 		return NULL;
 	}
@@ -236,7 +235,7 @@ int engine_session_process_open(struct engine_session *e, pid_t pid)
 
 	pthread_mutex_lock(&e->lock);
 	r = e->s && !__atomic_load_n(&e->dying, __ATOMIC_SEQ_CST) ? session_process_open(e->s, pid)
-								    : -ESRCH;
+								  : -ESRCH;
 	pthread_mutex_unlock(&e->lock);
 	return r;
 }
@@ -284,7 +283,8 @@ void engine_session_end(struct engine_session *e)
 
 	if (e->s && e->audit && e->net == SANDBOX_NET_ALLOWLIST &&
 	    session_egress_final(e->s, &eg) == 0 && (eg.n || eg.dropped)) {
-		struct engine_audit_record base = { .client = e->audit_client, .session = e->id,
+		struct engine_audit_record base = { .client = e->audit_client,
+						    .session = e->id,
 						    .door = e->audit_door };
 		char id[AUDIT_ID_LEN + 1];
 
@@ -314,13 +314,14 @@ static const char *lang_name(enum session_lang l)
 
 static json_t *limits_json(const struct engine_session *e)
 {
-	json_t *o = json_pack("{s:f, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "timeout",
-			 e->limits.timeout_s, "memory", (json_int_t)e->limits.memory_bytes, "pids",
-			 (json_int_t)e->limits.pids, "cpus", e->limits.cpus, "cpu_time", (json_int_t)e->limits.cpu_seconds,
-			 "file_size", (json_int_t)e->limits.file_size, "open_files",
-			 (json_int_t)e->limits.open_files, "tmp_size", (json_int_t)e->limits.tmp_bytes,
-			 "workspace_size", (json_int_t)e->limits.workspace_bytes, "output_limit",
-			 (json_int_t)e->output_limit);
+	json_t *o = json_pack(
+		"{s:f, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "timeout",
+		e->limits.timeout_s, "memory", (json_int_t)e->limits.memory_bytes, "pids",
+		(json_int_t)e->limits.pids, "cpus", e->limits.cpus, "cpu_time",
+		(json_int_t)e->limits.cpu_seconds, "file_size", (json_int_t)e->limits.file_size,
+		"open_files", (json_int_t)e->limits.open_files, "tmp_size",
+		(json_int_t)e->limits.tmp_bytes, "workspace_size",
+		(json_int_t)e->limits.workspace_bytes, "output_limit", (json_int_t)e->output_limit);
 
 	json_object_set_new(o, "result_limit", json_integer((json_int_t)e->result_limit));
 	return o;
@@ -332,19 +333,18 @@ json_t *engine_session_json(struct engine_session *e)
 	json_t *j;
 
 	iso8601_ms(__atomic_load_n(&e->last_used_ms, __ATOMIC_RELAXED), used, sizeof(used));
-	j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:b, s:f, s:s, s:o, s:b}", "id", e->id,
-			      "language", lang_name(e->lang), "created_at", e->created, "last_used_at",
-			      used, "executions",
-			      (json_int_t)__atomic_load_n(&e->executions, __ATOMIC_RELAXED), "busy",
-			      __atomic_load_n(&e->busy, __ATOMIC_RELAXED) != 0, "idle_timeout",
-			      e->idle_timeout_s, "network",
-			      sandbox_net_name(e->net), "limits",
-			      limits_json(e), "pooled", e->pooled);
+	j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:b, s:f, s:s, s:o, s:b}", "id", e->id, "language",
+		      lang_name(e->lang), "created_at", e->created, "last_used_at", used,
+		      "executions", (json_int_t)__atomic_load_n(&e->executions, __ATOMIC_RELAXED),
+		      "busy", __atomic_load_n(&e->busy, __ATOMIC_RELAXED) != 0, "idle_timeout",
+		      e->idle_timeout_s, "network", sandbox_net_name(e->net), "limits",
+		      limits_json(e), "pooled", e->pooled);
 
 	if (!j)
 		return NULL;
-	json_object_set_new(j, "startup_ms",
-			    json_real((double)__atomic_load_n(&e->startup_ns, __ATOMIC_RELAXED) / 1e6));
+	json_object_set_new(
+		j, "startup_ms",
+		json_real((double)__atomic_load_n(&e->startup_ns, __ATOMIC_RELAXED) / 1e6));
 	json_object_set_new(j, "preload", json_string(e->preload ? e->preload : ""));
 	json_object_set_new(j, "project", e->project ? json_string(e->project) : json_null());
 	json_object_set_new(j, "door", json_string(e->door ? e->door : "api"));
@@ -446,8 +446,8 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 		memset(&err->verdict, 0, sizeof(err->verdict));
 		if (engine_check_project(cl->client, cl->door, spec->project, project,
 					 sizeof(project), &err->verdict) < 0) {
-			engine_call_error_set(err, err->verdict.http ? err->verdict.http : 403, "rejected", "%s",
-				err->verdict.message);
+			engine_call_error_set(err, err->verdict.http ? err->verdict.http : 403,
+					      "rejected", "%s", err->verdict.message);
 			rec.verdict = &err->verdict;
 			engine_call_record(cl, &rec);
 			return -EPERM;
@@ -466,7 +466,8 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	if (!e) {
 		r = -errno;
 		engine_env_free(seeded);
-		engine_call_error_set(err, 500, "internal", "cannot make a session: %s", strerror(errno));
+		engine_call_error_set(err, 500, "internal", "cannot make a session: %s",
+				      strerror(errno));
 		return r;
 	}
 	describe_entry(e, &so);
@@ -474,7 +475,8 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	if (r < 0) {
 		engine_env_free(seeded);
 		engine_session_unref(e);
-		engine_call_error_set(err, 500, "internal", "cannot make a session: %s", strerror(-r));
+		engine_call_error_set(err, 500, "internal", "cannot make a session: %s",
+				      strerror(-r));
 		return r;
 	}
 	r = session_new(&so, &e->s, &msg);
@@ -482,8 +484,9 @@ static int start_session(struct engine_sessions *reg, struct engine_caller *cl,
 	if (r < 0) {
 		engine_session_unref(e);
 		err->start_failed = true;
-		engine_call_error_set(err, r == -EINVAL ? 400 : 500, r == -EINVAL ? "invalid_value" : "session_failed",
-			"cannot start the session: %s", msg ? msg : strerror(-r));
+		engine_call_error_set(err, r == -EINVAL ? 400 : 500,
+				      r == -EINVAL ? "invalid_value" : "session_failed",
+				      "cannot start the session: %s", msg ? msg : strerror(-r));
 		free(msg);
 		return r;
 	}
@@ -499,7 +502,8 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 		       struct engine_session_spec *spec, struct engine_session **ret,
 		       struct engine_session_error *err)
 {
-	struct engine_audit_record rec = { .action = ACTION_SESSION_CREATE, .has_lang = true,
+	struct engine_audit_record rec = { .action = ACTION_SESSION_CREATE,
+					   .has_lang = true,
 					   .lang = engine_lang_of_session(spec->so.lang) };
 	struct engine_approval_note an;
 	uint64_t t0 = now_ns();
@@ -518,7 +522,8 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 		return r;
 	}
 	if (engine_sessions_reserve(reg) < 0) {
-		engine_call_error_set(err, 429, "too_many_sessions",
+		engine_call_error_set(
+			err, 429, "too_many_sessions",
 			"%u sessions are open, the most this server allows (--max-sessions): delete one first",
 			reg->max);
 		return -EBUSY;
@@ -549,10 +554,12 @@ void engine_session_unhold(struct engine_sessions *reg, struct engine_client *cl
 		engine_release(client, ACTION_SESSION_CREATE);
 }
 
-int engine_session_check(struct engine_caller *cl, struct engine_session *e,
-			 enum engine_action a, struct engine_session_error *err)
+int engine_session_check(struct engine_caller *cl, struct engine_session *e, enum engine_action a,
+			 struct engine_session_error *err)
 {
-	struct engine_audit_record rec = { .action = a, .session = e->id, .has_lang = true,
+	struct engine_audit_record rec = { .action = a,
+					   .session = e->id,
+					   .has_lang = true,
 					   .lang = engine_lang_of_session(e->lang) };
 	struct action_arg x = { a, e->lang };
 	struct engine_approval_note an;
@@ -648,27 +655,32 @@ static int apply_facts(struct engine_session *e, const char *want, json_t **ret,
 		return r;
 	r = engine_changes_read(up, b, &c);
 	if (r == -ECANCELED) {
-		engine_call_error_set(err, 409, "changes_moved",
+		engine_call_error_set(
+			err, 409, "changes_moved",
 			"the changes moved while they were read (code in the session still writes): "
 			"look at them again once it stops");
 		return r;
 	}
 	if (r < 0) {
-		engine_call_error_set(err, 500, "changes_failed", "cannot read the changes: %s", strerror(-r));
+		engine_call_error_set(err, 500, "changes_failed", "cannot read the changes: %s",
+				      strerror(-r));
 		return r;
 	}
 	if (c.l.truncated) {
-		engine_call_error_set(err, 413, "too_many_changes", "more than %u changes: too many to apply at once",
-			CHANGES_MAX_ENTRIES);
+		engine_call_error_set(err, 413, "too_many_changes",
+				      "more than %u changes: too many to apply at once",
+				      CHANGES_MAX_ENTRIES);
 		r = -E2BIG;
 	} else if (want && strcmp(want, c.sha256)) {
-		engine_call_error_set(err, 409, "changes_moved",
+		engine_call_error_set(
+			err, 409, "changes_moved",
 			"the changes are not the ones named by 'changes_sha256' any more: look at "
 			"them again (GET .../changes)");
 		r = -ECANCELED;
 	} else {
-		*ret = json_pack("{s:s, s:s, s:I, s:I}", "session", e->id, "changes_sha256", c.sha256,
-				 "changes", (json_int_t)c.l.n, "bytes", (json_int_t)c.bytes);
+		*ret = json_pack("{s:s, s:s, s:I, s:I}", "session", e->id, "changes_sha256",
+				 c.sha256, "changes", (json_int_t)c.l.n, "bytes",
+				 (json_int_t)c.bytes);
 		r = *ret ? 0 : -ENOMEM;
 		if (r < 0)
 			engine_call_error_set(err, 500, "internal", "out of memory");
@@ -680,8 +692,10 @@ static int apply_facts(struct engine_session *e, const char *want, json_t **ret,
 int engine_session_apply(struct engine_caller *cl, struct engine_session *e, const char *want,
 			 size_t *ret_n, struct engine_session_error *err)
 {
-	struct engine_audit_record rec = { .action = ACTION_APPLY, .session = e->id,
-					   .has_lang = true, .lang = engine_lang_of_session(e->lang) };
+	struct engine_audit_record rec = { .action = ACTION_APPLY,
+					   .session = e->id,
+					   .has_lang = true,
+					   .lang = engine_lang_of_session(e->lang) };
 	struct action_arg x = { ACTION_APPLY, e->lang };
 	struct engine_approval_note an;
 	struct changes_base *b;
@@ -708,8 +722,9 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
 	pthread_mutex_lock(&e->lock);
 	r = engine_session_project(e, &b, &up, err);
 	if (r == 0) {
-		r = engine_changes_apply(up, b, json_string_value(json_object_get(facts, "changes_sha256")),
-					 ret_n, msg, sizeof(msg));
+		r = engine_changes_apply(
+			up, b, json_string_value(json_object_get(facts, "changes_sha256")), ret_n,
+			msg, sizeof(msg));
 		if (r == -ECANCELED)
 			engine_call_error_set(err, 409, "changes_moved", "%s", msg);
 		else if (r == -ESTALE)
@@ -717,7 +732,8 @@ int engine_session_apply(struct engine_caller *cl, struct engine_session *e, con
 		else if (r == -E2BIG)
 			engine_call_error_set(err, 413, "too_many_changes", "%s", msg);
 		else if (r < 0)
-			engine_call_error_set(err, 500, "apply_failed", "applying to '%s': %s", b->project, msg);
+			engine_call_error_set(err, 500, "apply_failed", "applying to '%s': %s",
+					      b->project, msg);
 	}
 	pthread_mutex_unlock(&e->lock);
 	/* recorded once done: a refused or failed copy is no "ok" */
@@ -751,11 +767,12 @@ int engine_session_cell(struct engine_session *e, const char *code, size_t len,
 	pthread_mutex_lock(&e->lock);
 	engine_session_drain(e);
 	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
-		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted",
+				      e->id);
 		k = -ESRCH;
 	} else if (__atomic_load_n(&e->restarting, __ATOMIC_SEQ_CST)) {
 		engine_call_error_set(err, 409, "session_restarting",
-			"the session is being restarted: run the code again");
+				      "the session is being restarted: run the code again");
 		k = -EBUSY;
 	} else if (claim && !claim(cls)) {
 		k = -ECANCELED;
@@ -773,7 +790,8 @@ int engine_session_cell(struct engine_session *e, const char *code, size_t len,
 	pthread_mutex_unlock(&e->lock);
 	if (k < 0) {
 		run_result_release(ret);
-		engine_call_error_set(err, 500, "session_failed",
+		engine_call_error_set(
+			err, 500, "session_failed",
 			"the session '%s' cannot go on (%s): close it and create a new one", e->id,
 			strerror(-k));
 	}
@@ -784,9 +802,13 @@ int engine_session_run(struct engine_caller *cl, struct engine_session *e, const
 		       size_t len, const struct session_exec_opts *eo, json_t *args,
 		       struct run_result *ret, struct engine_session_error *err)
 {
-	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC, .session = e->id,
-					   .has_lang = true, .lang = engine_lang_of_session(e->lang),
-					   .code = code, .code_len = len, .args = args };
+	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC,
+					   .session = e->id,
+					   .has_lang = true,
+					   .lang = engine_lang_of_session(e->lang),
+					   .code = code,
+					   .code_len = len,
+					   .args = args };
 	struct exec_arg x = { e->lang, eo->timeout_s };
 	struct engine_approval_note an;
 	struct session_exec_opts o = *eo;
@@ -871,9 +893,11 @@ int engine_session_restart(struct engine_caller *cl, struct engine_session *e,
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (r == -ESRCH)
-		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", e->id);
+		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted",
+				      e->id);
 	else if (r < 0)
-		engine_call_error_set(err, 500, "session_failed",
+		engine_call_error_set(
+			err, 500, "session_failed",
 			"cannot restart the session (%s): delete it and create a new one",
 			strerror(-r));
 	return r;
@@ -922,7 +946,8 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 		return r;
 	if (engine_sessions_reserve(reg) < 0) {
 		give_back(cl);
-		engine_call_error_set(err, 429, "too_many_sessions",
+		engine_call_error_set(
+			err, 429, "too_many_sessions",
 			"%u sessions are open, the most this server allows (--max-sessions): delete one first",
 			reg->max);
 		return -EBUSY;
@@ -936,12 +961,14 @@ int engine_session_fork(struct engine_sessions *reg, struct engine_caller *cl,
 		engine_sessions_unreserve(reg);
 		err->start_failed = r != -ESRCH;
 		if (r == -ESRCH)
-			engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted", src->id);
+			engine_call_error_set(err, 404, "session_not_found",
+					      "the session '%s' was deleted", src->id);
 		else if (r == -EOPNOTSUPP)
 			engine_call_error_set(err, 400, "not_supported", "%s",
-				msg ? msg : "this session cannot be forked");
+					      msg ? msg : "this session cannot be forked");
 		else
-			engine_call_error_set(err, 500, "session_failed", "%s", msg ? msg : strerror(-r));
+			engine_call_error_set(err, 500, "session_failed", "%s",
+					      msg ? msg : strerror(-r));
 		free(msg);
 		return r;
 	}
@@ -963,7 +990,8 @@ bool engine_session_close(struct engine_sessions *reg, struct engine_caller *cl,
 	pthread_mutex_unlock(&e->lock);
 	engine_session_unref(e); /* the registry's */
 	if (cl) {
-		struct engine_audit_record rec = { .action = ACTION_SESSION_CLOSE, .session = e->id };
+		struct engine_audit_record rec = { .action = ACTION_SESSION_CLOSE,
+						   .session = e->id };
 
 		engine_call_record(cl, &rec);
 	}
@@ -971,7 +999,7 @@ bool engine_session_close(struct engine_sessions *reg, struct engine_caller *cl,
 }
 
 unsigned engine_sessions_reap(struct engine_sessions *reg,
-			     void (*on_end)(void *cls, const struct engine_session *e), void *cls)
+			      void (*on_end)(void *cls, const struct engine_session *e), void *cls)
 {
 	struct engine_session **list = NULL;
 	unsigned n = 0, ended = 0;

@@ -53,12 +53,12 @@ struct engine_session {
 	int busy;
 	/* set before a SIGTERM record is sent, checked by an execution after
 	 * it drained the pipe (see api/exec.c job_claim) */
-	int dying;	/* deleted, expired */
+	int dying; /* deleted, expired */
 	/* the client that made it; its session slot is given back when the
 	 * last reference goes */
 	struct engine_client *client;
 	int restarting; /* a restart waits for the lock */
-	char *project; /* the host directory behind its overlay, or NULL */
+	char *project;	/* the host directory behind its overlay, or NULL */
 	/* where its end is recorded (the allowlist proxy's connections no
 	 * cell took: a program left running after the last cell), whoever
 	 * ends it (a delete, expiry, shutdown); set when it is made */
@@ -90,7 +90,8 @@ struct engine_session *engine_sessions_get(struct engine_sessions *reg, const ch
 /* Remove entry; true if it was there (its reference is the caller's now). */
 bool engine_sessions_remove(struct engine_sessions *reg, struct engine_session *entry);
 /* Every entry with a new reference each; *ret (free()) and its length. */
-int engine_sessions_list(struct engine_sessions *reg, struct engine_session ***ret, unsigned *ret_n);
+int engine_sessions_list(struct engine_sessions *reg, struct engine_session ***ret,
+			 unsigned *ret_n);
 unsigned engine_sessions_count(struct engine_sessions *reg);
 
 /* A new entry with one reference; the session is not started. */
@@ -141,10 +142,10 @@ json_t *engine_session_json(struct engine_session *e);
  * in; the policy may lower those not asked for), what was asked. */
 struct engine_session_spec {
 	struct session_opts so;
-	unsigned asked;	 /* bits of enum engine_limit_id given by the caller */
+	unsigned asked; /* bits of enum engine_limit_id given by the caller */
 	bool net_asked;
 	const char *project; /* a host directory asked for, or NULL */
-	const char *door; /* the entry's door (static), NULL: the caller's door's name */
+	const char *door;    /* the entry's door (static), NULL: the caller's door's name */
 	bool has_seed;
 	uint64_t seed;
 	/* The caller checked the session itself and holds what a create
@@ -178,8 +179,8 @@ int engine_session_new(struct engine_sessions *reg, struct engine_caller *cl,
 void engine_session_unhold(struct engine_sessions *reg, struct engine_client *client);
 /* The policy check and record of action a on e alone (E2B's process
  * signals, a project's apply): 0, -EPERM or -EINPROGRESS. */
-int engine_session_check(struct engine_caller *cl, struct engine_session *e,
-			 enum engine_action a, struct engine_session_error *err);
+int engine_session_check(struct engine_caller *cl, struct engine_session *e, enum engine_action a,
+			 struct engine_session_error *err);
 /* Apply e's project changes (engine/changes.h) through the pipeline:
  * they are read (their digest, count and bytes are the arguments a
  * person approves: the approval names them), want (the caller's
@@ -256,7 +257,7 @@ bool engine_session_close(struct engine_sessions *reg, struct engine_caller *cl,
 /* End the sessions idle past their idle_timeout (a busy one waits for
  * the next round); on_end (or NULL) is told of each.  The number ended. */
 unsigned engine_sessions_reap(struct engine_sessions *reg,
-			     void (*on_end)(void *cls, const struct engine_session *e), void *cls);
+			      void (*on_end)(void *cls, const struct engine_session *e), void *cls);
 /* End every session (shutdown): what runs is stopped first. */
 void engine_sessions_close_all(struct engine_sessions *reg);
 

@@ -58,11 +58,12 @@ json_t *engine_tools_json(const struct engine_policy *p)
 		if (!engine_tool_enabled(p, t))
 			continue;
 		json_array_append_new(
-			list, json_pack("{s:s, s:s, s:s, s:o, s:{s:b, s:b, s:b, s:b}}", "name", t->name,
-					"title", t->title, "description", t->description, "input_schema",
-					json_loads(t->input_schema, 0, NULL), "annotations",
-					"read_only", t->read_only, "destructive", t->destructive,
-					"idempotent", t->idempotent, "open_world", t->open_world));
+			list,
+			json_pack("{s:s, s:s, s:s, s:o, s:{s:b, s:b, s:b, s:b}}", "name", t->name,
+				  "title", t->title, "description", t->description, "input_schema",
+				  json_loads(t->input_schema, 0, NULL), "annotations", "read_only",
+				  t->read_only, "destructive", t->destructive, "idempotent",
+				  t->idempotent, "open_world", t->open_world));
 	}
 	return list;
 }
@@ -91,7 +92,7 @@ static bool type_fits(json_t *v, json_t *type)
 		return true;
 	if (json_is_string(type))
 		return type_is(v, json_string_value(type));
-	json_array_foreach(type, i, t)
+	json_array_foreach (type, i, t)
 		if (json_is_string(t) && type_is(v, json_string_value(t)))
 			return true;
 	return false;
@@ -110,29 +111,32 @@ static int check_args(const struct engine_tool *t, json_t *args, char *msg, size
 	if (!json_is_object(args))
 		snprintf(msg, n, "the arguments of '%s' must be a JSON object", t->name);
 	else if (size > TOOL_ARGS_MAX)
-		snprintf(msg, n, "the arguments of '%s' are %zu bytes of JSON, at most %u", t->name, size,
-			 TOOL_ARGS_MAX);
+		snprintf(msg, n, "the arguments of '%s' are %zu bytes of JSON, at most %u", t->name,
+			 size, TOOL_ARGS_MAX);
 	else
 		r = 0;
-	json_object_foreach(r == 0 ? args : NULL, k, v) {
+	json_object_foreach (r == 0 ? args : NULL, k, v) {
 		json_t *p = json_object_get(props, k);
 
 		if (!p) {
-			snprintf(msg, n, "unknown argument '%.64s' of '%s' (see its input schema)", k,
-				 t->name);
-			r = -EINVAL;
-			break;
-		}
-		if (!type_fits(v, json_object_get(p, "type"))) {
-			snprintf(msg, n, "argument '%.64s' of '%s' has the wrong type (see its input schema)",
+			snprintf(msg, n, "unknown argument '%.64s' of '%s' (see its input schema)",
 				 k, t->name);
 			r = -EINVAL;
 			break;
 		}
+		if (!type_fits(v, json_object_get(p, "type"))) {
+			snprintf(
+				msg, n,
+				"argument '%.64s' of '%s' has the wrong type (see its input schema)",
+				k, t->name);
+			r = -EINVAL;
+			break;
+		}
 	}
-	json_array_foreach(r == 0 ? json_object_get(schema, "required") : NULL, i, v)
+	json_array_foreach (r == 0 ? json_object_get(schema, "required") : NULL, i, v)
 		if (json_is_string(v) && !json_object_get(args, json_string_value(v))) {
-			snprintf(msg, n, "'%s' needs the argument '%s'", t->name, json_string_value(v));
+			snprintf(msg, n, "'%s' needs the argument '%s'", t->name,
+				 json_string_value(v));
 			r = -EINVAL;
 			break;
 		}
@@ -178,8 +182,13 @@ static int call_tool(const struct engine_tool *t, struct engine_caller *cl,
 	r = t->call(&c, args, ret, err->message, sizeof(err->message));
 	if (r == 0)
 		return 0;
-	tool_err(err, r == -EINVAL ? 400 : r == -EPERM ? 403 : 500,
-		 r == -EINVAL ? "invalid_arguments" : r == -EPERM ? "rejected" : "internal");
+	tool_err(err,
+		 r == -EINVAL  ? 400
+		 : r == -EPERM ? 403
+			       : 500,
+		 r == -EINVAL  ? "invalid_arguments"
+		 : r == -EPERM ? "rejected"
+			       : "internal");
 	if (!err->message[0])
 		snprintf(err->message, sizeof(err->message), "the %s tool failed: %s", t->name,
 			 strerror(-r));
@@ -242,8 +251,10 @@ int engine_tool_call(struct engine_caller *cl, const struct engine_tool_ctx *ctx
 		goto out; /* recorded there */
 	r = call_tool(t, cl, ctx, rq->args, &res, err);
 	rec.verdict = &err->verdict;
-	rec.status = r == 0 ? (json_object_get(res, "error") ? "error" : "ok")
-		     : r == -EINVAL ? "invalid" : r == -EPERM ? "refused" : "error";
+	rec.status = r == 0	    ? (json_object_get(res, "error") ? "error" : "ok")
+		     : r == -EINVAL ? "invalid"
+		     : r == -EPERM  ? "refused"
+				    : "error";
 	rec.bytes = res ? json_dumpb(res, NULL, 0, JSON_COMPACT) : 0;
 	if (r == 0) {
 		err->http = 200;

@@ -57,7 +57,7 @@ struct engine_tool_ctx {
 void engine_tool_ctx_init(struct engine_tool_ctx *ctx);
 
 struct engine_tool {
-	const char *name; /* "sql", "http": [a-z_]+, unique */
+	const char *name;	   /* "sql", "http": [a-z_]+, unique */
 	enum engine_action action; /* ACTION_SQL, ...: the policy's and the audit's name */
 	const char *title, *description;
 	const char *input_schema; /* JSON Schema text of the arguments object */

@@ -47,18 +47,18 @@
 #include "util/banned.h"
 
 #define HTTP_URL_MAX 8192
-#define HTTP_HEADERS_MAX 64	       /* headers a caller may send */
-#define HTTP_HEADER_MAX 8192	       /* bytes of one of them */
-#define HTTP_BODY_MAX (8u << 20)       /* bytes of a request body */
+#define HTTP_HEADERS_MAX 64	 /* headers a caller may send */
+#define HTTP_HEADER_MAX 8192	 /* bytes of one of them */
+#define HTTP_BODY_MAX (8u << 20) /* bytes of a request body */
 #define HTTP_RESP_HEADERS_MAX (64u << 10)
 #define HTTP_REDIRECTS_MAX 5
-#define HTTP_RETRIES 2		       /* more attempts of an idempotent request */
-#define HTTP_RETRY_DELAY_S 0.25	       /* doubled each attempt */
+#define HTTP_RETRIES 2		/* more attempts of an idempotent request */
+#define HTTP_RETRY_DELAY_S 0.25 /* doubled each attempt */
 #define HTTP_RETRY_AFTER_MAX_S 10.0
 #define HTTP_TIMEOUT_DEFAULT_S 30.0
 #define HTTP_TIMEOUT_MAX_S 300.0
 #define HTTP_CONNECT_TIMEOUT_MAX_MS 10000L
-#define HTTP_ADDRS_MAX 16	       /* addresses of one name */
+#define HTTP_ADDRS_MAX 16 /* addresses of one name */
 #define HTTP_SECRETS_MAX 256
 #define REDACTED "[REDACTED]"
 
@@ -197,7 +197,8 @@ static int redact_body(const struct secrets *s, struct buf *b, size_t cap, bool 
 				if (from >= b->len || !(hit = memmem(b->data + from, b->len - from,
 								     s->v[i], s->len[i])))
 					continue;
-				if ((size_t)(hit - b->data) < cut && (size_t)(hit - b->data) + s->len[i] > cut) {
+				if ((size_t)(hit - b->data) < cut &&
+				    (size_t)(hit - b->data) + s->len[i] > cut) {
 					cut = (size_t)(hit - b->data) + s->len[i];
 					grew = true;
 				}
@@ -233,9 +234,9 @@ static int say(const struct secrets *s, char *msg, size_t n, int r, const char *
 
 struct request {
 	const char *method;
-	char *url;	       /* the current hop's, owned */
-	json_t *headers;       /* the caller's, borrowed; NULL: none */
-	char *body;	       /* owned; NULL: none */
+	char *url;	 /* the current hop's, owned */
+	json_t *headers; /* the caller's, borrowed; NULL: none */
+	char *body;	 /* owned; NULL: none */
 	size_t body_len;
 	bool body_json;
 	double timeout_s;
@@ -256,9 +257,17 @@ static bool idempotent(const char *m)
  * caller smuggle a second request. */
 static bool header_reserved(const char *name)
 {
-	static const char *const r[] = { "host",    "content-length",	   "transfer-encoding",
-					 "connection", "upgrade", "expect", "te", "keep-alive",
-					 "proxy-authorization", "proxy-connection", "trailer" };
+	static const char *const r[] = { "host",
+					 "content-length",
+					 "transfer-encoding",
+					 "connection",
+					 "upgrade",
+					 "expect",
+					 "te",
+					 "keep-alive",
+					 "proxy-authorization",
+					 "proxy-connection",
+					 "trailer" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(r); i++)
 		if (!strcasecmp(name, r[i]))
@@ -268,7 +277,8 @@ static bool header_reserved(const char *name)
 
 static bool token_ok(const char *s)
 {
-	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~");
+	size_t n = strspn(
+		s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~");
 
 	return n > 0 && !s[n];
 }
@@ -282,18 +292,22 @@ static int check_headers(json_t *h, char *msg, size_t n)
 		return snprintf(msg, n, "'headers' must be an object of strings"), -EINVAL;
 	if (json_object_size(h) > HTTP_HEADERS_MAX)
 		return snprintf(msg, n, "at most %d headers", HTTP_HEADERS_MAX), -EINVAL;
-	json_object_foreach(h, k, v) {
+	json_object_foreach (h, k, v) {
 		const char *s = json_string_value(v);
 
 		if (!token_ok(k) || strlen(k) > 256)
 			return snprintf(msg, n, "header '%.64s': not a header name", k), -EINVAL;
 		if (header_reserved(k))
-			return snprintf(msg, n, "header '%s' is set by the tool, not the caller", k),
+			return snprintf(msg, n, "header '%s' is set by the tool, not the caller",
+					k),
 			       -EINVAL;
 		if (!s || strlen(s) > HTTP_HEADER_MAX || strpbrk(s, "\r\n") ||
 		    json_string_length(v) != strlen(s))
-			return snprintf(msg, n, "header '%.64s': the value must be a string of at most %d "
-						"bytes without line breaks", k, HTTP_HEADER_MAX), -EINVAL;
+			return snprintf(msg, n,
+					"header '%.64s': the value must be a string of at most %d "
+					"bytes without line breaks",
+					k, HTTP_HEADER_MAX),
+			       -EINVAL;
 	}
 	return 0;
 }
@@ -330,14 +344,17 @@ static int parse_args(json_t *args, struct request *req, char *msg, size_t n)
 
 	if (!json_is_object(args))
 		return snprintf(msg, n, "the arguments must be an object"), -EINVAL;
-	json_object_foreach(args, k, v) {
+	json_object_foreach (args, k, v) {
 		size_t i;
 
 		for (i = 0; i < ARRAY_SIZE(keys) && strcmp(k, keys[i]); i++)
 			;
 		if (i == ARRAY_SIZE(keys))
-			return snprintf(msg, n, "unknown argument '%.64s' (known: method, url, headers, "
-						"body, timeout)", k), -EINVAL;
+			return snprintf(msg, n,
+					"unknown argument '%.64s' (known: method, url, headers, "
+					"body, timeout)",
+					k),
+			       -EINVAL;
 	}
 	req->method = "GET";
 	if (m) {
@@ -347,14 +364,19 @@ static int parse_args(json_t *args, struct request *req, char *msg, size_t n)
 			if (json_is_string(m) && !strcmp(json_string_value(m), methods[i]))
 				break;
 		if (i == ARRAY_SIZE(methods))
-			return snprintf(msg, n, "'method' must be one of GET, HEAD, POST, PUT, PATCH, DELETE, "
-						"OPTIONS"), -EINVAL;
+			return snprintf(
+				       msg, n,
+				       "'method' must be one of GET, HEAD, POST, PUT, PATCH, DELETE, "
+				       "OPTIONS"),
+			       -EINVAL;
 		req->method = methods[i];
 	}
 	if (!json_is_string(u) || !json_string_length(u) || json_string_length(u) > HTTP_URL_MAX ||
 	    strlen(json_string_value(u)) != json_string_length(u))
-		return snprintf(msg, n, "'url' must be an http:// or https:// URL of at most %d bytes",
-				HTTP_URL_MAX), -EINVAL;
+		return snprintf(msg, n,
+				"'url' must be an http:// or https:// URL of at most %d bytes",
+				HTTP_URL_MAX),
+		       -EINVAL;
 	if (!(req->url = strdup(json_string_value(u))))
 		return snprintf(msg, n, "out of memory"), -ENOMEM;
 	req->timeout_s = HTTP_TIMEOUT_DEFAULT_S;
@@ -362,8 +384,11 @@ static int parse_args(json_t *args, struct request *req, char *msg, size_t n)
 		double d = json_number_value(t);
 
 		if (!json_is_number(t) || !(d > 0) || d > HTTP_TIMEOUT_MAX_S)
-			return snprintf(msg, n, "'timeout' must be a number of seconds above 0 and at most "
-						"%g", HTTP_TIMEOUT_MAX_S), -EINVAL;
+			return snprintf(msg, n,
+					"'timeout' must be a number of seconds above 0 and at most "
+					"%g",
+					HTTP_TIMEOUT_MAX_S),
+			       -EINVAL;
 		req->timeout_s = d;
 	}
 	req->headers = json_object_get(args, "headers");
@@ -385,7 +410,7 @@ struct target {
 	char resolve[HTTP_ADDRS_MAX * (NETGUARD_ADDR_STRLEN + 3) + NETGUARD_HOST_MAX + 16];
 	bool literal;
 	struct sockaddr_storage lit; /* literal: the address, parsed here */
-	bool refused_socket; /* curl asked for an address not checked */
+	bool refused_socket;	     /* curl asked for an address not checked */
 };
 
 static void target_release(struct target *t)
@@ -415,7 +440,8 @@ static int target_parse(struct request *req, struct target *t, char *why, size_t
 	    cc->url_get(u, CURLUPART_SCHEME, &t->scheme, 0) != CURLUE_OK ||
 	    cc->url_get(u, CURLUPART_HOST, &t->host, 0) != CURLUE_OK ||
 	    cc->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
-		snprintf(why, n, "'%s' is not a URL: expected http://HOST[:PORT]/PATH", quoted(req->url, q, sizeof(q)));
+		snprintf(why, n, "'%s' is not a URL: expected http://HOST[:PORT]/PATH",
+			 quoted(req->url, q, sizeof(q)));
 		goto out;
 	}
 	if (strcmp(t->scheme, "http") && strcmp(t->scheme, "https")) {
@@ -423,13 +449,16 @@ static int target_parse(struct request *req, struct target *t, char *why, size_t
 		goto out;
 	}
 	if (cc->url_get(u, CURLUPART_ZONEID, &zone, 0) == CURLUE_OK) {
-		snprintf(why, n, "'%s': a zone id names an interface of this host: refused", quoted(req->url, q, sizeof(q)));
+		snprintf(why, n, "'%s': a zone id names an interface of this host: refused",
+			 quoted(req->url, q, sizeof(q)));
 		r = -EPERM;
 		goto out;
 	}
 	if (cc->url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
-		snprintf(why, n, "'%s': no credentials in the URL (the policy's [host NAME] "
-				 "headers hold them)", quoted(req->url, q, sizeof(q)));
+		snprintf(why, n,
+			 "'%s': no credentials in the URL (the policy's [host NAME] "
+			 "headers hold them)",
+			 quoted(req->url, q, sizeof(q)));
 		goto out;
 	}
 	pn = strtoul(port, &end, 10);
@@ -510,11 +539,12 @@ static int target_resolve(const struct netguard_list *l, struct target *t, uint6
 		t->n_addrs = 1;
 		return 0;
 	}
-	r = resolve_bounded(host, &hints,
-			    deadline_ns > now ? (unsigned)((deadline_ns - now + 999999) / 1000000) : 0,
-			    &res);
+	r = resolve_bounded(
+		host, &hints,
+		deadline_ns > now ? (unsigned)((deadline_ns - now + 999999) / 1000000) : 0, &res);
 	if (r != 0)
-		return snprintf(why, n, "cannot resolve '%s': %s", quoted(host, q, sizeof(q)), resolve_strerror(r)),
+		return snprintf(why, n, "cannot resolve '%s': %s", quoted(host, q, sizeof(q)),
+				resolve_strerror(r)),
 		       -EHOSTUNREACH;
 	t->n_addrs = 0;
 	buf_init(&rs, sizeof(t->resolve) - 1);
@@ -533,13 +563,14 @@ static int target_resolve(const struct netguard_list *l, struct target *t, uint6
 			continue;
 		memcpy(&t->addrs[t->n_addrs], a->ai_addr, a->ai_addrlen);
 		netguard_format(a->ai_addr, text, sizeof(text));
-		(void)buf_printf(&rs, strchr(text, ':') ? "%s[%s]" : "%s%s",
-				 t->n_addrs ? "," : "", text);
+		(void)buf_printf(&rs, strchr(text, ':') ? "%s[%s]" : "%s%s", t->n_addrs ? "," : "",
+				 text);
 		t->n_addrs++;
 	}
 	freeaddrinfo(res);
 	if (r == 0 && !t->n_addrs)
-		r = -EHOSTUNREACH, snprintf(why, n, "'%s' has no IPv4 or IPv6 address", quoted(host, q, sizeof(q)));
+		r = -EHOSTUNREACH,
+		snprintf(why, n, "'%s' has no IPv4 or IPv6 address", quoted(host, q, sizeof(q)));
 	snprintf(t->resolve, sizeof(t->resolve), "%s", buf_str(&rs));
 	buf_release(&rs);
 	return r;
@@ -561,7 +592,8 @@ static bool target_has(const struct target *t, const struct sockaddr *sa)
 		return false;
 	netguard_format(sa, a, sizeof(a));
 	for (size_t i = 0; i < t->n_addrs; i++)
-		if (!strcmp(a, netguard_format((const struct sockaddr *)&t->addrs[i], b, sizeof(b))))
+		if (!strcmp(a,
+			    netguard_format((const struct sockaddr *)&t->addrs[i], b, sizeof(b))))
 			return true;
 	return false;
 }
@@ -643,7 +675,7 @@ static bool has_header(json_t *h, const char *name)
 	const char *k;
 	json_t *v;
 
-	json_object_foreach(h, k, v)
+	json_object_foreach (h, k, v)
 		if (!strcasecmp(k, name))
 			return true;
 	return false;
@@ -667,14 +699,16 @@ static struct curl_slist *build_headers(const struct request *req, const struct 
 	const char *k;
 	json_t *v;
 
-	json_object_foreach(req->headers, k, v) {
+	json_object_foreach (req->headers, k, v) {
 		char *line;
 
 		if (!l || secret_header(host, k))
 			continue;
-		if (req->drop_credentials && (!strcasecmp(k, "authorization") || !strcasecmp(k, "cookie")))
+		if (req->drop_credentials &&
+		    (!strcasecmp(k, "authorization") || !strcasecmp(k, "cookie")))
 			continue;
-		if (asprintf(&line, *json_string_value(v) ? "%s: %s" : "%s;", k, json_string_value(v)) < 0)
+		if (asprintf(&line, *json_string_value(v) ? "%s: %s" : "%s;", k,
+			     json_string_value(v)) < 0)
 			goto fail;
 		n = cc->slist_append(l, line);
 		free(line);
@@ -722,8 +756,8 @@ static long remaining_ms(const struct request *req)
 }
 
 /* One request to the checked target.  CURLE_OK or curl's error. */
-static CURLcode perform(const struct request *req, struct target *t,
-			const struct engine_host *host, struct response *resp, const int *stop)
+static CURLcode perform(const struct request *req, struct target *t, const struct engine_host *host,
+			struct response *resp, const int *stop)
 {
 	struct curl_slist *resolve = NULL, *headers = NULL;
 	long ms = remaining_ms(req);
@@ -820,7 +854,8 @@ static json_t *headers_json(const struct buf *raw)
 				name[nlen] = '\0';
 				old = json_object_get(o, name);
 				if (asprintf(&val, "%s%s%.*s", old ? json_string_value(old) : "",
-					     old ? ", " : "", (int)(vend - vstart), s + vstart) >= 0) {
+					     old ? ", " : "", (int)(vend - vstart),
+					     s + vstart) >= 0) {
 					/* NULL (not UTF-8): the header is left out */
 					json_object_set_new(o, name, json_string(val));
 					free(val);
@@ -872,8 +907,8 @@ static int body_json(json_t *res, json_t *headers, const struct buf *b)
 	return 0;
 }
 
-static json_t *response_json(const struct request *req, const struct response *resp,
-			     unsigned hops, unsigned attempts)
+static json_t *response_json(const struct request *req, const struct response *resp, unsigned hops,
+			     unsigned attempts)
 {
 	json_t *res = json_object(), *h = headers_json(&resp->headers);
 
@@ -925,8 +960,8 @@ static int redact_json(const struct secrets *s, json_t **res)
 static bool retryable(CURLcode c, long status)
 {
 	if (c != CURLE_OK)
-		return c == CURLE_COULDNT_CONNECT || c == CURLE_GOT_NOTHING || c == CURLE_SEND_ERROR ||
-		       c == CURLE_RECV_ERROR;
+		return c == CURLE_COULDNT_CONNECT || c == CURLE_GOT_NOTHING ||
+		       c == CURLE_SEND_ERROR || c == CURLE_RECV_ERROR;
 	return status == 429 || status == 502 || status == 503 || status == 504;
 }
 
@@ -952,22 +987,28 @@ static json_t *transport_result(CURLcode c, const struct request *req, const str
 
 	switch (c) {
 	case CURLE_OPERATION_TIMEDOUT:
-		snprintf(m, sizeof(m), "no complete response from '%s' within %g s: raise 'timeout'",
+		snprintf(m, sizeof(m),
+			 "no complete response from '%s' within %g s: raise 'timeout'",
 			 quoted(req->url, q, sizeof(q)), req->timeout_s);
 		return error_result("Timeout", m);
 	case CURLE_ABORTED_BY_CALLBACK:
 		return error_result("Stopped", "the call was stopped");
 	case CURLE_COULDNT_CONNECT:
 		if (t->refused_socket) {
-			snprintf(m, sizeof(m), "'%s': curl asked for an address that was not checked: "
-					       "refused", quoted(req->url, q, sizeof(q)));
+			snprintf(m, sizeof(m),
+				 "'%s': curl asked for an address that was not checked: "
+				 "refused",
+				 quoted(req->url, q, sizeof(q)));
 			return error_result("Refused", m);
 		}
-		snprintf(m, sizeof(m), "cannot connect to '%s': %s", quoted(req->url, q, sizeof(q)), cc->easy_strerror(c));
+		snprintf(m, sizeof(m), "cannot connect to '%s': %s", quoted(req->url, q, sizeof(q)),
+			 cc->easy_strerror(c));
 		return error_result("ConnectionError", m);
 	default:
-		snprintf(m, sizeof(m), "'%s': %s", quoted(req->url, q, sizeof(q)), cc->easy_strerror(c));
-		return error_result(c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR
+		snprintf(m, sizeof(m), "'%s': %s", quoted(req->url, q, sizeof(q)),
+			 cc->easy_strerror(c));
+		return error_result(c == CURLE_PEER_FAILED_VERIFICATION ||
+						    c == CURLE_SSL_CONNECT_ERROR
 					    ? "TLSError"
 					    : "ConnectionError",
 				    m);
@@ -1046,8 +1087,9 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 		goto out;
 	}
 	if (!pol || !pol->http_hosts.n) {
-		r = say(&s, msg, n, -EPERM, "the policy allows the http tool no host: add "
-					    "'http.hosts = HOST, ...' to it");
+		r = say(&s, msg, n, -EPERM,
+			"the policy allows the http tool no host: add "
+			"'http.hosts = HOST, ...' to it");
 		goto out;
 	}
 	if ((r = curl_fns_load(&cc, why, sizeof(why))) < 0) {
@@ -1063,7 +1105,8 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 		CURLcode c;
 
 		if ((r = target_parse(&req, &t, why, sizeof(why))) < 0 ||
-		    (r = target_resolve(&pol->http_hosts, &t, req.deadline_ns, why, sizeof(why))) < 0) {
+		    (r = target_resolve(&pol->http_hosts, &t, req.deadline_ns, why, sizeof(why))) <
+			    0) {
 			if (r == -EHOSTUNREACH) {
 				res = error_result("ConnectionError", why);
 				r = 0;
@@ -1075,14 +1118,16 @@ static int http_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **r
 			goto out;
 		}
 		/* the [host] headers would go out in clear text */
-		if (hops && prev.scheme && !strcmp(prev.scheme, "https") && !strcmp(t.scheme, "http")) {
+		if (hops && prev.scheme && !strcmp(prev.scheme, "https") &&
+		    !strcmp(t.scheme, "http")) {
 			r = say(&s, msg, n, -EPERM, "a redirect from https to http ('%s'): refused",
 				quoted(req.url, q, sizeof(q)));
 			goto out;
 		}
 		if (hops && prev.scheme && !same_origin(&prev, &t))
 			req.drop_credentials = true;
-		c = attempts(&req, &t, ctx->policies ? engine_policies_host(ctx->policies, t.host) : NULL,
+		c = attempts(&req, &t,
+			     ctx->policies ? engine_policies_host(ctx->policies, t.host) : NULL,
 			     &resp, ctx->stop_flag, &tries);
 		if (c != CURLE_OK) {
 			res = transport_result(c, &req, &t);
@@ -1145,10 +1190,10 @@ static void redact_strings(const struct secrets *s, json_t *v)
 			json_string_setn(v, b.data ? b.data : "", b.len);
 		buf_release(&b);
 	} else if (json_is_object(v)) {
-		json_object_foreach(v, k, x)
+		json_object_foreach (v, k, x)
 			redact_strings(s, x);
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, x)
+		json_array_foreach (v, i, x)
 			redact_strings(s, x);
 	}
 }

@@ -57,21 +57,25 @@ static int ws_open(const struct engine_tool_ctx *ctx, const char *path, const ch
 
 	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
 		return snprintf(msg, n, "'%.200s' does not name a file", path), -EINVAL;
-	snprintf(dirpath, sizeof(dirpath), "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".");
+	snprintf(dirpath, sizeof(dirpath), "%.*s", slash ? (int)(slash - rel) : 1,
+		 slash ? rel : ".");
 	if (ws < 0) {
 		ws = open(ctx->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (ws < 0)
-			return e = -errno, snprintf(msg, n, "cannot open the workspace: %s", strerror(-e)), e;
+			return e = -errno,
+			       snprintf(msg, n, "cannot open the workspace: %s", strerror(-e)), e;
 	}
 	dir = openat_beneath(ws, *dirpath ? dirpath : "/", O_PATH | O_DIRECTORY, 0);
 	if (ws != ctx->workspace_fd)
 		close(ws);
-	fd = dir < 0 ? dir : openat(dir, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	fd = dir < 0 ? dir
+		     : openat(dir, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
 	e = fd < 0 && dir >= 0 ? -errno : fd;
 	if (fd < 0) {
 		snprintf(msg, n, "cannot open '%.200s' in the workspace: %s%s", path, strerror(-e),
-			 e == -EXDEV ? " (it leads outside the workspace)"
-			 : e == -ELOOP ? " (a symlink is not followed)" : "");
+			 e == -EXDEV   ? " (it leads outside the workspace)"
+			 : e == -ELOOP ? " (a symlink is not followed)"
+				       : "");
 		if (dir >= 0)
 			close(dir);
 		return e;
@@ -117,8 +121,10 @@ static int resolve(const struct engine_tool_ctx *ctx, const char *name,
 	if (db) {
 		if (!(p->sql_databases & (1ull << (db - ctx->policies->databases)))) {
 			list_names(ctx, names, sizeof(names));
-			return snprintf(msg, n, "policy '%s' does not allow database '%s' (allowed: %s)",
-					p->name, name, names), -EPERM;
+			return snprintf(msg, n,
+					"policy '%s' does not allow database '%s' (allowed: %s)",
+					p->name, name, names),
+			       -EPERM;
 		}
 		*ret_db = db;
 		return 0;
@@ -126,8 +132,10 @@ static int resolve(const struct engine_tool_ctx *ctx, const char *name,
 	if (!p->sql_workspace || (ctx->workspace_fd < 0 && !ctx->workspace)) {
 		list_names(ctx, names, sizeof(names));
 		return snprintf(msg, n, "no database '%.64s' here (allowed: %s%s)", name, names,
-				p->sql_workspace ? "; a SQLite file needs a session's workspace: give "
-						   "session_id" : ""),
+				p->sql_workspace
+					? "; a SQLite file needs a session's workspace: give "
+					  "session_id"
+					: ""),
 		       -EPERM;
 	}
 	engine_database_workspace(p, ws);
@@ -145,12 +153,15 @@ static int check_text(json_t *args, char *msg, size_t n, const char **ret)
 
 	if (!json_is_string(q) || !json_is_string(d))
 		return snprintf(msg, n, "'database' and 'query' must be strings"), -EINVAL;
-	if (json_string_length(q) > SQL_QUERY_MAX || strlen(json_string_value(q)) != json_string_length(q))
+	if (json_string_length(q) > SQL_QUERY_MAX ||
+	    strlen(json_string_value(q)) != json_string_length(q))
 		return snprintf(msg, n, "'query' must be at most %u bytes, without NUL characters",
-				SQL_QUERY_MAX), -EINVAL;
+				SQL_QUERY_MAX),
+		       -EINVAL;
 	if (!json_string_length(d) || strlen(json_string_value(d)) != json_string_length(d) ||
 	    json_string_length(d) > 1024)
-		return snprintf(msg, n, "'database' must be a name or a path of 1 to 1024 bytes"), -EINVAL;
+		return snprintf(msg, n, "'database' must be a name or a path of 1 to 1024 bytes"),
+		       -EINVAL;
 	if (p && !json_is_array(p) && !json_is_object(p) && !json_is_null(p))
 		return snprintf(msg, n, "'params' must be an array or an object"), -EINVAL;
 	if ((json_is_array(p) && json_array_size(p) > SQL_PARAMS_MAX) ||
@@ -189,7 +200,8 @@ static int sql_call(const struct engine_tool_ctx *ctx, json_t *args, json_t **re
 	struct engine_database ws;
 	const struct engine_database *db = NULL;
 	struct sql_out o = { .columns = json_array(), .rows = json_array(), .changed = -1 };
-	struct sql_query q = { .stop_flag = ctx->stop_flag, .hangup_fd = ctx->hangup_fd,
+	struct sql_query q = { .stop_flag = ctx->stop_flag,
+			       .hangup_fd = ctx->hangup_fd,
 			       .params = json_object_get(args, "params") };
 	const char *name = NULL, *file = NULL;
 	char fdpath[64 + 256];
@@ -250,12 +262,13 @@ const struct engine_tool engine_tool_sql = {
 	.name = "sql",
 	.action = ACTION_SQL,
 	.title = "Query a database",
-	.description = "Run one SQL statement with bound parameters against a database the policy "
-		       "names (PostgreSQL or SQLite) or a SQLite file in the session's workspace. "
-		       "Read-only unless the policy allows writes; results are capped in time, rows "
-		       "and bytes (truncated says which cap was hit). Returns columns (name, type) "
-		       "and rows as JSON values; binary values as {\"base64\": ...}; an error as "
-		       "{\"error\": {\"name\": \"SQLError\", \"value\", \"sqlstate\"}}.",
+	.description =
+		"Run one SQL statement with bound parameters against a database the policy "
+		"names (PostgreSQL or SQLite) or a SQLite file in the session's workspace. "
+		"Read-only unless the policy allows writes; results are capped in time, rows "
+		"and bytes (truncated says which cap was hit). Returns columns (name, type) "
+		"and rows as JSON values; binary values as {\"base64\": ...}; an error as "
+		"{\"error\": {\"name\": \"SQLError\", \"value\", \"sqlstate\"}}.",
 	.input_schema = schema,
 	.read_only = false,
 	.destructive = false,

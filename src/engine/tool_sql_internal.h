@@ -33,11 +33,11 @@ struct sql_query {
 /* What comes back, built under the caps. */
 struct sql_out {
 	json_t *columns, *rows;
-	uint64_t bytes;	      /* of values and names so far */
+	uint64_t bytes; /* of values and names so far */
 	uint64_t max_bytes, max_rows;
 	bool trunc_rows, trunc_bytes;
 	bool timed_out;
-	json_t *error; /* {"name": "SQLError", "value", "sqlstate"} */
+	json_t *error;	    /* {"name": "SQLError", "value", "sqlstate"} */
 	json_int_t changed; /* rows a write changed; -1: not known */
 };
 

@@ -48,10 +48,10 @@
 
 #define PQ_LIBRARY "libpq.so.5"
 #define PG_CONNECT_TIMEOUT "10"
-#define PG_GRACE_S 2.0 /* past statement_timeout before the client cancels */
+#define PG_GRACE_S 2.0	      /* past statement_timeout before the client cancels */
 #define PG_CANCEL_GRACE_S 1.0 /* after a cancel, before the backend is terminated */
-#define PG_STOP_WAIT_S 5.0 /* for a terminated backend to be gone */
-#define PG_HOLDERS_MAX 128 /* connection strings with backends at once */
+#define PG_STOP_WAIT_S 5.0    /* for a terminated backend to be gone */
+#define PG_HOLDERS_MAX 128    /* connection strings with backends at once */
 
 static struct {
 	PGconn *(*connectdb_params)(const char *const *, const char *const *, int);
@@ -96,13 +96,39 @@ static pthread_mutex_t pq_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pq_load(char *msg, size_t n)
 {
 	static const char *const names[] = {
-		"PQconnectdbParams", "PQstatus", "PQerrorMessage", "PQfinish", "PQexec",
-		"PQsendQueryParams", "PQsetSingleRowMode", "PQgetResult", "PQconsumeInput",
-		"PQisBusy", "PQsocket", "PQresultStatus", "PQresultErrorField",
-		"PQresultErrorMessage", "PQclear", "PQntuples", "PQnfields", "PQfname", "PQftype",
-		"PQgetvalue", "PQgetlength", "PQgetisnull", "PQcmdTuples", "PQgetCancel", "PQcancel",
-		"PQfreeCancel", "PQconninfoParse", "PQconninfoFree", "PQfreemem", "PQunescapeBytea",
-		"PQsetNoticeProcessor", "PQbackendPID", "PQexecParams",
+		"PQconnectdbParams",
+		"PQstatus",
+		"PQerrorMessage",
+		"PQfinish",
+		"PQexec",
+		"PQsendQueryParams",
+		"PQsetSingleRowMode",
+		"PQgetResult",
+		"PQconsumeInput",
+		"PQisBusy",
+		"PQsocket",
+		"PQresultStatus",
+		"PQresultErrorField",
+		"PQresultErrorMessage",
+		"PQclear",
+		"PQntuples",
+		"PQnfields",
+		"PQfname",
+		"PQftype",
+		"PQgetvalue",
+		"PQgetlength",
+		"PQgetisnull",
+		"PQcmdTuples",
+		"PQgetCancel",
+		"PQcancel",
+		"PQfreeCancel",
+		"PQconninfoParse",
+		"PQconninfoFree",
+		"PQfreemem",
+		"PQunescapeBytea",
+		"PQsetNoticeProcessor",
+		"PQbackendPID",
+		"PQexecParams",
 	};
 	void **slots = (void **)&pq;
 	void *lib;
@@ -114,15 +140,16 @@ static int pq_load(char *msg, size_t n)
 		goto out;
 	lib = dlopen(PQ_LIBRARY, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		snprintf(msg, n, "PostgreSQL is unavailable: cannot load %s (install Debian's libpq5)",
+		snprintf(msg, n,
+			 "PostgreSQL is unavailable: cannot load %s (install Debian's libpq5)",
 			 PQ_LIBRARY);
 		r = -ENOENT;
 		goto out;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!(slots[i] = dlsym(lib, names[i]))) {
-			snprintf(msg, n, "PostgreSQL is unavailable: %s has no %s (too old)", PQ_LIBRARY,
-				 names[i]);
+			snprintf(msg, n, "PostgreSQL is unavailable: %s has no %s (too old)",
+				 PQ_LIBRARY, names[i]);
 			memset(&pq, 0, sizeof(pq));
 			r = -ENOENT;
 			break;
@@ -238,12 +265,17 @@ static const char *type_name(Oid t, char *buf, size_t n)
 		Oid oid;
 		const char *name;
 	} types[] = {
-		{ 16, "boolean" },  { 17, "bytea" },	 { 18, "char" },       { 19, "name" },
-		{ 20, "bigint" },   { 21, "smallint" },	 { 23, "integer" },    { 25, "text" },
-		{ 26, "oid" },	    { 114, "json" },	 { 700, "real" },      { 701, "double precision" },
-		{ 1042, "character" }, { 1043, "character varying" }, { 1082, "date" },
-		{ 1083, "time" },   { 1114, "timestamp" }, { 1184, "timestamptz" },
-		{ 1186, "interval" }, { 1700, "numeric" }, { 2950, "uuid" }, { 3802, "jsonb" },
+		{ 16, "boolean" },     { 17, "bytea" },
+		{ 18, "char" },	       { 19, "name" },
+		{ 20, "bigint" },      { 21, "smallint" },
+		{ 23, "integer" },     { 25, "text" },
+		{ 26, "oid" },	       { 114, "json" },
+		{ 700, "real" },       { 701, "double precision" },
+		{ 1042, "character" }, { 1043, "character varying" },
+		{ 1082, "date" },      { 1083, "time" },
+		{ 1114, "timestamp" }, { 1184, "timestamptz" },
+		{ 1186, "interval" },  { 1700, "numeric" },
+		{ 2950, "uuid" },      { 3802, "jsonb" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
@@ -321,7 +353,10 @@ static bool pg_wait(PGconn *c, const struct sql_query *q, uint64_t deadline_ns, 
 			return false;
 		}
 		/* 200 ms slices: the stop flag is read between them */
-		(void)poll(&p, 1, (int)((deadline_ns - now) / 1000000 > 200 ? 200 : (deadline_ns - now) / 1000000 + 1));
+		(void)poll(&p, 1,
+			   (int)((deadline_ns - now) / 1000000 > 200
+					 ? 200
+					 : (deadline_ns - now) / 1000000 + 1));
 		if (!pq.consume_input(c))
 			return true; /* the error comes with the result */
 	}
@@ -410,8 +445,9 @@ static PGconn *pg_connect_quiet(const char *conninfo)
  * start is unknown is never matched. */
 static bool pg_terminate(PGconn *k, const struct pg_backend *b)
 {
-	static const char sql[] = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-				  "WHERE pid = $1::int AND extract(epoch FROM backend_start)::text = $2";
+	static const char sql[] =
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+		"WHERE pid = $1::int AND extract(epoch FROM backend_start)::text = $2";
 	uint64_t until = now_ns() + (uint64_t)(PG_STOP_WAIT_S * 1e9);
 	char pid[16];
 	const char *vals[] = { pid, b->start };
@@ -419,7 +455,8 @@ static bool pg_terminate(PGconn *k, const struct pg_backend *b)
 	snprintf(pid, sizeof(pid), "%d", b->pid);
 	for (;;) {
 		PGresult *res = pq.exec_params(k, sql, 2, NULL, vals, NULL, NULL, 0);
-		bool ok = res && pq.result_status(res) == PGRES_TUPLES_OK, gone = ok && !pq.ntuples(res);
+		bool ok = res && pq.result_status(res) == PGRES_TUPLES_OK,
+		     gone = ok && !pq.ntuples(res);
 
 		pq.clear(res);
 		if (gone || !ok)
@@ -455,7 +492,8 @@ static void holder_reap(struct pg_holder *h)
 	pthread_mutex_lock(&holders_lock);
 	for (size_t i = 0; i < n; i++) {
 		for (size_t j = 0; gone[i] && j < h->n_strays; j++)
-			if (h->strays[j].pid == v[i].pid && !strcmp(h->strays[j].start, v[i].start)) {
+			if (h->strays[j].pid == v[i].pid &&
+			    !strcmp(h->strays[j].start, v[i].start)) {
 				h->strays[j] = h->strays[--h->n_strays];
 				break;
 			}
@@ -485,7 +523,8 @@ static struct pg_holder *holder_take(const struct engine_database *db, struct sq
 			strays = h->n_strays;
 		pthread_mutex_unlock(&holders_lock);
 		if (!h) {
-			sql_out_error(o, "too many PostgreSQL servers in use at once: try again later",
+			sql_out_error(o,
+				      "too many PostgreSQL servers in use at once: try again later",
 				      "53300");
 			return NULL;
 		}
@@ -493,9 +532,11 @@ static struct pg_holder *holder_take(const struct engine_database *db, struct sq
 			break;
 		holder_reap(h);
 	}
-	snprintf(m, sizeof(m), "database '%s' has %u queries running or being stopped, its "
+	snprintf(m, sizeof(m),
+		 "database '%s' has %u queries running or being stopped, its "
 		 "max_connections: try again when one ends, or raise max_connections in "
-		 "[database %s]", db->name, db->max_connections, db->name);
+		 "[database %s]",
+		 db->name, db->max_connections, db->name);
 	sql_out_error(o, m, "53300");
 	return NULL;
 }
@@ -605,8 +646,10 @@ static bool pg_results(PGconn *c, const struct sql_query *q, uint64_t deadline_n
 				char m[128];
 
 				o->timed_out = true;
-				snprintf(m, sizeof(m), "the query ran past the time cap of %g s and was "
-					 "stopped", q->db->timeout_s);
+				snprintf(m, sizeof(m),
+					 "the query ran past the time cap of %g s and was "
+					 "stopped",
+					 q->db->timeout_s);
 				sql_out_error(o, m, "57014");
 			} else {
 				sql_out_error(o, "the call was stopped", "57014");
@@ -644,7 +687,8 @@ static bool pg_results(PGconn *c, const struct sql_query *q, uint64_t deadline_n
 			return false;
 		default:
 			if (!o->error) {
-				if (!strcmp(pq.result_error_field(res, PG_DIAG_SQLSTATE) ?: "", "57014"))
+				if (!strcmp(pq.result_error_field(res, PG_DIAG_SQLSTATE) ?: "",
+					    "57014"))
 					o->timed_out = true;
 				pg_error(q, res, c, o);
 			}
@@ -675,9 +719,11 @@ static int pg_params(const struct sql_query *q, char **vals, char *msg, size_t n
 	json_t *v;
 
 	if (json_is_object(q->params) && json_object_size(q->params))
-		return snprintf(msg, n, "PostgreSQL takes $1, $2, ... with params as an array, not an "
-				"object"), -EINVAL;
-	json_array_foreach(q->params, i, v) {
+		return snprintf(msg, n,
+				"PostgreSQL takes $1, $2, ... with params as an array, not an "
+				"object"),
+		       -EINVAL;
+	json_array_foreach (q->params, i, v) {
 		if (json_is_null(v))
 			continue;
 		if (json_is_string(v))
@@ -687,8 +733,10 @@ static int pg_params(const struct sql_query *q, char **vals, char *msg, size_t n
 		else if (json_is_number(v))
 			vals[i] = json_dumps(v, JSON_ENCODE_ANY);
 		else
-			return snprintf(msg, n, "parameter $%zu is %s: parameters are strings, numbers, "
-					"booleans or null", i + 1, json_is_array(v) ? "an array" : "an object"),
+			return snprintf(msg, n,
+					"parameter $%zu is %s: parameters are strings, numbers, "
+					"booleans or null",
+					i + 1, json_is_array(v) ? "an array" : "an object"),
 			       -EINVAL;
 		if (!vals[i])
 			return -ENOMEM;
@@ -710,7 +758,8 @@ static PGconn *pg_connect(const struct sql_query *q, struct sql_out *o)
 	 * UTF8: the server converts text, so it comes back as JSON text */
 	const char *const keys[] = { "connect_timeout", "application_name", "client_encoding",
 				     "dbname", NULL };
-	const char *const vals[] = { PG_CONNECT_TIMEOUT, "codecell", "UTF8", q->db->conninfo, NULL };
+	const char *const vals[] = { PG_CONNECT_TIMEOUT, "codecell", "UTF8", q->db->conninfo,
+				     NULL };
 	PGconn *c = pq.connectdb_params(keys, vals, 1);
 
 	if (!c || pq.status(c) != CONNECTION_OK) {
@@ -752,11 +801,13 @@ static int pg_identify(PGconn *c, const struct sql_query *q, struct pg_backend *
 		pg_error(q, res, c, o);
 		r = -EIO;
 	} else if (!q->db->superuser && !pq.getisnull(res, 0, 2)) {
-		snprintf(m, sizeof(m), "database '%s' connects as role '%.64s', which has the "
-			 "privileges of %.256s: such a role can run programs and read and write files "
-			 "on the database's host (COPY ... TO PROGRAM): connect as an ordinary role, or "
-			 "set 'superuser = on' in [database %s]", q->db->name, pq.getvalue(res, 0, 1),
-			 pq.getvalue(res, 0, 2), q->db->name);
+		snprintf(
+			m, sizeof(m),
+			"database '%s' connects as role '%.64s', which has the "
+			"privileges of %.256s: such a role can run programs and read and write files "
+			"on the database's host (COPY ... TO PROGRAM): connect as an ordinary role, or "
+			"set 'superuser = on' in [database %s]",
+			q->db->name, pq.getvalue(res, 0, 1), pq.getvalue(res, 0, 2), q->db->name);
 		sql_out_error(o, m, "42501");
 		r = -EPERM;
 	} else {

@@ -75,11 +75,13 @@ static struct {
 	const char *(*errmsg)(sqlite3 *);
 	int (*extended_errcode)(sqlite3 *);
 	void (*progress_handler)(sqlite3 *, int, int (*)(void *), void *);
-	int (*exec)(sqlite3 *, const char *, int (*)(void *, int, char **, char **), void *, char **);
+	int (*exec)(sqlite3 *, const char *, int (*)(void *, int, char **, char **), void *,
+		    char **);
 	sqlite3_vfs *(*vfs_find)(const char *);
 	int (*vfs_register)(sqlite3_vfs *, int);
-	int (*set_authorizer)(sqlite3 *, int (*)(void *, int, const char *, const char *,
-						  const char *, const char *),
+	int (*set_authorizer)(sqlite3 *,
+			      int (*)(void *, int, const char *, const char *, const char *,
+				      const char *),
 			      void *);
 	int (*limit)(sqlite3 *, int, int);
 	int (*changes)(sqlite3 *);
@@ -111,16 +113,36 @@ static int fd_full_pathname(sqlite3_vfs *vfs, const char *path, int n, char *out
 static int sqlite_load(char *msg, size_t n)
 {
 	static const char *const names[] = {
-		"sqlite3_open_v2", "sqlite3_close_v2", "sqlite3_prepare_v2",
-		"sqlite3_finalize", "sqlite3_step", "sqlite3_column_count",
-		"sqlite3_column_name", "sqlite3_column_decltype", "sqlite3_column_type",
-		"sqlite3_column_int64", "sqlite3_column_double", "sqlite3_column_text",
-		"sqlite3_column_blob", "sqlite3_column_bytes", "sqlite3_bind_parameter_count",
-		"sqlite3_bind_parameter_name", "sqlite3_bind_int64", "sqlite3_bind_double",
-		"sqlite3_bind_text", "sqlite3_bind_null", "sqlite3_errmsg",
-		"sqlite3_extended_errcode", "sqlite3_progress_handler", "sqlite3_exec",
-		"sqlite3_vfs_find", "sqlite3_vfs_register", "sqlite3_set_authorizer",
-		"sqlite3_limit", "sqlite3_changes", "sqlite3_db_config",
+		"sqlite3_open_v2",
+		"sqlite3_close_v2",
+		"sqlite3_prepare_v2",
+		"sqlite3_finalize",
+		"sqlite3_step",
+		"sqlite3_column_count",
+		"sqlite3_column_name",
+		"sqlite3_column_decltype",
+		"sqlite3_column_type",
+		"sqlite3_column_int64",
+		"sqlite3_column_double",
+		"sqlite3_column_text",
+		"sqlite3_column_blob",
+		"sqlite3_column_bytes",
+		"sqlite3_bind_parameter_count",
+		"sqlite3_bind_parameter_name",
+		"sqlite3_bind_int64",
+		"sqlite3_bind_double",
+		"sqlite3_bind_text",
+		"sqlite3_bind_null",
+		"sqlite3_errmsg",
+		"sqlite3_extended_errcode",
+		"sqlite3_progress_handler",
+		"sqlite3_exec",
+		"sqlite3_vfs_find",
+		"sqlite3_vfs_register",
+		"sqlite3_set_authorizer",
+		"sqlite3_limit",
+		"sqlite3_changes",
+		"sqlite3_db_config",
 	};
 	void **slots = (void **)&sq;
 	void *lib;
@@ -132,8 +154,10 @@ static int sqlite_load(char *msg, size_t n)
 		goto out;
 	lib = dlopen(SQLITE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		snprintf(msg, n, "the sql tool is unavailable: cannot load %s (install Debian's libsqlite3-0)",
-			 SQLITE_LIBRARY);
+		snprintf(
+			msg, n,
+			"the sql tool is unavailable: cannot load %s (install Debian's libsqlite3-0)",
+			SQLITE_LIBRARY);
 		r = -ENOENT;
 		goto out;
 	}
@@ -207,10 +231,12 @@ static int sq_authorize(void *arg, int action, const char *a1, const char *a2, c
 		return SQLITE_OK;
 	case SQLITE_PRAGMA:
 		for (size_t i = 0; i < ARRAY_SIZE(pragmas) && a1; i++)
-			if (!strcasecmp(a1, pragmas[i]) && !(a2 && !strcasecmp(pragmas[i], "table_list")))
+			if (!strcasecmp(a1, pragmas[i]) &&
+			    !(a2 && !strcasecmp(pragmas[i], "table_list")))
 				return SQLITE_OK;
-		run->denied = "PRAGMA is not allowed here, but for table_info, table_xinfo, "
-			      "index_list, index_info, index_xinfo, foreign_key_list and table_list";
+		run->denied =
+			"PRAGMA is not allowed here, but for table_info, table_xinfo, "
+			"index_list, index_info, index_xinfo, foreign_key_list and table_list";
 		return SQLITE_DENY;
 	case SQLITE_ATTACH:
 	case SQLITE_DETACH:
@@ -265,7 +291,7 @@ static int sq_bind_one(sqlite3_stmt *st, int i, json_t *v, char *msg, size_t n)
 static int sq_bind(sqlite3_stmt *st, json_t *params, char *msg, size_t n)
 {
 	int count = sq.bind_parameter_count(st);
-	size_t given = json_is_array(params) ? json_array_size(params)
+	size_t given = json_is_array(params)	? json_array_size(params)
 		       : json_is_object(params) ? json_object_size(params)
 						: 0;
 
@@ -283,9 +309,12 @@ static int sq_bind(sqlite3_stmt *st, json_t *params, char *msg, size_t n)
 		} else {
 			v = name && name[0] != '?' ? json_object_get(params, name + 1) : NULL;
 			if (!v)
-				return snprintf(msg, n, "parameter %d (%s) has no value in params: name "
-						"parameters :name and give params as an object, or use ? "
-						"and an array", i, name ? name : "?"),
+				return snprintf(
+					       msg, n,
+					       "parameter %d (%s) has no value in params: name "
+					       "parameters :name and give params as an object, or use ? "
+					       "and an array",
+					       i, name ? name : "?"),
 				       -EINVAL;
 		}
 		r = sq_bind_one(st, i, v, msg, n);
@@ -331,7 +360,10 @@ static json_t *sq_value(sqlite3_stmt *st, int c, struct sql_out *o)
 
 		if (!sql_out_room(o, 8))
 			return NULL;
-		return isfinite(d) ? json_real(d) : json_string(isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity");
+		return isfinite(d) ? json_real(d)
+				   : json_string(isnan(d) ? "NaN"
+						 : d > 0  ? "Infinity"
+							  : "-Infinity");
 	}
 	case SQLITE_TEXT: {
 		const char *s;
@@ -394,8 +426,7 @@ static void sq_rows(sqlite3 *db, sqlite3_stmt *st, struct sql_out *o, const stru
 }
 
 /* The connection: read-only unless writes, ATTACH off, defensive. */
-static int sq_open(const struct sql_query *q, struct sq_run *run, sqlite3 **ret,
-		   struct sql_out *o)
+static int sq_open(const struct sql_query *q, struct sq_run *run, sqlite3 **ret, struct sql_out *o)
 {
 	int flags = (q->db->writes ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) |
 		    SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE;
@@ -419,10 +450,10 @@ static int sq_open(const struct sql_query *q, struct sq_run *run, sqlite3 **ret,
 	sq.db_config(db, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0, NULL);
 	/* a file the sandboxed code made is untrusted input: SQLite's advice
 	 * for such files (cell_size_check, no mmap), then query_only */
-	if ((q->sqlite_fd_path &&
-	     sq.exec(db, "PRAGMA cell_size_check = ON; PRAGMA mmap_size = 0", NULL, NULL, NULL) !=
-		     SQLITE_OK) ||
-	    (!q->db->writes && sq.exec(db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK)) {
+	if ((q->sqlite_fd_path && sq.exec(db, "PRAGMA cell_size_check = ON; PRAGMA mmap_size = 0",
+					  NULL, NULL, NULL) != SQLITE_OK) ||
+	    (!q->db->writes &&
+	     sq.exec(db, "PRAGMA query_only = ON", NULL, NULL, NULL) != SQLITE_OK)) {
 		sq_fail(db, o, NULL);
 		sq.close_v2(db);
 		return -EIO;
@@ -451,7 +482,8 @@ int sql_sqlite_run(const struct sql_query *q, struct sql_out *o, char *msg, size
 	} else if (!st) {
 		sql_out_error(o, "the query holds no statement", NULL);
 	} else if (!sq_single(db, tail)) {
-		sql_out_error(o, "the query holds more than one statement: send one at a time", NULL);
+		sql_out_error(o, "the query holds more than one statement: send one at a time",
+			      NULL);
 	} else if ((r = sq_bind(st, q->params, msg, n)) == 0) {
 		sq_rows(db, st, o, &run);
 	}

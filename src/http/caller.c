@@ -27,8 +27,9 @@ struct engine_session *api_call_session(struct api_call *c, enum MHD_Result *ret
 	struct engine_session *e = api_session_get(c, c->route.session_id);
 
 	if (!e)
-		*ret = api_respond_errorf(c, 404, "session_not_found",
-					  "no session '%s' (sessions end when deleted or after their idle_timeout)",
-					  c->route.session_id);
+		*ret = api_respond_errorf(
+			c, 404, "session_not_found",
+			"no session '%s' (sessions end when deleted or after their idle_timeout)",
+			c->route.session_id);
 	return e;
 }

@@ -45,17 +45,17 @@
 struct exec_job {
 	struct api_server *srv;
 	struct engine_session *entry; /* a reference; NULL: one-shot */
-	struct api_request req;	   /* owned */
+	struct api_request req;	      /* owned */
 	bool stream;
 	/* events in the shape of the door that took the call over (E2B's,
 	 * Jupyter's: its stream hooks) and their state, or NULL: /v1's */
 	const struct http_stream_shape *shape;
 	void *shape_st;
 	struct http_emitter out; /* emit() on this job, for the shape */
-	int live[2][2]; /* stdout, stderr pipes: [0] read, [1] write */
-	int done_fd;	/* eventfd: the thread is done */
-	int stop[2];	/* one-shot: engine_run's stop fd */
-	int client_fd;	/* watched for a hang-up; not owned */
+	int live[2][2];		 /* stdout, stderr pipes: [0] read, [1] write */
+	int done_fd;		 /* eventfd: the thread is done */
+	int stop[2];		 /* one-shot: engine_run's stop fd */
+	int client_fd;		 /* watched for a hang-up; not owned */
 	pthread_t thread;
 	bool started;
 	bool inline_run; /* on the connection's thread: no thread, no done_fd */
@@ -87,7 +87,7 @@ struct exec_job {
 	/* the end, one event per call once the buffer is empty (never the
 	 * results, the error and the end object in memory at once) */
 	bool ending, error_sent;
-	size_t end_next; /* the next result to send */
+	size_t end_next;	      /* the next result to send */
 	struct exec_job *prev, *next; /* srv->jobs */
 	/* the policy's execution slot, and the audit record's fields */
 	struct engine_client *client;
@@ -201,7 +201,8 @@ static bool job_claim(struct exec_job *j)
 	j->running = ok;
 	pthread_mutex_unlock(&j->lock);
 	if (!ok)
-		api_error_set(&j->err, 503, "cancelled", "the execution was cancelled before it started");
+		api_error_set(&j->err, 503, "cancelled",
+			      "the execution was cancelled before it started");
 	j->has_err = !ok;
 	return ok;
 }
@@ -249,7 +250,8 @@ static void run_in_session(struct exec_job *j)
 		.hangup_fd = j->inline_run ? j->client_fd : -1,
 		.on_hangup = on_hangup,
 		.userdata = j,
-		.egress_log = j->srv->cfg.audit && e->net == SANDBOX_NET_ALLOWLIST ? &j->egress : NULL,
+		.egress_log =
+			j->srv->cfg.audit && e->net == SANDBOX_NET_ALLOWLIST ? &j->egress : NULL,
 	};
 	struct engine_session_error err;
 	int k = engine_session_cell(e, j->req.code, j->req.code_len, &eo, claim_cb, j, &j->res,
@@ -519,7 +521,8 @@ static enum MHD_Result answer(struct api_call *c, struct exec_job *j)
 		return api_respond_error(c, &j->err);
 	if (j->res.status == RESULT_REJECTED && !j->res.setup_failed)
 		return api_respond_errorf(c, 400, "rejected", "%s",
-					  j->res.message ? j->res.message : "the code was rejected");
+					  j->res.message ? j->res.message
+							 : "the code was rejected");
 	return api_respond_json(c, 200, result_json(&j->res));
 }
 
@@ -679,7 +682,8 @@ static void emit_live_results(struct exec_job *j)
 			j->n_streamed++;
 			continue;
 		}
-		if (!emit_raw(j, "{\"type\":\"result\",\"data\":", line, (size_t)(nl - line), "}\n")) {
+		if (!emit_raw(j, "{\"type\":\"result\",\"data\":", line, (size_t)(nl - line),
+			      "}\n")) {
 			/* the end event sends what was not sent: the ones
 			 * streamed must stay a prefix */
 			pthread_mutex_lock(&j->lock);
@@ -720,8 +724,8 @@ static bool emit_end_step(struct exec_job *j)
 	if (j->shape)
 		return emit_end_step_shaped(j);
 	if (j->has_err) {
-		emit(j, json_pack("{s:s, s:s, s:{s:s, s:s}}", "type", "end", "status", "failed", "error",
-				  "code", j->err.code, "message", j->err.message));
+		emit(j, json_pack("{s:s, s:s, s:{s:s, s:s}}", "type", "end", "status", "failed",
+				  "error", "code", j->err.code, "message", j->err.message));
 		return true;
 	}
 	if (!j->ending) {
@@ -748,10 +752,12 @@ static bool emit_end_step(struct exec_job *j)
 	 * stream still ends with its status, never without an end event. */
 	if (!emit(j, json_pack("{s:s, s:s, s:o}", "type", "end", "status",
 			       result_status_name(j->res.status), "result", result_json(&j->res))))
-		emit(j, json_pack("{s:s, s:s, s:n, s:{s:s, s:s}}", "type", "end", "status",
-				  result_status_name(j->res.status), "result", "error", "code",
-				  "result_too_large", "message",
-				  "the result object is too large to stream: ask for a smaller limits.output_limit, or run without streaming"));
+		emit(j,
+		     json_pack(
+			     "{s:s, s:s, s:n, s:{s:s, s:s}}", "type", "end", "status",
+			     result_status_name(j->res.status), "result", "error", "code",
+			     "result_too_large", "message",
+			     "the result object is too large to stream: ask for a smaller limits.output_limit, or run without streaming"));
 	return true;
 }
 
@@ -817,8 +823,8 @@ static void stream_free(void *cls)
 
 static enum MHD_Result start_stream(struct api_call *c, struct exec_job *j)
 {
-	struct MHD_Response *r =
-		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, j, stream_free);
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
+								   stream_read, j, stream_free);
 	enum MHD_Result ret;
 
 	if (!r) {
@@ -850,10 +856,11 @@ enum MHD_Result api_exec(struct api_call *c, struct engine_session *entry, struc
 	/* from here the job holds the policy's slot (job_free gives it back) */
 	j = job_new(c, entry, req, inline_run, &err);
 	if (!j)
-		return err == -ESHUTDOWN
-			       ? api_respond_errorf(c, 503, "shutting_down", "the server is shutting down")
-			       : api_respond_errorf(c, 500, "internal", "cannot start the execution: %s",
-						    strerror(-err));
+		return err == -ESHUTDOWN ? api_respond_errorf(c, 503, "shutting_down",
+							      "the server is shutting down")
+					 : api_respond_errorf(c, 500, "internal",
+							      "cannot start the execution: %s",
+							      strerror(-err));
 	if (j->stream)
 		return start_stream(c, j);
 	if (inline_run)

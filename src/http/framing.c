@@ -35,8 +35,8 @@ static bool is_token(const char *s)
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 
-		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch && strchr(extra, ch))))
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+		      (ch >= 'A' && ch <= 'Z') || (ch && strchr(extra, ch))))
 			return false;
 	}
 	return true;
@@ -79,9 +79,10 @@ int api_check_framing(struct MHD_Connection *conn, struct api_error *e)
 
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &f);
 	if (f.bad_name)
-		return api_error_set(e, 400, "bad_request",
-				     "the header name '%.64s' is not a token (white space before the colon, or a header folded over lines): send 'Name: value' on one line",
-				     f.bad_name);
+		return api_error_set(
+			e, 400, "bad_request",
+			"the header name '%.64s' is not a token (white space before the colon, or a header folded over lines): send 'Name: value' on one line",
+			f.bad_name);
 	if (f.content_length > 1)
 		return api_error_set(e, 400, "bad_request",
 				     "more than one Content-Length header: send one");
@@ -96,9 +97,10 @@ int api_check_framing(struct MHD_Connection *conn, struct api_error *e)
 		return api_error_set(e, 400, "bad_request",
 				     "both Transfer-Encoding and Content-Length: send one of them");
 	if (f.transfer_encoding && strcasecmp(f.coding ? f.coding : "", "chunked") != 0)
-		return api_error_set(e, 400, "bad_request",
-				     "the transfer coding '%.64s' is not supported: send 'Transfer-Encoding: chunked' or a Content-Length",
-				     f.coding ? f.coding : "");
+		return api_error_set(
+			e, 400, "bad_request",
+			"the transfer coding '%.64s' is not supported: send 'Transfer-Encoding: chunked' or a Content-Length",
+			f.coding ? f.coding : "");
 	return 0;
 }
 
@@ -109,10 +111,14 @@ struct forwarded {
 static enum MHD_Result find_forwarded(void *cls, enum MHD_ValueKind kind, const char *key,
 				      const char *value)
 {
-	static const char *const names[] = { "Forwarded",	 "X-Real-IP",
-					     "X-Client-IP",	 "True-Client-IP",
-					     "CF-Connecting-IP", "X-Cluster-Client-IP",
-					     "Fastly-Client-IP", "X-Original-Forwarded-For",
+	static const char *const names[] = { "Forwarded",
+					     "X-Real-IP",
+					     "X-Client-IP",
+					     "True-Client-IP",
+					     "CF-Connecting-IP",
+					     "X-Cluster-Client-IP",
+					     "Fastly-Client-IP",
+					     "X-Original-Forwarded-For",
 					     "Via" };
 	struct forwarded *f = cls;
 

@@ -24,8 +24,8 @@ struct http_door;
  * place when it is complete; never held whole in memory.  Zeroed:
  * nothing begun. */
 struct api_upload {
-	bool begun;	/* the first chunk came */
-	int err;	/* the first error (-errno), answered at the end */
+	bool begun;		/* the first chunk came */
+	int err;		/* the first error (-errno), answered at the end */
 	struct engine_upload u; /* once begun, when u.fd >= 0 */
 };
 
@@ -39,7 +39,7 @@ struct api_call {
 	size_t body_len;
 	bool wants_ndjson;
 	struct api_upload upload; /* files routes: the body, not in body */
-	bool close; /* answer with "Connection: close" */
+	bool close;		  /* answer with "Connection: close" */
 	/* a door that took the call over (http/door.h: its start hook):
 	 * the shapes of its errors, refusals and NDJSON events; NULL: the
 	 * transport's own, /v1's.  door_call: its request state. */
@@ -55,8 +55,8 @@ struct api_call {
 /* Responses; each returns what the access handler returns. */
 enum MHD_Result api_respond_json(struct api_call *c, unsigned status, json_t *body /* stolen */);
 enum MHD_Result api_respond_error(struct api_call *c, const struct api_error *e);
-enum MHD_Result api_respond_errorf(struct api_call *c, int http, const char *code,
-				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+enum MHD_Result api_respond_errorf(struct api_call *c, int http, const char *code, const char *fmt,
+				   ...) __attribute__((format(printf, 4, 5)));
 void api_response_headers(struct MHD_Response *r, const char *type);
 /* A 200 answer of len bytes of body (malloc'd; taken, and freed whatever
  * happens) with the common headers and Content-Type type. */

@@ -23,10 +23,10 @@
  * warnings once wrote gigabytes to stderr. */
 #define API_LOG_SLOTS 16
 struct api_log_slot {
-	const char *fmt; /* the key: a format string literal */
+	const char *fmt;  /* the key: a format string literal */
 	uint64_t last_ms; /* monotonic; when it was last printed */
 	uint64_t suppressed;
-	char last[256];	 /* the last suppressed line, for the flush */
+	char last[256]; /* the last suppressed line, for the flush */
 };
 struct api_log_limiter {
 	pthread_mutex_t lock;
@@ -63,7 +63,7 @@ struct api_server {
 	bool reaper_started;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	struct engine_policies *policies; /* cfg's, or own_policies */
+	struct engine_policies *policies;   /* cfg's, or own_policies */
 	struct engine_approvals *approvals; /* calls held for a person */
 	struct engine_policies *own_policies;
 	/* every execution in flight, to stop at shutdown (exec.c) */
@@ -77,7 +77,7 @@ struct api_server {
 	struct http_entry {
 		const struct http_route *r;
 		const struct http_door *door;
-	} *table;
+	} * table;
 	size_t n_table;
 	/* who resolves a path, in order: the transport's own routes (door
 	 * NULL), then each door with a resolve hook */

@@ -25,7 +25,7 @@ struct api_metrics {
 	uint64_t executions[RESULT_REJECTED + 1]; /* by enum result_status */
 	struct api_histogram exec_latency;
 	struct api_histogram op_latency[API_OP_COUNT]; /* by enum api_session_op */
-	uint64_t limits_hit[16]; /* by bit of enum sandbox_limit */
+	uint64_t limits_hit[16];		       /* by bit of enum sandbox_limit */
 	uint64_t sessions_created, sessions_deleted, sessions_expired, session_failures;
 	uint64_t disconnects;
 	uint64_t http_errors[6]; /* by hundred: [4] 4xx, [5] 5xx */

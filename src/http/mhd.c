@@ -44,12 +44,17 @@ static struct {
 int api_mhd_load(char **ret_error)
 {
 	static const char *const names[] = {
-		"MHD_start_daemon_va",	   "MHD_stop_daemon",
-		"MHD_quiesce_daemon",	   "MHD_get_daemon_info",
-		"MHD_get_connection_info", "MHD_lookup_connection_value",
+		"MHD_start_daemon_va",
+		"MHD_stop_daemon",
+		"MHD_quiesce_daemon",
+		"MHD_get_daemon_info",
+		"MHD_get_connection_info",
+		"MHD_lookup_connection_value",
 		"MHD_get_connection_values",
-		"MHD_queue_response",	   "MHD_create_response_from_buffer",
-		"MHD_create_response_from_callback", "MHD_add_response_header",
+		"MHD_queue_response",
+		"MHD_create_response_from_buffer",
+		"MHD_create_response_from_callback",
+		"MHD_add_response_header",
 		"MHD_destroy_response",
 	};
 	void **slots = (void **)&mhd;
@@ -80,9 +85,8 @@ int api_mhd_load(char **ret_error)
 	return 0;
 }
 
-struct MHD_Daemon *MHD_start_daemon(unsigned int flags, uint16_t port,
-				    MHD_AcceptPolicyCallback apc, void *apc_cls,
-				    MHD_AccessHandlerCallback dh, void *dh_cls, ...)
+struct MHD_Daemon *MHD_start_daemon(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc,
+				    void *apc_cls, MHD_AccessHandlerCallback dh, void *dh_cls, ...)
 {
 	struct MHD_Daemon *d;
 	va_list ap;
@@ -116,8 +120,8 @@ const union MHD_ConnectionInfo *MHD_get_connection_info(struct MHD_Connection *c
 	return mhd.get_connection_info(connection, info_type);
 }
 
-const char *MHD_lookup_connection_value(struct MHD_Connection *connection,
-					enum MHD_ValueKind kind, const char *key)
+const char *MHD_lookup_connection_value(struct MHD_Connection *connection, enum MHD_ValueKind kind,
+					const char *key)
 {
 	return mhd.lookup_connection_value(connection, kind, key);
 }

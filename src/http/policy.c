@@ -33,7 +33,8 @@ static void caller_of(struct api_server *srv, struct engine_client *client, cons
 static void audit_failed(struct api_server *srv, const struct engine_caller *cl)
 {
 	if (cl->audit_err < 0)
-		api_log(srv, "warning", "cannot append to the audit log: %s", strerror(-cl->audit_err));
+		api_log(srv, "warning", "cannot append to the audit log: %s",
+			strerror(-cl->audit_err));
 }
 
 static void audit_as(struct api_server *srv, struct engine_client *client, const char *id,
@@ -91,7 +92,7 @@ static json_t *held_args(struct api_call *c)
 		json_t *env = json_object_get(o, "env"), *val;
 		const char *k;
 
-		json_object_foreach(env, k, val) {
+		json_object_foreach (env, k, val) {
 			char d[2 * SHA256_LEN + 1], shown[32];
 			const char *sv = json_is_string(val) ? json_string_value(val) : "";
 
@@ -109,12 +110,13 @@ static json_t *held_args(struct api_call *c)
 
 static enum MHD_Result answer_pending(struct api_call *c, const char *id)
 {
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "status", "pending", "approval_id",
-			      id, "rule", "approval", "message",
-			      "held for a person's approval: once it is approved (POST /v1/approvals/ID, "
-			      "codecell approvals approve ID), send the same call again with the header "
-			      "'X-Approval-Id: ID'",
-			      "approval", "id", id, "state", "pending");
+	json_t *j = json_pack(
+		"{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "status", "pending", "approval_id", id,
+		"rule", "approval", "message",
+		"held for a person's approval: once it is approved (POST /v1/approvals/ID, "
+		"codecell approvals approve ID), send the same call again with the header "
+		"'X-Approval-Id: ID'",
+		"approval", "id", id, "state", "pending");
 
 	return api_respond_json(c, 202, j);
 }
@@ -124,11 +126,12 @@ static int approval_quota(struct api_call *c, struct engine_verdict *v)
 	unsigned most = engine_approvals_per_client(c->srv->approvals);
 
 	v->http = 429;
-	snprintf(v->message, sizeof(v->message),
-		 "rejected by policy '%.32s', rule 'approval': client '%.32s' has %u calls held "
-		 "already, the most one client may (--max-pending-approvals %u): retry once some are "
-		 "decided",
-		 c->client->policy->name, c->client->name, most, most);
+	snprintf(
+		v->message, sizeof(v->message),
+		"rejected by policy '%.32s', rule 'approval': client '%.32s' has %u calls held "
+		"already, the most one client may (--max-pending-approvals %u): retry once some are "
+		"decided",
+		c->client->policy->name, c->client->name, most, most);
 	return -EPERM;
 }
 
@@ -191,15 +194,20 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 	if (st == -EDQUOT)
 		return approval_quota(c, v);
 	{
-		const char *why = st == -EBUSY		  ? "too many calls are held for approval; try again later"
-				  : st == APPROVAL_PENDING ? "approval '%.16s' is not decided yet: send the call again once it is"
-				  : st == -ESTALE	  ? "approval '%.16s' was given for other arguments than this call's (an apply: other changes than the ones approved); send the call without X-Approval-Id to ask again"
-				  : st < 0		  ? "no approval '%.16s' for this client, action and arguments"
-				  : st == APPROVAL_EXPIRED ? "approval '%.16s' was not decided in time: denied"
-				  : st == APPROVAL_USED	  ? "approval '%.16s' was used already"
-							  : "a person denied approval '%.16s'";
-		int n = snprintf(v->message, sizeof(v->message), "rejected by policy '%s', rule 'approval': ",
-				 c->client->policy->name);
+		const char *why =
+			st == -EBUSY ? "too many calls are held for approval; try again later"
+			: st == APPROVAL_PENDING
+				? "approval '%.16s' is not decided yet: send the call again once it is"
+			: st == -ESTALE
+				? "approval '%.16s' was given for other arguments than this call's (an apply: other changes than the ones approved); send the call without X-Approval-Id to ask again"
+			: st < 0 ? "no approval '%.16s' for this client, action and arguments"
+			: st == APPROVAL_EXPIRED
+				? "approval '%.16s' was not decided in time: denied"
+			: st == APPROVAL_USED ? "approval '%.16s' was used already"
+					      : "a person denied approval '%.16s'";
+		int n = snprintf(
+			v->message, sizeof(v->message),
+			"rejected by policy '%s', rule 'approval': ", c->client->policy->name);
 
 		if (n > 0 && (size_t)n < sizeof(v->message))
 			snprintf(v->message + n, sizeof(v->message) - (size_t)n, why, ret_id);
@@ -314,8 +322,10 @@ int api_check_exec(struct api_call *c, struct engine_session *entry, struct api_
 		   struct engine_verdict *v, enum MHD_Result *ret)
 {
 	struct engine_audit_record rec = { .action = entry ? ACTION_SESSION_EXEC : ACTION_RUN,
-					   .session = entry ? entry->id : NULL, .has_lang = true,
-					   .code = req->code, .code_len = req->code_len };
+					   .session = entry ? entry->id : NULL,
+					   .has_lang = true,
+					   .code = req->code,
+					   .code_len = req->code_len };
 	struct exec_check x = { c, entry, req, &rec, req->limits_set };
 	int k = check_call(c, &rec, check_exec, &x, v, ret);
 
@@ -339,7 +349,8 @@ static int check_session(struct engine_caller *cl, void *arg, struct engine_verd
 int api_check_session(struct api_call *c, struct session_opts *so, const struct api_request *req,
 		      struct engine_verdict *v, enum MHD_Result *ret)
 {
-	struct engine_audit_record rec = { .action = ACTION_SESSION_CREATE, .has_lang = true,
+	struct engine_audit_record rec = { .action = ACTION_SESSION_CREATE,
+					   .has_lang = true,
 					   .lang = engine_lang_of_session(so->lang) };
 	struct session_check x = { so, req };
 
@@ -369,7 +380,9 @@ void api_audit_file(struct api_call *c, struct engine_session *e, enum engine_ac
 		    uint64_t bytes, const char *to, int result)
 {
 	struct engine_audit_record rec = {
-		.action = a, .session = e->id, .bytes = result < 0 ? 0 : bytes,
+		.action = a,
+		.session = e->id,
+		.bytes = result < 0 ? 0 : bytes,
 		.status = result < 0 ? "error" : "ok",
 		.approval_id = c->approval_id[0] ? c->approval_id : NULL,
 		.approval_state = c->approval_id[0] ? "approved" : NULL,
@@ -421,8 +434,11 @@ static int check_command(struct engine_caller *cl, void *arg, struct engine_verd
 int api_check_command(struct api_call *c, struct engine_session *e, const char *cmd, size_t len,
 		      double *timeout_s, struct engine_verdict *v, enum MHD_Result *ret)
 {
-	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC, .session = e->id,
-					   .has_lang = true, .lang = LANG_BASH, .code = cmd,
+	struct engine_audit_record rec = { .action = ACTION_SESSION_EXEC,
+					   .session = e->id,
+					   .has_lang = true,
+					   .lang = LANG_BASH,
+					   .code = cmd,
 					   .code_len = len };
 	struct command_check x = { timeout_s, *timeout_s };
 
@@ -431,10 +447,9 @@ int api_check_command(struct api_call *c, struct engine_session *e, const char *
 
 /* An allowed call's record after it ran (engine_call_end): its approval,
  * result or status, duration and the proxy's connections. */
-static void audit_end(struct api_server *srv, struct engine_client *client,
-		      const char *request_id, const char *approval_id,
-		      struct engine_audit_record *rec, const struct run_result *res, uint64_t t0,
-		      const struct egress_log *eg)
+static void audit_end(struct api_server *srv, struct engine_client *client, const char *request_id,
+		      const char *approval_id, struct engine_audit_record *rec,
+		      const struct run_result *res, uint64_t t0, const struct egress_log *eg)
 {
 	struct engine_approval_note an = { .state = "approved" };
 	struct engine_caller cl;
@@ -446,29 +461,38 @@ static void audit_end(struct api_server *srv, struct engine_client *client,
 }
 
 void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
-		       const char *approval_id, struct engine_session *e, const char *cmd, size_t len,
-		       const struct run_result *res, uint64_t t0, const char *status)
+		       const char *approval_id, struct engine_session *e, const char *cmd,
+		       size_t len, const struct run_result *res, uint64_t t0, const char *status)
 {
 	struct engine_audit_record rec = {
-		.action = ACTION_SESSION_EXEC, .session = e->id, .has_lang = true, .lang = LANG_BASH,
-		.code = cmd, .code_len = len, .status = res ? NULL : status,
+		.action = ACTION_SESSION_EXEC,
+		.session = e->id,
+		.has_lang = true,
+		.lang = LANG_BASH,
+		.code = cmd,
+		.code_len = len,
+		.status = res ? NULL : status,
 	};
 
 	audit_end(srv, client, request_id, approval_id, &rec, res, t0, NULL);
 }
 
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
-		    const char *approval_id, struct engine_session *entry, const struct api_request *req,
-		    const struct run_result *res, uint64_t t0, const struct egress_log *eg)
+		    const char *approval_id, struct engine_session *entry,
+		    const struct api_request *req, const struct run_result *res, uint64_t t0,
+		    const struct egress_log *eg)
 {
 	struct engine_audit_record rec = {
-		.action = entry ? ACTION_SESSION_EXEC : ACTION_RUN, .session = entry ? entry->id : NULL,
-		.has_lang = true, .code = req->code, .code_len = req->code_len,
+		.action = entry ? ACTION_SESSION_EXEC : ACTION_RUN,
+		.session = entry ? entry->id : NULL,
+		.has_lang = true,
+		.code = req->code,
+		.code_len = req->code_len,
 	};
 
 	rec.lang = req->set & API_SET_LANG ? req->lang
-		   : entry		      ? engine_lang_of_session(entry->lang)
-					      : LANG_PYTHON;
+		   : entry		   ? engine_lang_of_session(entry->lang)
+					   : LANG_PYTHON;
 	audit_end(srv, client, request_id, approval_id, &rec, res, t0, eg);
 }
 
@@ -476,8 +500,11 @@ void api_audit_session_create(struct api_call *c, const char *id, const struct s
 			      const char *status, uint64_t t0)
 {
 	struct engine_audit_record rec = {
-		.action = ACTION_SESSION_CREATE, .session = id, .has_lang = true,
-		.lang = engine_lang_of_session(so->lang), .status = status,
+		.action = ACTION_SESSION_CREATE,
+		.session = id,
+		.has_lang = true,
+		.lang = engine_lang_of_session(so->lang),
+		.status = status,
 		.duration_ms = (double)(now_ns() - t0) / 1e6,
 	};
 

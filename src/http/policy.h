@@ -64,10 +64,11 @@ void api_audit_file(struct api_call *c, struct engine_session *e, enum engine_ac
 int api_check_command(struct api_call *c, struct engine_session *e, const char *cmd, size_t len,
 		      double *timeout_s, struct engine_verdict *v, enum MHD_Result *ret);
 void api_audit_command(struct api_server *srv, struct engine_client *client, const char *request_id,
-		       const char *approval_id, struct engine_session *e, const char *cmd, size_t len,
-		       const struct run_result *res, uint64_t t0, const char *status);
+		       const char *approval_id, struct engine_session *e, const char *cmd,
+		       size_t len, const struct run_result *res, uint64_t t0, const char *status);
 void api_audit_exec(struct api_server *srv, struct engine_client *client, const char *request_id,
-		    const char *approval_id, struct engine_session *entry, const struct api_request *req,
-		    const struct run_result *res, uint64_t t0, const struct egress_log *eg);
+		    const char *approval_id, struct engine_session *entry,
+		    const struct api_request *req, const struct run_result *res, uint64_t t0,
+		    const struct egress_log *eg);
 
 #endif

@@ -23,11 +23,13 @@ static void log_pool(struct api_server *srv)
 	if (h.stats.template_deaths != srv->pool_deaths_logged) {
 		api_log(srv, "warning",
 			"the warm pool's template died (%llu so far): %s; sessions start cold until a new one is up",
-			(unsigned long long)h.stats.template_deaths, h.why[0] ? h.why : "now up again");
+			(unsigned long long)h.stats.template_deaths,
+			h.why[0] ? h.why : "now up again");
 		srv->pool_deaths_logged = h.stats.template_deaths;
 	}
 	if (h.stats.template_restarts != srv->pool_restarts_logged) {
-		api_log(srv, "info", "the warm pool's template was started again (%llu restarts so far)",
+		api_log(srv, "info",
+			"the warm pool's template was started again (%llu restarts so far)",
 			(unsigned long long)h.stats.template_restarts);
 		srv->pool_restarts_logged = h.stats.template_restarts;
 	}

@@ -71,7 +71,7 @@ static int limits_field(json_t *v, struct api_request *r, struct api_error *e)
 
 	if (!json_is_object(v))
 		return bad_type(e, "limits", "an object");
-	json_object_foreach(v, key, val) {
+	json_object_foreach (v, key, val) {
 		const struct engine_limit *f = engine_limit_find(key);
 		enum engine_limit_id id;
 		char name[96];
@@ -80,9 +80,10 @@ static int limits_field(json_t *v, struct api_request *r, struct api_error *e)
 		snprintf(name, sizeof(name), "'limits.%.64s'", key);
 		/* the timeouts are fields of their own */
 		if (!f || key[0] == '-' || !strcmp(key, "timeout") || !strcmp(key, "idle_timeout"))
-			return api_error_set(e, 400, "unknown_field",
-					     "unknown field %s (known: memory, pids, cpus, cpu_time, file_size, open_files, tmp_size, workspace_size, output_limit, result_limit; the timeout is 'timeout')",
-					     name);
+			return api_error_set(
+				e, 400, "unknown_field",
+				"unknown field %s (known: memory, pids, cpus, cpu_time, file_size, open_files, tmp_size, workspace_size, output_limit, result_limit; the timeout is 'timeout')",
+				name);
 		id = (enum engine_limit_id)(f - engine_limits);
 		if (limit_value(id, name, val, &d, e) < 0)
 			return -EINVAL;
@@ -102,8 +103,8 @@ static int code_field(json_t *v, struct api_request *r, struct api_error *e)
 		return bad_type(e, "code", "a string");
 	len = json_string_length(v);
 	if (len > ENGINE_CODE_MAX)
-		return api_error_set(e, 413, "code_too_large", "'code' is %zu bytes: the limit is %u",
-				     len, ENGINE_CODE_MAX);
+		return api_error_set(e, 413, "code_too_large",
+				     "'code' is %zu bytes: the limit is %u", len, ENGINE_CODE_MAX);
 	if (len == 0)
 		return api_error_set(e, 400, "invalid_value", "'code' is empty");
 	r->code = malloc(len + 1);
@@ -119,8 +120,9 @@ static int lang_field(json_t *v, struct api_request *r, struct api_error *e)
 	if (!json_is_string(v))
 		return bad_type(e, "language", "a string");
 	if (engine_lang_parse(json_string_value(v), &r->lang) < 0)
-		return api_error_set(e, 400, "invalid_value", "unknown language \"%.64s\" (known: %s)",
-				     json_string_value(v), engine_lang_list());
+		return api_error_set(e, 400, "invalid_value",
+				     "unknown language \"%.64s\" (known: %s)", json_string_value(v),
+				     engine_lang_list());
 	r->set |= API_SET_LANG;
 	return 0;
 }
@@ -152,8 +154,10 @@ static int net_field(json_t *v, struct api_request *r, struct api_error *e)
 	else if (!strcmp(s, "allowlist"))
 		r->net = SANDBOX_NET_ALLOWLIST;
 	else
-		return api_error_set(e, 400, "invalid_value",
-				     "'network' must be \"loopback\", \"none\" or \"allowlist\", not \"%.64s\"", s);
+		return api_error_set(
+			e, 400, "invalid_value",
+			"'network' must be \"loopback\", \"none\" or \"allowlist\", not \"%.64s\"",
+			s);
 	r->set |= API_SET_NET;
 	return 0;
 }
@@ -166,17 +170,20 @@ static int env_field(json_t *v, struct api_request *r, struct api_error *e)
 	if (!json_is_object(v))
 		return bad_type(e, "env", "an object of strings");
 	if (json_object_size(v) > SESSION_MAX_ENV)
-		return api_error_set(e, 400, "invalid_value", "'env' has %zu variables: the limit is %d",
+		return api_error_set(e, 400, "invalid_value",
+				     "'env' has %zu variables: the limit is %d",
 				     json_object_size(v), SESSION_MAX_ENV);
-	json_object_foreach(v, key, val) {
+	json_object_foreach (v, key, val) {
 		char why[200];
 
 		if (engine_env_key_check(key, strlen(key), why, sizeof(why)) < 0)
 			return api_error_set(e, 400, "invalid_value", "'env': %s", why);
 		if (!json_is_string(val))
-			return api_error_set(e, 400, "invalid_type", "'env.%.64s' must be a string", key);
+			return api_error_set(e, 400, "invalid_type", "'env.%.64s' must be a string",
+					     key);
 		if (json_string_length(val) > API_ENV_VALUE_MAX)
-			return api_error_set(e, 400, "invalid_value", "'env.%.64s' is over %u bytes", key,
+			return api_error_set(e, 400, "invalid_value",
+					     "'env.%.64s' is over %u bytes", key,
 					     API_ENV_VALUE_MAX);
 		if (asprintf(&r->env[r->n_env], "%s=%s", key, json_string_value(val)) < 0) {
 			r->env[r->n_env] = NULL;
@@ -199,7 +206,7 @@ static int preload_field(json_t *v, struct api_request *r, struct api_error *e)
 		if (buf_puts(&b, json_string_value(v)) < 0)
 			goto too_long;
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item) {
+		json_array_foreach (v, i, item) {
 			if (!json_is_string(item)) {
 				buf_release(&b);
 				return bad_type(e, "preload", "a string or an array of strings");
@@ -225,7 +232,8 @@ static int preload_field(json_t *v, struct api_request *r, struct api_error *e)
 	return r->preload ? 0 : api_error_set(e, 500, "internal", "out of memory");
 too_long:
 	buf_release(&b);
-	return api_error_set(e, 400, "invalid_value", "'preload' is over %u bytes", API_PRELOAD_MAX);
+	return api_error_set(e, 400, "invalid_value", "'preload' is over %u bytes",
+			     API_PRELOAD_MAX);
 }
 
 static int seed_field(json_t *v, struct api_request *r, struct api_error *e)
@@ -233,7 +241,8 @@ static int seed_field(json_t *v, struct api_request *r, struct api_error *e)
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    (uint64_t)json_integer_value(v) > ENGINE_SEED_MAX)
 		return api_error_set(e, 400, "invalid_value",
-				     "'seed' must be a whole number from 0 to %llu", ENGINE_SEED_MAX);
+				     "'seed' must be a whole number from 0 to %llu",
+				     ENGINE_SEED_MAX);
 	r->seed = (uint64_t)json_integer_value(v);
 	r->has_seed = true;
 	return 0;
@@ -282,7 +291,8 @@ static const char *known_fields(enum api_body kind, char *out, size_t n)
 	out[0] = '\0';
 	for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
 		if (fields[i].bodies & kind) {
-			int w = snprintf(out + len, n - len, "%s%s", len ? ", " : "", fields[i].name);
+			int w = snprintf(out + len, n - len, "%s%s", len ? ", " : "",
+					 fields[i].name);
 
 			if (w < 0 || (size_t)w >= n - len)
 				break;
@@ -298,15 +308,16 @@ static int parse_object(enum api_body kind, json_t *root, struct api_request *r,
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(root, key, v) {
+	json_object_foreach (root, key, v) {
 		const struct field *f = NULL;
 
 		for (size_t i = 0; i < ARRAY_SIZE(fields) && !f; i++)
 			if (!strcmp(key, fields[i].name) && (fields[i].bodies & kind))
 				f = &fields[i];
 		if (!f)
-			return api_error_set(e, 400, "unknown_field", "unknown field '%.64s' (known: %s)",
-					     key, known_fields(kind, known, sizeof(known)));
+			return api_error_set(e, 400, "unknown_field",
+					     "unknown field '%.64s' (known: %s)", key,
+					     known_fields(kind, known, sizeof(known)));
 		if (f->parse(v, r, e) < 0)
 			return -EINVAL;
 	}
@@ -315,8 +326,9 @@ static int parse_object(enum api_body kind, json_t *root, struct api_request *r,
 			return api_error_set(e, 400, "missing_field", "'%s' is required",
 					     fields[i].name);
 	if (kind == API_BODY_SESSION_CREATE && (r->set & API_SET_LANG) && r->lang == LANG_SQL)
-		return api_error_set(e, 400, "invalid_value",
-				     "sql has no sessions (python, javascript, bash do); run SQL with POST /v1/execute");
+		return api_error_set(
+			e, 400, "invalid_value",
+			"sql has no sessions (python, javascript, bash do); run SQL with POST /v1/execute");
 	return 0;
 }
 
@@ -329,13 +341,14 @@ int api_request_parse(enum api_body kind, const char *body, size_t len, struct a
 	int k;
 
 	if (len > API_BODY_MAX)
-		return api_error_set(e, 413, "body_too_large", "the body is %zu bytes: the limit is %u",
-				     len, API_BODY_MAX);
+		return api_error_set(e, 413, "body_too_large",
+				     "the body is %zu bytes: the limit is %u", len, API_BODY_MAX);
 	if (json_body_read(body, len, 0, &root, &je) < 0) {
 		if (je.problem == JSON_BODY_UTF8)
-			return api_error_set(e, 400, "invalid_utf8",
-					     "the body is not valid UTF-8 (at byte %d): send text as UTF-8, files with PUT .../files/{path}",
-					     je.position);
+			return api_error_set(
+				e, 400, "invalid_utf8",
+				"the body is not valid UTF-8 (at byte %d): send text as UTF-8, files with PUT .../files/{path}",
+				je.position);
 		return api_error_json(e, &je);
 	}
 	k = parse_object(kind, root, &r, e);

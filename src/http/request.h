@@ -17,10 +17,10 @@
 
 /* Named limits on what a client may send. */
 #define API_BODY_MAX (2 * ENGINE_CODE_MAX + (64u << 10)) /* a JSON body */
-#define API_FILE_MAX (64u << 20)			/* one uploaded file */
-#define API_ENV_VALUE_MAX (32u << 10)			/* one env value */
-#define API_PRELOAD_MAX 1024				/* "numpy,pandas,..." */
-#define API_MESSAGE_MAX 512				/* an error message */
+#define API_FILE_MAX (64u << 20)			 /* one uploaded file */
+#define API_ENV_VALUE_MAX (32u << 10)			 /* one env value */
+#define API_PRELOAD_MAX 1024				 /* "numpy,pandas,..." */
+#define API_MESSAGE_MAX 512				 /* an error message */
 
 /* The ceilings a client may ask for are the engine's limits table's
  * (engine/limits.h), lowered by the client's policy. */
@@ -72,7 +72,7 @@ struct api_request {
 	struct engine_limit_values lv;
 	unsigned limits_set;
 	enum sandbox_net net;
-	const char *egress; /* the policy's, for SANDBOX_NET_ALLOWLIST (borrowed) */
+	const char *egress;		/* the policy's, for SANDBOX_NET_ALLOWLIST (borrowed) */
 	char *env[SESSION_MAX_ENV + 1]; /* "KEY=VALUE", NULL-terminated */
 	size_t n_env;
 	char *preload; /* "numpy,pandas" (validated module names) */

@@ -86,8 +86,8 @@ enum MHD_Result api_respond_error(struct api_call *c, const struct api_error *e)
 	return api_respond_json(c, (unsigned)e->http, j);
 }
 
-enum MHD_Result api_respond_errorf(struct api_call *c, int http, const char *code,
-				   const char *fmt, ...)
+enum MHD_Result api_respond_errorf(struct api_call *c, int http, const char *code, const char *fmt,
+				   ...)
 {
 	struct api_error e = { .http = http, .code = code };
 	va_list ap;

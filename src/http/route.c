@@ -18,10 +18,12 @@ int http_path_decode(const char *url, char *out, size_t *ret_len, struct api_err
 	int r;
 
 	if (raw > API_URL_MAX)
-		return api_error_set(e, 414, "url_too_long", "the path is over %d bytes", API_URL_MAX);
+		return api_error_set(e, 414, "url_too_long", "the path is over %d bytes",
+				     API_URL_MAX);
 	r = percent_decode(url, raw, 0, out, raw + 1, ret_len);
 	if (r == -EILSEQ)
-		return api_error_set(e, 400, "bad_url", "%%00 (a NUL byte) is not allowed in a path");
+		return api_error_set(e, 400, "bad_url",
+				     "%%00 (a NUL byte) is not allowed in a path");
 	if (r < 0)
 		return api_error_set(e, 400, "bad_url", "a '%%' is not followed by two hex digits");
 	return 0;
@@ -66,9 +68,11 @@ static int check_path(const char *p, size_t n, struct api_route *r, struct api_e
 	if (n && p[n - 1] == '/')
 		n--;
 	if (n && p[n - 1] == '/')
-		return api_error_set(e, 400, "invalid_path", "empty path component ('//' is not allowed)");
+		return api_error_set(e, 400, "invalid_path",
+				     "empty path component ('//' is not allowed)");
 	if (n > API_PATH_MAX)
-		return api_error_set(e, 400, "invalid_path", "the path is over %d bytes", API_PATH_MAX);
+		return api_error_set(e, 400, "invalid_path", "the path is over %d bytes",
+				     API_PATH_MAX);
 	if (!utf8_valid(p, n, &bad))
 		return api_error_set(e, 400, "invalid_path", "the path is not valid UTF-8");
 	for (size_t i = 0; i < n;) {
@@ -77,14 +81,16 @@ static int check_path(const char *p, size_t n, struct api_route *r, struct api_e
 		while (i + len < n && p[i + len] != '/')
 			len++;
 		if (len == 0)
-			return api_error_set(e, 400, "invalid_path",
-					     "empty path component (absolute paths and '//' are not allowed: paths are relative to the workspace)");
+			return api_error_set(
+				e, 400, "invalid_path",
+				"empty path component (absolute paths and '//' are not allowed: paths are relative to the workspace)");
 		if ((len == 1 && p[i] == '.') || (len == 2 && p[i] == '.' && p[i + 1] == '.'))
-			return api_error_set(e, 400, "invalid_path",
-					     "'.' and '..' are not allowed in a path: name files relative to the workspace");
+			return api_error_set(
+				e, 400, "invalid_path",
+				"'.' and '..' are not allowed in a path: name files relative to the workspace");
 		if (len > API_NAME_MAX)
-			return api_error_set(e, 400, "invalid_path", "a path component is over %d bytes",
-					     API_NAME_MAX);
+			return api_error_set(e, 400, "invalid_path",
+					     "a path component is over %d bytes", API_NAME_MAX);
 		i += len + 1;
 	}
 	memcpy(r->path, p, n);

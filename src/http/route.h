@@ -15,10 +15,10 @@
 
 #include "http/request.h"
 
-#define API_ID_LEN 32	    /* hex characters of a session id (ENGINE_SESSION_ID_LEN) */
-#define API_URL_MAX 4096    /* bytes of a request path */
-#define API_PATH_MAX 1024   /* bytes of a workspace path */
-#define API_NAME_MAX 255    /* bytes of one path component */
+#define API_ID_LEN 32	  /* hex characters of a session id (ENGINE_SESSION_ID_LEN) */
+#define API_URL_MAX 4096  /* bytes of a request path */
+#define API_PATH_MAX 1024 /* bytes of a workspace path */
+#define API_NAME_MAX 255  /* bytes of one path component */
 
 /* A request's route: which of its routes the door that resolved it
  * found (the door's own numbering, 1 and up; the transport compares

@@ -36,7 +36,7 @@
 #include "util/utf8.h"
 #include "util/banned.h"
 
-#define SERVER_DRAIN_S 5 /* at shutdown, for answers to go out */
+#define SERVER_DRAIN_S 5    /* at shutdown, for answers to go out */
 #define ACCEPT_PAUSE_MS 100 /* accept() out of fds: see mhd_log */
 
 /* ---- listening address ---- */
@@ -99,9 +99,10 @@ int api_listen_parse(const char *s, struct api_listen *ret, char *err, size_t n)
 		return 0;
 	}
 bad:
-	snprintf(err, n,
-		 "--listen '%s': expected ADDR:PORT, [IPV6]:PORT, localhost:PORT or PORT (an address, not a host name)",
-		 s);
+	snprintf(
+		err, n,
+		"--listen '%s': expected ADDR:PORT, [IPV6]:PORT, localhost:PORT or PORT (an address, not a host name)",
+		s);
 	return -EINVAL;
 }
 
@@ -112,8 +113,11 @@ static unsigned method_bit(const char *m)
 	static const struct {
 		const char *name;
 		unsigned bit;
-	} names[] = { { "GET", HTTP_GET }, { "POST", HTTP_POST }, { "PUT", HTTP_PUT },
-		      { "DELETE", HTTP_DELETE }, { "HEAD", HTTP_HEAD } };
+	} names[] = { { "GET", HTTP_GET },
+		      { "POST", HTTP_POST },
+		      { "PUT", HTTP_PUT },
+		      { "DELETE", HTTP_DELETE },
+		      { "HEAD", HTTP_HEAD } };
 
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strcmp(m, names[i].name))
@@ -126,8 +130,8 @@ static unsigned method_bit(const char *m)
 struct request_ctx {
 	struct api_call call;
 	struct api_error err;
-	bool failed; /* err is the answer */
-	int entry;   /* index in srv->table */
+	bool failed;		      /* err is the answer */
+	int entry;		      /* index in srv->table */
 	const struct http_door *door; /* whose route it is; NULL: the transport's */
 	struct buf body;
 	size_t body_max;
@@ -197,10 +201,12 @@ static int client_of(struct api_server *srv, const char *auth, struct engine_cli
 		return api_error_set(e, 401, "unauthorized",
 				     "this server needs a key: send 'Authorization: Bearer KEY'");
 	c = engine_policies_client(srv->policies, auth + 7, strlen(auth + 7));
-	if (!c && srv->token && token_equal(auth + 7, strlen(auth + 7), srv->token, srv->cfg.token_len))
+	if (!c && srv->token &&
+	    token_equal(auth + 7, strlen(auth + 7), srv->token, srv->cfg.token_len))
 		c = &srv->policies->clients[0];
 	if (!c)
-		return api_error_set(e, 401, "unauthorized", "the key is not one of this server's clients");
+		return api_error_set(e, 401, "unauthorized",
+				     "the key is not one of this server's clients");
 	*ret = c;
 	return 0;
 }
@@ -229,19 +235,22 @@ static int admit(struct api_server *srv, struct MHD_Connection *conn, int entry,
 			return -EINVAL;
 	} else if (srv->token) {
 		if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
-			return api_error_set(e, 401, "unauthorized",
-					     "this server needs a token: send 'Authorization: Bearer TOKEN'");
+			return api_error_set(
+				e, 401, "unauthorized",
+				"this server needs a token: send 'Authorization: Bearer TOKEN'");
 		if (!token_equal(auth + 7, strlen(auth + 7), srv->token, srv->cfg.token_len))
 			return api_error_set(e, 401, "unauthorized", "the bearer token is wrong");
 	} else if (!host || !host_is_loopback(srv, host)) {
-		return api_error_set(e, 403, "forbidden_host",
-				     "without a token only loopback host names are served (Host: 127.0.0.1:PORT or localhost:PORT)");
+		return api_error_set(
+			e, 403, "forbidden_host",
+			"without a token only loopback host names are served (Host: 127.0.0.1:PORT or localhost:PORT)");
 	} else if ((fwd = api_forwarded_header(conn))) {
 		/* a proxy in front may have rewritten Host: the loopback
 		 * check proves nothing about who sent this */
-		return api_error_set(e, 403, "forwarded_without_token",
-				     "this request came through a proxy ('%.64s'), and this server has no token: start it with --token-file FILE and have clients send 'Authorization: Bearer TOKEN'",
-				     fwd);
+		return api_error_set(
+			e, 403, "forwarded_without_token",
+			"this request came through a proxy ('%.64s'), and this server has no token: start it with --token-file FILE and have clients send 'Authorization: Bearer TOKEN'",
+			fwd);
 	}
 	if (origin) {
 		char want[300];
@@ -249,12 +258,12 @@ static int admit(struct api_server *srv, struct MHD_Connection *conn, int entry,
 		/* without Host there is nothing the page's origin could match */
 		snprintf(want, sizeof(want), "http://%s", host ? host : "");
 		if (!host || strcmp(origin, want) != 0)
-			return api_error_set(e, 403, "forbidden_origin",
-					     "requests from web pages of other origins are refused (Origin: %.100s)",
-					     origin);
+			return api_error_set(
+				e, 403, "forbidden_origin",
+				"requests from web pages of other origins are refused (Origin: %.100s)",
+				origin);
 	}
-	if (!rt->any_type && rt->body_max && type &&
-	    strncasecmp(type, "application/json", 16) != 0)
+	if (!rt->any_type && rt->body_max && type && strncasecmp(type, "application/json", 16) != 0)
 		return api_error_set(e, 415, "unsupported_media_type",
 				     "send the body as 'Content-Type: application/json'");
 	return 0;
@@ -323,8 +332,9 @@ static int refuse_now(struct request_ctx *x, struct MHD_Connection *conn, const 
 		      const char *version)
 {
 	if (nul_in_target(x, url, version))
-		return api_error_set(&x->err, 400, "bad_url",
-				     "a NUL byte in the request line: send the path percent-encoded");
+		return api_error_set(
+			&x->err, 400, "bad_url",
+			"a NUL byte in the request line: send the path percent-encoded");
 	return api_check_framing(conn, &x->err);
 }
 
@@ -378,7 +388,8 @@ static void start_request(struct api_server *srv, struct request_ctx *x,
 	if (len_s && parse_u64(len_s, &len) == 0 && len > x->body_max) {
 		x->failed = true;
 		if (x->body_max == 0)
-			api_error_set(&x->err, 400, "unexpected_body", "%s %s takes no body", method, url);
+			api_error_set(&x->err, 400, "unexpected_body", "%s %s takes no body",
+				      method, url);
 		else
 			api_error_set(&x->err, 413, "body_too_large",
 				      "the body is %llu bytes: the limit here is %zu",
@@ -413,11 +424,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		else if (!x->failed && buf_append(&x->body, upload, *upload_size) < 0) {
 			x->failed = true;
 			if (x->body_max == 0)
-				api_error_set(&x->err, 400, "unexpected_body", "%s %s takes no body", method,
-					      url);
+				api_error_set(&x->err, 400, "unexpected_body",
+					      "%s %s takes no body", method, url);
 			else
 				api_error_set(&x->err, 413, "body_too_large",
-					      "the body is over the limit of %zu bytes here", x->body_max);
+					      "the body is over the limit of %zu bytes here",
+					      x->body_max);
 		}
 		*upload_size = 0;
 		return MHD_YES;
@@ -429,7 +441,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (x->failed)
 		return api_respond_error(&x->call, &x->err);
 	if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
-		return api_respond_errorf(&x->call, 503, "shutting_down", "the server is shutting down");
+		return api_respond_errorf(&x->call, 503, "shutting_down",
+					  "the server is shutting down");
 	x->call.body = buf_str(&x->body);
 	x->call.body_len = x->body.len;
 	accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
@@ -528,7 +541,8 @@ uint64_t api_fd_budget(const struct api_config *c, unsigned connections)
 {
 	uint64_t kernels = (uint64_t)c->max_sessions + c->pool_size + (c->pool_size ? 1 : 0);
 
-	return API_BASE_FDS + kernels * API_SESSION_FDS + (uint64_t)connections * API_CONNECTION_FDS;
+	return API_BASE_FDS + kernels * API_SESSION_FDS +
+	       (uint64_t)connections * API_CONNECTION_FDS;
 }
 
 /* The connection limit, and whether the fds carry it with every session
@@ -548,18 +562,19 @@ static int fit_fds(struct api_server *srv, char **ret_error)
 	}
 	if (!c->max_connections) {
 		fit = rl.rlim_cur > base ? (rl.rlim_cur - base) / API_CONNECTION_FDS : 0;
-		c->max_connections = fit > API_MAX_CONNECTIONS ? API_MAX_CONNECTIONS
-			: fit < API_CONNECTIONS_MIN		  ? API_CONNECTIONS_MIN
-								  : (unsigned)fit;
+		c->max_connections = fit > API_MAX_CONNECTIONS	 ? API_MAX_CONNECTIONS
+				     : fit < API_CONNECTIONS_MIN ? API_CONNECTIONS_MIN
+								 : (unsigned)fit;
 	}
 	if (api_fd_budget(c, c->max_connections) <= rl.rlim_cur)
 		return 0;
-	if (asprintf(ret_error,
-		     "not enough file descriptors: %u sessions and %u pooled kernels (%u fds each) and %u connections (%u each) need up to %llu fds with the margin of %u, and RLIMIT_NOFILE is %llu: lower --max-sessions or --max-connections, or raise the limit (ulimit -n)",
-		     c->max_sessions, c->pool_size ? c->pool_size + 1 : 0, API_SESSION_FDS,
-		     c->max_connections, API_CONNECTION_FDS,
-		     (unsigned long long)api_fd_budget(c, c->max_connections), API_BASE_FDS,
-		     (unsigned long long)rl.rlim_cur) < 0)
+	if (asprintf(
+		    ret_error,
+		    "not enough file descriptors: %u sessions and %u pooled kernels (%u fds each) and %u connections (%u each) need up to %llu fds with the margin of %u, and RLIMIT_NOFILE is %llu: lower --max-sessions or --max-connections, or raise the limit (ulimit -n)",
+		    c->max_sessions, c->pool_size ? c->pool_size + 1 : 0, API_SESSION_FDS,
+		    c->max_connections, API_CONNECTION_FDS,
+		    (unsigned long long)api_fd_budget(c, c->max_connections), API_BASE_FDS,
+		    (unsigned long long)rl.rlim_cur) < 0)
 		*ret_error = NULL;
 	return -EMFILE;
 }
@@ -595,8 +610,9 @@ static int open_listener(struct api_server *srv, char **ret_error)
 	 * reach this server: through them the model would call the API,
 	 * approvals included, as a keyless server's loopback client */
 	len = sizeof(srv->bound);
-	r = getsockname(fd, (struct sockaddr *)&srv->bound, &len) < 0 ? -errno
-		: engine_listening((const struct sockaddr *)&srv->bound, true);
+	r = getsockname(fd, (struct sockaddr *)&srv->bound, &len) < 0
+		    ? -errno
+		    : engine_listening((const struct sockaddr *)&srv->bound, true);
 	if (r < 0) {
 		srv->listen_fd = -1;
 		close(fd);
@@ -605,10 +621,13 @@ static int open_listener(struct api_server *srv, char **ret_error)
 	srv->bound_told = true;
 	return 0;
 fail:
-	if (asprintf(ret_error, "%s",
-		     r == -EADDRINUSE ? "address already in use: another program listens on this port (another 'codecell serve'?); stop it or choose another --listen port"
-		     : r == -EADDRNOTAVAIL ? "cannot assign requested address: it is not an address of this host"
-					   : strerror(-r)) < 0)
+	if (asprintf(
+		    ret_error, "%s",
+		    r == -EADDRINUSE
+			    ? "address already in use: another program listens on this port (another 'codecell serve'?); stop it or choose another --listen port"
+		    : r == -EADDRNOTAVAIL
+			    ? "cannot assign requested address: it is not an address of this host"
+			    : strerror(-r)) < 0)
 		*ret_error = NULL;
 	return r;
 }
@@ -624,9 +643,9 @@ static int start_mhd(struct api_server *srv, char **ret_error)
 	srv->mhd = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
 		MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-		srv, MHD_OPTION_NOTIFY_CONNECTION, api_conns_notify, srv, MHD_OPTION_URI_LOG_CALLBACK,
-		on_uri, srv, MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
-		MHD_OPTION_CONNECTION_LIMIT, srv->cfg.max_connections,
+		srv, MHD_OPTION_NOTIFY_CONNECTION, api_conns_notify, srv,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_UNESCAPE_CALLBACK,
+		keep_escapes, NULL, MHD_OPTION_CONNECTION_LIMIT, srv->cfg.max_connections,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->cfg.max_client_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)API_IDLE_CONNECTION_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128u << 10), MHD_OPTION_END);
@@ -713,7 +732,8 @@ int api_server_new(const struct api_config *c, struct api_server **ret, char **r
 		return r;
 	if (!c->listen.loopback && !c->token &&
 	    !(c->policies && engine_policies_has_clients(c->policies))) {
-		*ret_error = strdup("refusing to listen beyond loopback without a token: give --token-file FILE (clients send 'Authorization: Bearer TOKEN')");
+		*ret_error = strdup(
+			"refusing to listen beyond loopback without a token: give --token-file FILE (clients send 'Authorization: Bearer TOKEN')");
 		return -EPERM;
 	}
 	srv = calloc(1, sizeof(*srv));

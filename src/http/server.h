@@ -22,10 +22,10 @@
 #define API_MAX_CONNECTIONS 512 /* default global cap (--max-connections) */
 #define API_MAX_CONNECTIONS_MAX 16384
 #define API_MAX_CLIENT_CONNECTIONS 128 /* default per client address */
-#define API_REQUEST_TIMEOUT_S 60.0	/* default: a whole request arrives within */
+#define API_REQUEST_TIMEOUT_S 60.0     /* default: a whole request arrives within */
 #define API_REQUEST_TIMEOUT_MAX_S 3600.0
 #define API_IDLE_CONNECTION_TIMEOUT_S 300 /* no traffic at all (libmicrohttpd's) */
-#define API_TOKEN_MIN 16 /* bytes of a bearer token */
+#define API_TOKEN_MIN 16		  /* bytes of a bearer token */
 #define API_TOKEN_MAX 4096
 
 /* Where to listen: parsed from "ADDR:PORT", "[V6]:PORT", "HOST:PORT"
@@ -47,7 +47,7 @@ struct api_config {
 	/* Calls one client may have held for approval at once (0: the
 	 * engine's default, APPROVAL_PER_CLIENT_DEFAULT). */
 	unsigned max_pending_approvals;
-	unsigned pool_size; /* 0: no warm pool */
+	unsigned pool_size;  /* 0: no warm pool */
 	const char *preload; /* default preload of Python sessions, or NULL */
 	/* Connections at once (0: API_MAX_CONNECTIONS); at start it must fit
 	 * the fds (api_fd_budget) or the server refuses to start. */

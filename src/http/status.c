@@ -16,10 +16,9 @@ static json_t *pool_json(const struct session_pool_health *h)
 {
 	json_t *j = json_pack("{s:i, s:i, s:i, s:i, s:b, s:I, s:I}", "ready", (int)h->ready,
 			      "warmed", (int)h->warmed, "size", (int)h->size, "target",
-			      (int)h->target, "template_alive",
-			      h->template_alive, "template_restarts",
-			      (json_int_t)h->stats.template_restarts, "discarded",
-			      (json_int_t)h->stats.discarded);
+			      (int)h->target, "template_alive", h->template_alive,
+			      "template_restarts", (json_int_t)h->stats.template_restarts,
+			      "discarded", (json_int_t)h->stats.discarded);
 
 	if (j && h->degraded)
 		json_object_set_new(j, "why", json_string(h->why));
@@ -37,10 +36,9 @@ static enum MHD_Result handle_healthz(struct api_call *c)
 
 	if (srv->pool)
 		engine_pool_health(srv->pool, &h);
-	j = json_pack("{s:s, s:i, s:i, s:i}", "status",
-		      srv->pool && h.degraded ? "degraded" : "ok", "sessions",
-		      (int)engine_sessions_count(&srv->reg), "max_sessions", (int)srv->cfg.max_sessions,
-		      "pool_ready", srv->pool ? (int)h.ready : -1);
+	j = json_pack("{s:s, s:i, s:i, s:i}", "status", srv->pool && h.degraded ? "degraded" : "ok",
+		      "sessions", (int)engine_sessions_count(&srv->reg), "max_sessions",
+		      (int)srv->cfg.max_sessions, "pool_ready", srv->pool ? (int)h.ready : -1);
 	if (j && srv->pool)
 		json_object_set_new(j, "pool", pool_json(&h));
 	/* POST /v1/agent works: the playground shows its "ask" box */

@@ -27,7 +27,8 @@ enum MHD_Result api_files_error(struct api_call *c, int err, const char *what, c
 	e.http = e2b ? fe.e2b_http : fe.http;
 	e.code = fe.code;
 	if (!e2b && (err == -ENOSPC || err == -EDQUOT))
-		snprintf(extra, sizeof(extra), " or create the session with a larger limits.workspace_size");
+		snprintf(extra, sizeof(extra),
+			 " or create the session with a larger limits.workspace_size");
 	else if (err == -E2BIG)
 		snprintf(extra, sizeof(extra), " (%u bytes)", API_FILE_MAX);
 	snprintf(e.message, sizeof(e.message), "%s%s", fe.message, extra);

@@ -64,16 +64,19 @@ static const char *const run_langs[] = { "python", "javascript", "bash", "sql", 
 static const char *const session_langs[] = { "python", "javascript", "bash", NULL };
 static const char *const encodings[] = { "text", "base64", NULL };
 
-#define A_SESSION(req, what)                                                                     \
-	{ "session_id", ARG_STRING, req, what, NULL, 0, 0, ID_ARG_MAX }
+#define A_SESSION(req, what)                                                \
+	{                                                                   \
+		"session_id", ARG_STRING, req, what, NULL, 0, 0, ID_ARG_MAX \
+	}
 
 static const struct arg run_args[] = {
 	{ "code", ARG_STRING, true, "The program to run.", NULL, 0, 0, CODE_MAX },
 	{ "language", ARG_STRING, false,
 	  "python (the default), javascript, bash or sql (one-shot only). With a session_id, the session's language, which this may only repeat.",
 	  run_langs, 0, 0, 16 },
-	A_SESSION(false,
-		  "Run in this session (from create_session): variables, imports and files persist. Without it, a fresh sandbox runs the code once."),
+	A_SESSION(
+		false,
+		"Run in this session (from create_session): variables, imports and files persist. Without it, a fresh sandbox runs the code once."),
 	{ "timeout", ARG_NUMBER, false,
 	  "Seconds before the program is stopped (a session's cell is interrupted and the session kept). Default: the server's --timeout.",
 	  NULL, ENGINE_TIMEOUT_FLOOR_S, MCP_TIMEOUT_MAX_S, 0 },
@@ -84,7 +87,8 @@ static const struct arg run_args[] = {
 };
 
 static const struct arg create_args[] = {
-	{ "language", ARG_STRING, false, "python (the default), javascript or bash.", session_langs, 0, 0, 16 },
+	{ "language", ARG_STRING, false, "python (the default), javascript or bash.", session_langs,
+	  0, 0, 16 },
 	{ "preload", ARG_STRING, false,
 	  "Python: modules to import at start, comma-separated (\"numpy,pandas\"). Default: the server's --preload.",
 	  NULL, 0, 0, PRELOAD_ARG_MAX },
@@ -103,8 +107,9 @@ static const struct arg no_args[] = { { NULL } };
 
 static const struct arg list_files_args[] = {
 	A_SESSION(true, "The session, from create_session."),
-	{ "path", ARG_STRING, false, "A directory relative to the workspace (default: the workspace itself).",
-	  NULL, 0, 0, PATH_ARG_MAX },
+	{ "path", ARG_STRING, false,
+	  "A directory relative to the workspace (default: the workspace itself).", NULL, 0, 0,
+	  PATH_ARG_MAX },
 	{ NULL },
 };
 
@@ -112,7 +117,8 @@ static const struct arg read_args[] = {
 	A_SESSION(true, "The session, from create_session."),
 	{ "path", ARG_STRING, true, "A file relative to the workspace.", NULL, 0, 0, PATH_ARG_MAX },
 	{ "encoding", ARG_STRING, false,
-	  "text or base64. Default: text when the file is UTF-8, base64 otherwise.", encodings, 0, 0, 16 },
+	  "text or base64. Default: text when the file is UTF-8, base64 otherwise.", encodings, 0,
+	  0, 16 },
 	{ NULL },
 };
 
@@ -121,7 +127,8 @@ static const struct arg write_args[] = {
 	{ "path", ARG_STRING, true,
 	  "A file relative to the workspace; missing directories are made, an existing file is replaced.",
 	  NULL, 0, 0, PATH_ARG_MAX },
-	{ "content", ARG_STRING, true, "What the file holds (at most 16 MiB).", NULL, 0, 0, CONTENT_ARG_MAX },
+	{ "content", ARG_STRING, true, "What the file holds (at most 16 MiB).", NULL, 0, 0,
+	  CONTENT_ARG_MAX },
 	{ "encoding", ARG_STRING, false, "text (the default) or base64.", encodings, 0, 0, 16 },
 	{ NULL },
 };
@@ -225,8 +232,7 @@ static int call_list_sessions(struct mcp_tools *t, const struct args *a, json_t 
 	return mcp_tools_list_sessions(t, ret, msg);
 }
 
-static int call_list_files(struct mcp_tools *t, const struct args *a, json_t **ret,
-			   struct buf *msg)
+static int call_list_files(struct mcp_tools *t, const struct args *a, json_t **ret, struct buf *msg)
 {
 	return mcp_tools_list_files(t, a->s[0], a->set[1] ? a->s[1] : ".", ret, msg);
 }
@@ -248,8 +254,10 @@ static int call_read(struct mcp_tools *t, const struct args *a, json_t **ret, st
 	if (a->set[2] && !strcmp(a->s[2], "text") && !text) {
 		json_decref(*ret);
 		buf_release(&data);
-		(void)buf_printf(msg, "'%.200s' is not UTF-8 text (byte %llu): read it with encoding \"base64\"",
-				 a->s[1], (unsigned long long)bad);
+		(void)buf_printf(
+			msg,
+			"'%.200s' is not UTF-8 text (byte %llu): read it with encoding \"base64\"",
+			a->s[1], (unsigned long long)bad);
 		return -EINVAL;
 	}
 	if (a->set[2] && !strcmp(a->s[2], "base64"))
@@ -278,9 +286,12 @@ static int call_write(struct mcp_tools *t, const struct args *a, json_t **ret, s
 	buf_init(&data, MCP_FILE_MAX);
 	r = base64_decode(a->s[2], a->len[2], &data);
 	if (r < 0) {
-		(void)buf_puts(msg, r == -E2BIG	   ? "content is over the 16 MiB limit of write_file"
-				    : r == -ENOMEM ? "out of memory: try again, or write a smaller file"
-						   : "content is not valid base64 (RFC 4648 alphabet, padded, no whitespace)");
+		(void)buf_puts(
+			msg,
+			r == -E2BIG ? "content is over the 16 MiB limit of write_file"
+			: r == -ENOMEM
+				? "out of memory: try again, or write a smaller file"
+				: "content is not valid base64 (RFC 4648 alphabet, padded, no whitespace)");
 	} else {
 		r = mcp_tools_write_file(t, a->s[0], a->s[1], buf_str(&data), data.len, ret, msg);
 	}
@@ -315,13 +326,14 @@ static json_t *run_content(json_t *res, const struct args *a)
 	(void)result_text(res, 0, false, &b);
 	json_array_append_new(content, text_block(buf_str(&b), b.len));
 	buf_release(&b);
-	json_array_foreach(json_object_get(res, "results"), i, bundle) {
+	json_array_foreach (json_object_get(res, "results"), i, bundle) {
 		static const char *const types[] = { "image/png", "image/jpeg" };
 
 		for (size_t k = 0; k < ARRAY_SIZE(types); k++)
 			if (json_is_string(json_object_get(bundle, types[k])))
 				json_array_append_new(content,
-						      json_pack("{s:s, s:O, s:s}", "type", "image", "data",
+						      json_pack("{s:s, s:O, s:s}", "type", "image",
+								"data",
 								json_object_get(bundle, types[k]),
 								"mimeType", types[k]));
 	}
@@ -359,12 +371,12 @@ static json_t *read_content(json_t *res, const struct args *a)
 	json_array_append_new(c, text_block(content ? content : "", content ? strlen(content) : 0));
 	if (enc && !strcmp(enc, "base64") && content) {
 		const char *mime = !strncmp(content, "iVBORw0KGgo", 11) ? "image/png"
-				   : !strncmp(content, "/9j/", 4)	  ? "image/jpeg"
-									  : NULL;
+				   : !strncmp(content, "/9j/", 4)	? "image/jpeg"
+									: NULL;
 
 		if (mime)
-			json_array_append_new(c, json_pack("{s:s, s:s, s:s}", "type", "image", "data",
-							   content, "mimeType", mime));
+			json_array_append_new(c, json_pack("{s:s, s:s, s:s}", "type", "image",
+							   "data", content, "mimeType", mime));
 	}
 	return c;
 }
@@ -396,8 +408,8 @@ static const struct tool tools[] = {
 	  "PNG and JPEG files also come back as images.",
 	  read_args, true, false, true, read_schema, call_read, read_content, never },
 	{ "write_file", "Write a file",
-	  "Write a file into a session's workspace (at most 16 MiB), as text or base64.", write_args,
-	  false, true, true, write_schema, call_write, json_content, never },
+	  "Write a file into a session's workspace (at most 16 MiB), as text or base64.",
+	  write_args, false, true, true, write_schema, call_write, json_content, never },
 };
 
 /* ---- schemas and checks from the tables ---- */
@@ -407,9 +419,10 @@ static json_t *input_schema(const struct arg *args)
 	json_t *props = json_object(), *req = json_array();
 
 	for (const struct arg *a = args; a->name; a++) {
-		json_t *p = json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string"
-						      : a->type == ARG_INTEGER ? "integer"
-									       : "number",
+		json_t *p = json_pack("{s:s, s:s}", "type",
+				      a->type == ARG_STRING    ? "string"
+				      : a->type == ARG_INTEGER ? "integer"
+							       : "number",
 				      "description", a->description);
 
 		if (a->choices) {
@@ -431,8 +444,8 @@ static json_t *input_schema(const struct arg *args)
 		if (a->required)
 			json_array_append_new(req, json_string(a->name));
 	}
-	return json_pack("{s:s, s:o, s:o, s:b}", "type", "object", "properties", props, "required", req,
-			 "additionalProperties", 0);
+	return json_pack("{s:s, s:o, s:o, s:b}", "type", "object", "properties", props, "required",
+			 req, "additionalProperties", 0);
 }
 
 json_t *mcp_catalog_list(struct mcp_tools *mt, bool structured)
@@ -442,14 +455,17 @@ json_t *mcp_catalog_list(struct mcp_tools *mt, bool structured)
 	for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
 		const struct tool *t = &tools[i];
 		json_t *d = json_pack("{s:s, s:s, s:s, s:o}", "name", t->name, "title", t->title,
-				      "description", t->description, "inputSchema", input_schema(t->args));
+				      "description", t->description, "inputSchema",
+				      input_schema(t->args));
 
 		json_object_set_new(d, "annotations",
-				    json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", t->title, "readOnlyHint",
-					      t->read_only, "destructiveHint", t->destructive,
-					      "idempotentHint", t->idempotent, "openWorldHint", 0));
+				    json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", t->title,
+					      "readOnlyHint", t->read_only, "destructiveHint",
+					      t->destructive, "idempotentHint", t->idempotent,
+					      "openWorldHint", 0));
 		if (structured)
-			json_object_set_new(d, "outputSchema", json_loads(t->output_schema, 0, NULL));
+			json_object_set_new(d, "outputSchema",
+					    json_loads(t->output_schema, 0, NULL));
 		json_array_append_new(list, d);
 	}
 	{
@@ -476,8 +492,9 @@ static json_t *engine_call(struct mcp_tools *mt, const char *name, json_t *argum
 	if (k < 0)
 		return tool_error(msg->len ? buf_str(msg) : "the tool failed");
 	text = json_dumps(res, JSON_COMPACT | JSON_ENSURE_ASCII);
-	out = json_pack("{s:[o], s:b}", "content", text_block(text ? text : "{}", text ? strlen(text) : 2),
-			"isError", json_object_get(res, "error") != NULL);
+	out = json_pack("{s:[o], s:b}", "content",
+			text_block(text ? text : "{}", text ? strlen(text) : 2), "isError",
+			json_object_get(res, "error") != NULL);
 	free(text);
 	if (structured)
 		json_object_set(out, "structuredContent", res);
@@ -501,15 +518,19 @@ static int check_string(const struct tool *t, const struct arg *a, json_t *v, st
 	size_t n = json_string_length(v);
 
 	if (strlen(s) != n)
-		return buf_printf(msg, "argument '%s' of '%s' holds a NUL character", a->name, t->name), -EINVAL;
+		return buf_printf(msg, "argument '%s' of '%s' holds a NUL character", a->name,
+				  t->name),
+		       -EINVAL;
 	if (n > a->max_len)
-		return buf_printf(msg, "argument '%s' of '%s' is too long (%zu bytes, at most %zu)", a->name,
-				  t->name, n, a->max_len), -EINVAL;
+		return buf_printf(msg, "argument '%s' of '%s' is too long (%zu bytes, at most %zu)",
+				  a->name, t->name, n, a->max_len),
+		       -EINVAL;
 	if (a->choices) {
 		for (const char *const *c = a->choices; *c; c++)
 			if (!strcmp(*c, s))
 				return 0;
-		(void)buf_printf(msg, "argument '%s' of '%s' is '%.40s': it must be one of", a->name, t->name, s);
+		(void)buf_printf(msg, "argument '%s' of '%s' is '%.40s': it must be one of",
+				 a->name, t->name, s);
 		for (const char *const *c = a->choices; *c; c++)
 			(void)buf_printf(msg, "%s %s", c == a->choices ? "" : ",", *c);
 		return -EINVAL;
@@ -520,24 +541,31 @@ static int check_string(const struct tool *t, const struct arg *a, json_t *v, st
 static int check_arg(const struct tool *t, const struct arg *a, json_t *v, struct buf *msg)
 {
 	if (a->type == ARG_STRING && !json_is_string(v))
-		return buf_printf(msg, "argument '%s' of '%s' must be a string, not %s", a->name, t->name,
-				  type_name(v)), -EINVAL;
+		return buf_printf(msg, "argument '%s' of '%s' must be a string, not %s", a->name,
+				  t->name, type_name(v)),
+		       -EINVAL;
 	if (a->type == ARG_INTEGER) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    (double)json_integer_value(v) > a->max)
-			return buf_printf(msg, "argument '%s' of '%s' must be a whole number from 0 to %.0f",
-					  a->name, t->name, a->max), -EINVAL;
+			return buf_printf(
+				       msg,
+				       "argument '%s' of '%s' must be a whole number from 0 to %.0f",
+				       a->name, t->name, a->max),
+			       -EINVAL;
 		return 0;
 	}
 	if (a->type == ARG_NUMBER) {
 		double d = json_number_value(v);
 
 		if (!json_is_number(v))
-			return buf_printf(msg, "argument '%s' of '%s' must be a number, not %s", a->name,
-					  t->name, type_name(v)), -EINVAL;
+			return buf_printf(msg, "argument '%s' of '%s' must be a number, not %s",
+					  a->name, t->name, type_name(v)),
+			       -EINVAL;
 		if (!(d > 0) || d > a->max || !isfinite(d))
-			return buf_printf(msg, "argument '%s' of '%s' must be above 0 and at most %g", a->name,
-					  t->name, a->max), -EINVAL;
+			return buf_printf(msg,
+					  "argument '%s' of '%s' must be above 0 and at most %g",
+					  a->name, t->name, a->max),
+			       -EINVAL;
 		return 0;
 	}
 	return check_string(t, a, v, msg);
@@ -550,12 +578,13 @@ static int check_args(const struct tool *t, json_t *given, struct args *out, str
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
-	json_object_foreach(given, key, v) {
+	json_object_foreach (given, key, v) {
 		for (i = 0; t->args[i].name; i++)
 			if (!strcmp(t->args[i].name, key))
 				break;
 		if (!t->args[i].name) {
-			(void)buf_printf(msg, "unknown argument '%.100s' for '%s': it takes", key, t->name);
+			(void)buf_printf(msg, "unknown argument '%.100s' for '%s': it takes", key,
+					 t->name);
 			for (i = 0; t->args[i].name; i++)
 				(void)buf_printf(msg, "%s %s", i ? "," : "", t->args[i].name);
 			if (i == 0)
@@ -571,7 +600,9 @@ static int check_args(const struct tool *t, json_t *given, struct args *out, str
 	}
 	for (i = 0; t->args[i].name; i++)
 		if (t->args[i].required && !out->set[i])
-			return buf_printf(msg, "'%s' needs the argument '%s'", t->name, t->args[i].name), -EINVAL;
+			return buf_printf(msg, "'%s' needs the argument '%s'", t->name,
+					  t->args[i].name),
+			       -EINVAL;
 	return 0;
 }
 
@@ -580,8 +611,8 @@ static json_t *tool_error(const char *text)
 	return json_pack("{s:[o], s:b}", "content", text_block(text, strlen(text)), "isError", 1);
 }
 
-json_t *mcp_catalog_call(struct mcp_tools *mt, const char *name, json_t *arguments,
-			 bool structured, int *ret_code, struct buf *msg)
+json_t *mcp_catalog_call(struct mcp_tools *mt, const char *name, json_t *arguments, bool structured,
+			 int *ret_code, struct buf *msg)
 {
 	const struct tool *t = NULL;
 	json_t *res = NULL, *out;
@@ -625,8 +656,10 @@ json_t *mcp_catalog_call(struct mcp_tools *mt, const char *name, json_t *argumen
 		char text[256];
 
 		json_decref(out);
-		snprintf(text, sizeof(text), "the result is too large to send (%zu bytes of JSON, the limit is %u): "
-			 "print less, or write the output to a file and read parts of it", size, MCP_REPLY_MAX);
+		snprintf(text, sizeof(text),
+			 "the result is too large to send (%zu bytes of JSON, the limit is %u): "
+			 "print less, or write the output to a file and read parts of it",
+			 size, MCP_REPLY_MAX);
 		return tool_error(text);
 	}
 	return out;

@@ -57,8 +57,8 @@ unsigned mcp_tools_count(struct mcp_tools_shared *sh);
 void mcp_tools_expire(struct mcp_tools *t);
 
 struct mcp_run_args {
-	const char *language;	/* NULL: python, or the session's */
-	const char *code;	/* NUL-free UTF-8 (checked again by the engine) */
+	const char *language; /* NULL: python, or the session's */
+	const char *code;     /* NUL-free UTF-8 (checked again by the engine) */
 	size_t code_len;
 	const char *session_id; /* NULL: one-shot */
 	double timeout_s;	/* 0: the default */
@@ -68,8 +68,7 @@ struct mcp_run_args {
 
 /* The result object (docs/API.md), plus "session_id" for a session.  A
  * program that failed is still 0: the result's status says so. */
-int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **ret,
-		  struct buf *msg);
+int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **ret, struct buf *msg);
 /* {"session_id", "language", "pooled", "preload", "preloaded", "preload_failed",
  * "project"}; project: a host directory under the policy's `projects`, or NULL */
 int mcp_tools_create_session(struct mcp_tools *t, const char *language, const char *preload,
@@ -118,7 +117,7 @@ enum {
 /* tools/call: run the tool and return the CallToolResult (new
  * reference); or NULL with *ret_code and a message in msg for a JSON-RPC
  * error (unknown tool, arguments that do not fit the inputSchema). */
-json_t *mcp_catalog_call(struct mcp_tools *t, const char *name, json_t *arguments,
-			 bool structured, int *ret_code, struct buf *msg);
+json_t *mcp_catalog_call(struct mcp_tools *t, const char *name, json_t *arguments, bool structured,
+			 int *ret_code, struct buf *msg);
 
 #endif

@@ -33,10 +33,10 @@
 /* how util/json.h reads a message: a batch is an array, a string may hold
  * NUL (write_file's text); whoever peeks at one reads it the same way */
 #define MCP_JSON_FLAGS (JSON_BODY_ANY_VALUE | JSON_BODY_ALLOW_NUL)
-#define MCP_BATCH_MAX 256	    /* messages in one batch (2025-03-26) */
-#define MCP_REPLY_MAX (96u << 20)   /* one reply; over it, a tool error */
-#define MCP_FILE_MAX (16u << 20)    /* read_file / write_file contents */
-#define MCP_LIST_MAX 10000	    /* entries of one list_files */
+#define MCP_BATCH_MAX 256			   /* messages in one batch (2025-03-26) */
+#define MCP_REPLY_MAX (96u << 20)		   /* one reply; over it, a tool error */
+#define MCP_FILE_MAX (16u << 20)		   /* read_file / write_file contents */
+#define MCP_LIST_MAX 10000			   /* entries of one list_files */
 #define MCP_TIMEOUT_MAX_S ENGINE_TIMEOUT_CEILING_S /* run_code's timeout: the limits table's */
 #define MCP_DEFAULT_MAX_SESSIONS 16
 #define MCP_MAX_SESSIONS_MAX 1024

@@ -60,7 +60,8 @@ struct reply {
 	json_t *data;
 };
 
-static int fail(struct reply *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct reply *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static int fail(struct reply *r, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -173,10 +174,13 @@ static int m_initialize(struct mcp_conn *c, json_t *params, struct reply *r)
 	const struct legacy_version *v;
 
 	if (c->version)
-		return fail(r, MCP_INVALID_REQUEST, "already initialized (protocol version %s): "
-			    "'initialize' comes once per connection", c->version->name);
+		return fail(r, MCP_INVALID_REQUEST,
+			    "already initialized (protocol version %s): "
+			    "'initialize' comes once per connection",
+			    c->version->name);
 	if (!asked)
-		return fail(r, MCP_INVALID_PARAMS, "'initialize' needs params.protocolVersion, a string "
+		return fail(r, MCP_INVALID_PARAMS,
+			    "'initialize' needs params.protocolVersion, a string "
 			    "such as \"2025-11-25\"");
 	v = find_legacy(asked);
 	c->version = v ? v : &legacy_versions[ARRAY_SIZE(legacy_versions) - 1];
@@ -189,9 +193,9 @@ static int m_initialize(struct mcp_conn *c, json_t *params, struct reply *r)
 static int m_discover(struct mcp_conn *c, json_t *params, struct reply *r)
 {
 	(void)params;
-	r->result = json_pack("{s:o, s:o, s:s, s:i, s:s}", "supportedVersions", supported_versions(),
-			      "capabilities", capabilities(), "instructions", instructions, "ttlMs",
-			      3600000, "cacheScope", "public");
+	r->result = json_pack("{s:o, s:o, s:s, s:i, s:s}", "supportedVersions",
+			      supported_versions(), "capabilities", capabilities(), "instructions",
+			      instructions, "ttlMs", 3600000, "cacheScope", "public");
 	(void)c;
 	return 0;
 }
@@ -233,15 +237,16 @@ static int m_tools_call(struct mcp_conn *c, json_t *params, struct reply *r)
 	struct mcp_tools t;
 
 	if (!json_is_string(name))
-		return fail(r, MCP_INVALID_PARAMS, "tools/call needs params.name, the tool's name (see tools/list)");
+		return fail(r, MCP_INVALID_PARAMS,
+			    "tools/call needs params.name, the tool's name (see tools/list)");
 	if (args && !json_is_object(args) && !json_is_null(args))
 		return fail(r, MCP_INVALID_PARAMS, "params.arguments must be an object");
 	/* the call's own verdict and record: calls may run at once */
 	mcp_tools_begin(c->srv->tools, &t);
 	mcp_tools_expire(&t);
-	r->result = mcp_catalog_call(&t, json_string_value(name),
-				     json_is_object(args) ? args : NULL, wants_structured(c), &r->code,
-				     &r->msg);
+	r->result =
+		mcp_catalog_call(&t, json_string_value(name), json_is_object(args) ? args : NULL,
+				 wants_structured(c), &r->code, &r->msg);
 	return r->result ? 0 : -EINVAL;
 }
 
@@ -275,12 +280,15 @@ static int modern_check(json_t *params, struct reply *r)
 		/* a handshake version named per request: legacy rules */
 		if (find_legacy(json_string_value(ver)))
 			return 0;
-		r->data = json_pack("{s:o, s:O}", "supported", supported_versions(), "requested", ver);
+		r->data = json_pack("{s:o, s:O}", "supported", supported_versions(), "requested",
+				    ver);
 		return fail(r, MCP_UNSUPPORTED_VERSION, "Unsupported protocol version");
 	}
 	if (!json_is_object(json_object_get(meta, META_CAPS)))
-		return fail(r, MCP_INVALID_PARAMS, "_meta[\"%s\"] must be an object (the client's capabilities, {} for none)",
-			    META_CAPS);
+		return fail(
+			r, MCP_INVALID_PARAMS,
+			"_meta[\"%s\"] must be an object (the client's capabilities, {} for none)",
+			META_CAPS);
 	return 1;
 }
 
@@ -300,16 +308,20 @@ static int dispatch(struct mcp_conn *c, const char *name, json_t *params, struct
 	if (modern < 0)
 		return modern;
 	if (!m)
-		return fail(r, MCP_METHOD_NOT_FOUND, "method not found: '%.100s' (this server has tools only: "
-			    "tools/list, tools/call)", name);
+		return fail(r, MCP_METHOD_NOT_FOUND,
+			    "method not found: '%.100s' (this server has tools only: "
+			    "tools/list, tools/call)",
+			    name);
 	if (modern && m->era == ERA_LEGACY)
-		return fail(r, MCP_INVALID_REQUEST, "'%.100s' is not part of protocol %s: send requests with "
-			    "_meta alone, or name a version from %s in 'initialize'", name,
-			    MODERN_VERSION, "2024-11-05 to 2025-11-25");
+		return fail(r, MCP_INVALID_REQUEST,
+			    "'%.100s' is not part of protocol %s: send requests with "
+			    "_meta alone, or name a version from %s in 'initialize'",
+			    name, MODERN_VERSION, "2024-11-05 to 2025-11-25");
 	if (!modern && !c->version && !m->before_init)
-		return fail(r, MCP_INVALID_REQUEST, "the server is not initialized: send 'initialize' first "
-			    "(or, for protocol %s, params._meta with \"%s\")", MODERN_VERSION,
-			    META_VERSION);
+		return fail(r, MCP_INVALID_REQUEST,
+			    "the server is not initialized: send 'initialize' first "
+			    "(or, for protocol %s, params._meta with \"%s\")",
+			    MODERN_VERSION, META_VERSION);
 	if (m->fn(c, params, r) < 0)
 		return -EINVAL;
 	if (modern) {
@@ -325,11 +337,13 @@ static int dispatch(struct mcp_conn *c, const char *name, json_t *params, struct
 
 static json_t *error_reply(json_t *id, int code, const char *msg, json_t *data)
 {
-	json_t *err = json_pack("{s:i, s:o}", "code", code, "message", json_utf8_prefix(msg, strlen(msg)));
+	json_t *err = json_pack("{s:i, s:o}", "code", code, "message",
+				json_utf8_prefix(msg, strlen(msg)));
 
 	if (data)
 		json_object_set(err, "data", data);
-	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err);
+	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
+			 err);
 }
 
 static bool valid_id(json_t *id)
@@ -346,7 +360,8 @@ static json_t *handle_one(struct mcp_conn *c, json_t *m, bool in_batch)
 	struct reply r = { .code = 0 };
 
 	if (!json_is_object(m))
-		return error_reply(NULL, MCP_INVALID_REQUEST, "a message must be a JSON object", NULL);
+		return error_reply(NULL, MCP_INVALID_REQUEST, "a message must be a JSON object",
+				   NULL);
 	if (!method && (json_object_get(m, "result") || json_object_get(m, "error")))
 		return NULL; /* a response: we send no requests, so nothing awaits it */
 	if (!json_is_string(json_object_get(m, "jsonrpc")) ||
@@ -354,7 +369,8 @@ static json_t *handle_one(struct mcp_conn *c, json_t *m, bool in_batch)
 		return error_reply(valid_id(id) ? id : NULL, MCP_INVALID_REQUEST,
 				   "\"jsonrpc\" must be \"2.0\"", NULL);
 	if (id && !valid_id(id))
-		return error_reply(NULL, MCP_INVALID_REQUEST, "\"id\" must be a string or an integer", NULL);
+		return error_reply(NULL, MCP_INVALID_REQUEST,
+				   "\"id\" must be a string or an integer", NULL);
 	if (!json_is_string(method))
 		return error_reply(id, MCP_INVALID_REQUEST, "\"method\" must be a string", NULL);
 	if (!id) {
@@ -368,14 +384,16 @@ static json_t *handle_one(struct mcp_conn *c, json_t *m, bool in_batch)
 	if (params && !json_is_object(params))
 		return error_reply(id, MCP_INVALID_PARAMS, "\"params\" must be an object", NULL);
 	if (in_batch && !strcmp(json_string_value(method), "initialize"))
-		return error_reply(id, MCP_INVALID_REQUEST, "'initialize' must not be part of a batch", NULL);
+		return error_reply(id, MCP_INVALID_REQUEST,
+				   "'initialize' must not be part of a batch", NULL);
 	buf_init(&r.msg, MCP_MSG_MAX);
 	if (dispatch(c, json_string_value(method), params, &r) < 0) {
 		reply = error_reply(id, r.code ? r.code : MCP_INTERNAL_ERROR,
 				    r.msg.len ? buf_str(&r.msg) : "out of memory", r.data);
 		json_decref(r.result);
 	} else {
-		reply = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", r.result);
+		reply = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result",
+				  r.result);
 	}
 	json_decref(r.data);
 	buf_release(&r.msg);
@@ -388,16 +406,19 @@ static json_t *handle_batch(struct mcp_conn *c, json_t *batch)
 	size_t i;
 
 	if (!c->version || !c->version->batches)
-		return error_reply(NULL, MCP_INVALID_REQUEST, c->version
-					   ? "batches are not part of this protocol version (only 2025-03-26 has them): send one message a line"
-					   : "batches are not allowed before 'initialize' (and only protocol 2025-03-26 has them)",
-				   NULL);
+		return error_reply(
+			NULL, MCP_INVALID_REQUEST,
+			c->version
+				? "batches are not part of this protocol version (only 2025-03-26 has them): send one message a line"
+				: "batches are not allowed before 'initialize' (and only protocol 2025-03-26 has them)",
+			NULL);
 	if (json_array_size(batch) == 0)
 		return error_reply(NULL, MCP_INVALID_REQUEST, "an empty batch", NULL);
 	if (json_array_size(batch) > MCP_BATCH_MAX)
-		return error_reply(NULL, MCP_INVALID_REQUEST, "too many messages in one batch", NULL);
+		return error_reply(NULL, MCP_INVALID_REQUEST, "too many messages in one batch",
+				   NULL);
 	replies = json_array();
-	json_array_foreach(batch, i, m) {
+	json_array_foreach (batch, i, m) {
 		json_t *one = handle_one(c, m, true);
 
 		if (one)
@@ -438,8 +459,10 @@ static char *too_large(json_t *reply, size_t len, size_t *ret_len)
 	json_t *err;
 	char *text;
 
-	snprintf(msg, sizeof(msg), "the reply is too large (%zu bytes, the limit is %u): ask for less "
-		 "output, or write it to a file and read parts of it", len, MCP_REPLY_MAX);
+	snprintf(msg, sizeof(msg),
+		 "the reply is too large (%zu bytes, the limit is %u): ask for less "
+		 "output, or write it to a file and read parts of it",
+		 len, MCP_REPLY_MAX);
 	err = error_reply(id, MCP_INTERNAL_ERROR, msg, NULL);
 	text = err ? dump(err, ret_len) : NULL;
 	json_decref(err);

@@ -256,10 +256,12 @@ static const char *add_conn(struct api_mcp *m, struct mcp_conn *c)
 		unsigned oldest = 0;
 
 		for (unsigned i = 1; i < m->n; i++) {
-			bool idle = m->conns[i]->refs == 1, oldest_idle = m->conns[oldest]->refs == 1;
+			bool idle = m->conns[i]->refs == 1,
+			     oldest_idle = m->conns[oldest]->refs == 1;
 
 			if (idle > oldest_idle ||
-			    (idle == oldest_idle && m->conns[i]->last_ms < m->conns[oldest]->last_ms))
+			    (idle == oldest_idle &&
+			     m->conns[i]->last_ms < m->conns[oldest]->last_ms))
 				oldest = i;
 		}
 		drop_conn(m, oldest);
@@ -278,8 +280,9 @@ static const char *add_conn(struct api_mcp *m, struct mcp_conn *c)
 static enum MHD_Result respond(struct api_call *c, unsigned status, char *body, size_t len,
 			       const char *session_id)
 {
-	struct MHD_Response *r = body ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
-				      : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r =
+		body ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
+		     : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r) {
@@ -326,12 +329,14 @@ static bool modern_headers_ok(struct api_call *c, json_t *msg, char *why, size_t
 {
 	const char *method = json_string_value(json_object_get(msg, "method"));
 	const char *hm = header(c, "Mcp-Method"), *hn = header(c, "Mcp-Name");
-	const char *name = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+	const char *name =
+		json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
 
 	if (!json_is_object(msg) || !method)
 		return true; /* a response or a malformed message: the core answers it */
 	if (!hm || strcmp(hm, method)) {
-		snprintf(why, n, "the Mcp-Method header ('%.64s') must be the body's method ('%.64s')",
+		snprintf(why, n,
+			 "the Mcp-Method header ('%.64s') must be the body's method ('%.64s')",
 			 hm ? hm : "", method);
 		return false;
 	}
@@ -350,7 +355,8 @@ static enum MHD_Result handle_delete(struct api_call *c, struct api_mcp *m, cons
 	bool found = false;
 
 	if (!sid)
-		return rpc_error(c, 400, NULL, -32600, "DELETE /mcp needs the Mcp-Session-Id to end");
+		return rpc_error(c, 400, NULL, -32600,
+				 "DELETE /mcp needs the Mcp-Session-Id to end");
 	pthread_mutex_lock(&m->lock);
 	for (unsigned i = 0; i < m->n && !found; i++)
 		if (!strcmp(m->conns[i]->id, sid)) {
@@ -396,7 +402,8 @@ static enum MHD_Result handle_post(struct api_call *c, struct api_mcp *m, const 
 				"unsupported MCP-Protocol-Version '%.40s'", version);
 		goto out;
 	}
-	if (version && !strcmp(version, "2026-07-28") && !modern_headers_ok(c, msg, why, sizeof(why))) {
+	if (version && !strcmp(version, "2026-07-28") &&
+	    !modern_headers_ok(c, msg, why, sizeof(why))) {
 		ret = rpc_error(c, 400, json_object_get(msg, "id"), -32600, "%s", why);
 		goto out;
 	}
@@ -405,9 +412,11 @@ static enum MHD_Result handle_post(struct api_call *c, struct api_mcp *m, const 
 		hc = get_conn(m, sid);
 		pthread_mutex_unlock(&m->lock);
 		if (!hc) {
-			ret = rpc_error(c, 404, json_object_get(msg, "id"), -32600,
-					"no MCP session '%.40s': it ended, or the server restarted; "
-					"initialize again", sid);
+			ret = rpc_error(
+				c, 404, json_object_get(msg, "id"), -32600,
+				"no MCP session '%.40s': it ended, or the server restarted; "
+				"initialize again",
+				sid);
 			goto out;
 		}
 		/* without the lock: another call on this id may run meanwhile */
@@ -441,7 +450,8 @@ static enum MHD_Result handle_post(struct api_call *c, struct api_mcp *m, const 
 			ret = respond(c, 200, reply, len, kept ? id : NULL);
 		} else {
 			mcp_conn_free(conn);
-			ret = reply ? respond(c, 200, reply, len, NULL) : respond(c, 500, NULL, 0, NULL);
+			ret = reply ? respond(c, 200, reply, len, NULL)
+				    : respond(c, 500, NULL, 0, NULL);
 		}
 		json_decref(rj);
 	} else {
@@ -461,8 +471,9 @@ static enum MHD_Result handle_mcp(struct api_call *c)
 	struct api_mcp *m = get_mcp(c->srv, c->client, &err);
 
 	if (!m) {
-		enum MHD_Result r = rpc_error(c, 500, NULL, -32603, "cannot start the MCP server: %s",
-					      err ? err : "out of memory");
+		enum MHD_Result r =
+			rpc_error(c, 500, NULL, -32603, "cannot start the MCP server: %s",
+				  err ? err : "out of memory");
 
 		free(err);
 		return r;
@@ -485,7 +496,8 @@ static int mcp_resolve(const char *path, size_t n, struct api_route *r, struct a
 
 /* POST and DELETE /mcp */
 static const struct http_route routes[] = {
-	{ MCP_R_MCP, HTTP_POST | HTTP_DELETE, handle_mcp, false, MCP_HTTP_BODY_MAX, false, NULL, NULL },
+	{ MCP_R_MCP, HTTP_POST | HTTP_DELETE, handle_mcp, false, MCP_HTTP_BODY_MAX, false, NULL,
+	  NULL },
 };
 
 const struct http_door mcp_http_door = {

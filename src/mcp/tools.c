@@ -50,8 +50,8 @@
  * the pool, made by a thread, is waited for under pool_lock. */
 struct mcp_tools_shared {
 	struct mcp_config cfg;
-	char *preload; /* owned copy of cfg.preload */
-	struct engine_sessions own; /* without cfg.sessions */
+	char *preload;		     /* owned copy of cfg.preload */
+	struct engine_sessions own;  /* without cfg.sessions */
 	struct engine_sessions *reg; /* &own, or cfg.sessions */
 	/* the warm pool, made by pool_thread */
 	pthread_mutex_t pool_lock;
@@ -114,7 +114,8 @@ static struct session_pool *pool_wait(struct mcp_tools *t)
 		sh->pool_joined = true;
 		if (sh->pool_err < 0) {
 			log_msg(t, "warning", "--pool %u: no warm pool (%s); sessions start cold",
-				sh->cfg.pool_size, sh->pool_msg ? sh->pool_msg : strerror(-sh->pool_err));
+				sh->cfg.pool_size,
+				sh->pool_msg ? sh->pool_msg : strerror(-sh->pool_err));
 			sh->pool = NULL;
 		}
 	}
@@ -128,8 +129,9 @@ int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools_shared **ret, c
 	struct mcp_tools_shared *sh = calloc(1, sizeof(*sh));
 	struct mcp_tools t;
 
-	if (!sh || (!cfg->sessions &&
-		    engine_sessions_init(&sh->own, cfg->max_sessions ? cfg->max_sessions : 1) < 0)) {
+	if (!sh ||
+	    (!cfg->sessions &&
+	     engine_sessions_init(&sh->own, cfg->max_sessions ? cfg->max_sessions : 1) < 0)) {
 		free(sh);
 		if (ret_error)
 			*ret_error = strdup("out of memory");
@@ -146,7 +148,8 @@ int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools_shared **ret, c
 		sh->pool_started = r == 0;
 		mcp_tools_begin(sh, &t);
 		if (r != 0)
-			log_msg(&t, "warning", "--pool: cannot start the pool's thread: %s", strerror(r));
+			log_msg(&t, "warning", "--pool: cannot start the pool's thread: %s",
+				strerror(r));
 	}
 	*ret = sh;
 	return 0;
@@ -175,12 +178,17 @@ void mcp_tools_audit(struct mcp_tools *t, const char *tool, const char *session,
 		const char *name;
 		enum engine_action action;
 	} map[] = {
-		{ "create_session", ACTION_SESSION_CREATE }, { "close_session", ACTION_SESSION_CLOSE },
-		{ "list_files", ACTION_READ_FILE },	     { "read_file", ACTION_READ_FILE },
+		{ "create_session", ACTION_SESSION_CREATE },
+		{ "close_session", ACTION_SESSION_CLOSE },
+		{ "list_files", ACTION_READ_FILE },
+		{ "read_file", ACTION_READ_FILE },
 		{ "write_file", ACTION_WRITE_FILE },
 	};
-	struct engine_audit_record rec = { .client = audit_client(t), .door = DOOR_MCP, .session = session,
-					   .verdict = &t->verdict, .status = ok ? "ok" : "error" };
+	struct engine_audit_record rec = { .client = audit_client(t),
+					   .door = DOOR_MCP,
+					   .session = session,
+					   .verdict = &t->verdict,
+					   .status = ok ? "ok" : "error" };
 	size_t i;
 
 	if (!t->cfg.audit || t->recorded)
@@ -298,8 +306,10 @@ static struct engine_session *find(struct mcp_tools *t, const char *id, struct b
 	if (e && mine(t, e))
 		return e;
 	engine_session_unref(e);
-	(void)buf_printf(msg, "no session '%s': it was closed, expired after being idle, or never "
-			 "existed; create_session makes a new one (list_sessions shows those open)", id);
+	(void)buf_printf(msg,
+			 "no session '%s': it was closed, expired after being idle, or never "
+			 "existed; create_session makes a new one (list_sessions shows those open)",
+			 id);
 	return NULL;
 }
 
@@ -350,11 +360,14 @@ static int run_oneshot(struct mcp_tools *t, const struct mcp_run_args *a, struct
 	return 0;
 }
 
-static int run_in_session(struct engine_session *e, struct mcp_tools *t, const struct mcp_run_args *a,
-			  struct run_result *res, struct buf *msg)
+static int run_in_session(struct engine_session *e, struct mcp_tools *t,
+			  const struct mcp_run_args *a, struct run_result *res, struct buf *msg)
 {
-	struct session_exec_opts eo = { .timeout_s = a->timeout_s, .live_stdout = -1,
-					 .live_stderr = -1, .stop_fd = t->cfg.stop_fd, .hangup_fd = -1 };
+	struct session_exec_opts eo = { .timeout_s = a->timeout_s,
+					.live_stdout = -1,
+					.live_stderr = -1,
+					.stop_fd = t->cfg.stop_fd,
+					.hangup_fd = -1 };
 	struct engine_session_error err;
 	struct engine_caller cl;
 	json_t *args;
@@ -362,10 +375,14 @@ static int run_in_session(struct engine_session *e, struct mcp_tools *t, const s
 
 	if (a->has_seed)
 		return buf_puts(msg, "seed goes with one-shot runs (no session_id): a session's "
-			       "random state is its own from one call to the next"), -EINVAL;
+				     "random state is its own from one call to the next"),
+		       -EINVAL;
 	if (a->language && strcmp(a->language, lang_name(e)) != 0)
-		return buf_printf(msg, "session '%s' runs %s, not %s: leave out language, or create a %s session",
-				  e->id, lang_name(e), a->language, a->language), -EINVAL;
+		return buf_printf(
+			       msg,
+			       "session '%s' runs %s, not %s: leave out language, or create a %s session",
+			       e->id, lang_name(e), a->language, a->language),
+		       -EINVAL;
 	/* the engine's pipeline: the policy, the cell, the record */
 	caller(t, &cl);
 	args = json_pack("{s:f}", "timeout", a->timeout_s);
@@ -381,8 +398,7 @@ static int run_in_session(struct engine_session *e, struct mcp_tools *t, const s
 	return 0;
 }
 
-int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **ret,
-		  struct buf *msg)
+int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **ret, struct buf *msg)
 {
 	struct run_result res;
 	struct engine_session *e = NULL;
@@ -426,9 +442,9 @@ static json_t *session_json(struct engine_session *e)
 	json_t *j;
 
 	if (!e->s)
-		return json_pack("{s:s, s:s, s:b, s:n, s:s, s:s, s:n}", "session_id", e->id, "language",
-				 lang_name(e), "pooled", e->pooled, "preload", "preloaded", "",
-				 "preload_failed", "", "project");
+		return json_pack("{s:s, s:s, s:b, s:n, s:s, s:s, s:n}", "session_id", e->id,
+				 "language", lang_name(e), "pooled", e->pooled, "preload",
+				 "preloaded", "", "preload_failed", "", "project");
 	pthread_mutex_lock(&e->info);
 	j = json_pack("{s:s, s:s, s:b, s:o, s:s, s:s, s:o}", "session_id", e->id, "language",
 		      lang_name(e), "pooled", e->pooled, "preload",
@@ -454,7 +470,9 @@ int mcp_tools_create_session(struct mcp_tools *t, const char *language, const ch
 	int r;
 
 	if (parse_session_lang(language, &lang, &name) < 0)
-		return buf_printf(msg, "sessions are python, javascript or bash, not '%s'", language), -EINVAL;
+		return buf_printf(msg, "sessions are python, javascript or bash, not '%s'",
+				  language),
+		       -EINVAL;
 	if (preload && engine_preload_check(preload, why, sizeof(why)) < 0)
 		return buf_puts(msg, why), -EINVAL;
 	if (preload && *preload && lang != SESSION_PYTHON)
@@ -480,10 +498,12 @@ int mcp_tools_create_session(struct mcp_tools *t, const char *language, const ch
 	if (r == -EPERM)
 		t->verdict = err.verdict;
 	if (r == -EBUSY)
-		return buf_printf(msg, "too many sessions: %u are open, the most this %s allows "
+		return buf_printf(msg,
+				  "too many sessions: %u are open, the most this %s allows "
 				  "(--max-sessions %u): close_session one you no longer need",
-				  engine_sessions_count(t->reg), t->reg == &t->sh->own ? "MCP server" : "server",
-				  t->reg->max), -EBUSY;
+				  engine_sessions_count(t->reg),
+				  t->reg == &t->sh->own ? "MCP server" : "server", t->reg->max),
+		       -EBUSY;
 	if (r < 0)
 		return buf_puts(msg, r == -EPERM ? err.verdict.message : err.message), r;
 	/* another door may end it from now on */
@@ -529,10 +549,12 @@ int mcp_tools_list_sessions(struct mcp_tools *t, json_t **ret, struct buf *msg)
 		const struct engine_session *e = all[i];
 		uint64_t used = __atomic_load_n(&e->last_used_ms, __ATOMIC_RELAXED);
 
-		json_array_append_new(list, json_pack("{s:s, s:s, s:I, s:f}", "session_id", e->id,
-						      "language", lang_name(e), "executions",
-						      (json_int_t)__atomic_load_n(&e->executions, __ATOMIC_RELAXED),
-						      "idle_s", now_ms > used ? (double)(now_ms - used) / 1e3 : 0.0));
+		json_array_append_new(
+			list,
+			json_pack("{s:s, s:s, s:I, s:f}", "session_id", e->id, "language",
+				  lang_name(e), "executions",
+				  (json_int_t)__atomic_load_n(&e->executions, __ATOMIC_RELAXED),
+				  "idle_s", now_ms > used ? (double)(now_ms - used) / 1e3 : 0.0));
 		engine_session_unref(all[i]);
 	}
 	free(all);
@@ -573,8 +595,8 @@ static const char *rel_path(const char *path)
 
 /* The session's workspace: *ret_e held (a reference, its lock) until
  * workspace_done(). */
-static int workspace(struct mcp_tools *t, const char *id, struct engine_session **ret_e, struct engine_ws *w,
-		     struct buf *msg)
+static int workspace(struct mcp_tools *t, const char *id, struct engine_session **ret_e,
+		     struct engine_ws *w, struct buf *msg)
 {
 	struct engine_session *e = find(t, id, msg);
 	int r;
@@ -588,7 +610,11 @@ static int workspace(struct mcp_tools *t, const char *id, struct engine_session 
 		engine_session_unref(e);
 		if (r == -ESRCH)
 			return buf_printf(msg, "session '%s' was closed", id), -ENOENT;
-		return buf_printf(msg, "session '%s' has no workspace now (its kernel is not running): run code in it first", id), r;
+		return buf_printf(
+			       msg,
+			       "session '%s' has no workspace now (its kernel is not running): run code in it first",
+			       id),
+		       r;
 	}
 	*ret_e = e;
 	return 0;
@@ -612,11 +638,13 @@ static int list_entry(void *arg, int dir, const char *name, const char *rel, con
 	(void)rel;
 	return json_array_append_new(arg, json_pack("{s:s, s:s, s:I}", "name", name, "type",
 						    type_name(st->st_mode), "size",
-						    (json_int_t)st->st_size)) < 0 ? -ENOMEM : 0;
+						    (json_int_t)st->st_size)) < 0
+		       ? -ENOMEM
+		       : 0;
 }
 
-static int list_files(struct engine_session *e, struct engine_ws *w, const char *path,
-		      json_t **ret, struct buf *msg)
+static int list_files(struct engine_session *e, struct engine_ws *w, const char *path, json_t **ret,
+		      struct buf *msg)
 {
 	struct engine_files_listing l = { .depth = 1, .uploads = true };
 	json_t *entries = json_array();
@@ -628,8 +656,8 @@ static int list_files(struct engine_session *e, struct engine_ws *w, const char 
 		json_decref(entries);
 		return fs_fail(msg, r, "list", path);
 	}
-	*ret = json_pack("{s:s, s:s, s:o, s:b}", "session_id", e->id, "path", path, "entries", entries,
-			 "truncated", l.truncated);
+	*ret = json_pack("{s:s, s:s, s:o, s:b}", "session_id", e->id, "path", path, "entries",
+			 entries, "truncated", l.truncated);
 	return 0;
 }
 
@@ -659,8 +687,12 @@ static int read_file(struct engine_session *e, struct engine_ws *w, const char *
 	if (S_ISDIR(st.st_mode))
 		return buf_printf(msg, "'%s' is a directory: list_files lists it", path), -EISDIR;
 	if ((uint64_t)st.st_size > MCP_FILE_MAX)
-		return buf_printf(msg, "'%s' is %lld bytes, over the 16 MiB limit of read_file: read parts "
-				  "of it with run_code", path, (long long)st.st_size), -EFBIG;
+		return buf_printf(
+			       msg,
+			       "'%s' is %lld bytes, over the 16 MiB limit of read_file: read parts "
+			       "of it with run_code",
+			       path, (long long)st.st_size),
+		       -EFBIG;
 	r = buf_read_fd(data, fd);
 	if (r < 0)
 		return fs_fail(msg, r, "read", path);
@@ -692,7 +724,8 @@ static int check_write(struct engine_caller *cl, void *arg, struct engine_verdic
 static int write_file(struct mcp_tools *t, struct engine_session *e, struct engine_ws *w,
 		      const char *path, const char *data, size_t len, json_t **ret, struct buf *msg)
 {
-	struct engine_audit_record rec = { .action = ACTION_WRITE_FILE, .session = e->id,
+	struct engine_audit_record rec = { .action = ACTION_WRITE_FILE,
+					   .session = e->id,
 					   .bytes = len };
 	struct engine_approval_note an;
 	struct engine_session_error err;
@@ -752,19 +785,20 @@ json_t *mcp_tools_engine_list(struct mcp_tools *t)
 	if (!t->cfg.client)
 		return list;
 	all = engine_tools_json(t->cfg.client->policy);
-	json_array_foreach(all, i, x) {
+	json_array_foreach (all, i, x) {
 		json_t *a = json_object_get(x, "annotations");
 
 		json_array_append_new(
-			list, json_pack("{s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O, s:O}}", "name",
-					json_object_get(x, "name"), "title", json_object_get(x, "title"),
-					"description", json_object_get(x, "description"), "inputSchema",
-					json_object_get(x, "input_schema"), "annotations", "title",
-					json_object_get(x, "title"), "readOnlyHint",
-					json_object_get(a, "read_only"), "destructiveHint",
-					json_object_get(a, "destructive"), "idempotentHint",
-					json_object_get(a, "idempotent"), "openWorldHint",
-					json_object_get(a, "open_world")));
+			list,
+			json_pack("{s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O, s:O}}", "name",
+				  json_object_get(x, "name"), "title", json_object_get(x, "title"),
+				  "description", json_object_get(x, "description"), "inputSchema",
+				  json_object_get(x, "input_schema"), "annotations", "title",
+				  json_object_get(x, "title"), "readOnlyHint",
+				  json_object_get(a, "read_only"), "destructiveHint",
+				  json_object_get(a, "destructive"), "idempotentHint",
+				  json_object_get(a, "idempotent"), "openWorldHint",
+				  json_object_get(a, "open_world")));
 	}
 	json_decref(all);
 	return list;
@@ -795,8 +829,11 @@ int mcp_tools_engine_call(struct mcp_tools *t, const char *name, json_t *args, j
 		fd = fd < 0 ? -1 : fd;
 		engine_session_unref(e);
 		if (fd < 0)
-			return buf_printf(msg, "session '%s' has no workspace now (its kernel is not "
-					  "running): run code in it first", sid), -ENOENT;
+			return buf_printf(msg,
+					  "session '%s' has no workspace now (its kernel is not "
+					  "running): run code in it first",
+					  sid),
+			       -ENOENT;
 		ctx.workspace_fd = fd;
 	}
 	/* no person to ask here: a call the policy holds is refused */

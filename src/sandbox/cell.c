@@ -79,18 +79,26 @@ __attribute__((visibility("default"))) int codecell_cell_enter(const void *spec,
 	g_cfg.limits = sp->limits;
 	g_cfg.net = sp->net == SANDBOX_NET_NONE ? SANDBOX_NET_NONE : SANDBOX_NET_LOOPBACK;
 	g_cfg.n_pass_fds = sp->n_pass_fds;
-	g_c = (struct child_ctx){ .cfg = &g_cfg, .fs = &g_fs, .seccomp = sandbox_seccomp_programs,
-				  .set_groups = sp->set_groups != 0, .mode = CHILD_CELL,
-				  .fd_stdin = -1, .fd_stdout = fds[1], .fd_stderr = fds[2],
+	g_c = (struct child_ctx){ .cfg = &g_cfg,
+				  .fs = &g_fs,
+				  .seccomp = sandbox_seccomp_programs,
+				  .set_groups = sp->set_groups != 0,
+				  .mode = CHILD_CELL,
+				  .fd_stdin = -1,
+				  .fd_stdout = fds[1],
+				  .fd_stderr = fds[2],
 				  .fd_host_root = -1,
-				  .sock = fds[0], .parent_sock = -1, .fd_script = -1 };
+				  .sock = fds[0],
+				  .parent_sock = -1,
+				  .fd_script = -1 };
 	for (unsigned i = 0; i < sp->n_pass_fds; i++)
 		g_c.fd_pass[i] = fds[3 + i];
 	child_ctx_set_rlimits(&g_c, &sp->limits, sp->unenforced);
 	/* the op list allocates: here, before the init, which must not */
 	r = rootfs_build(&g_fs, &g_cfg.limits,
 			 &(struct rootfs_host){ .cgroup_version = (int)sp->cgroup_version,
-						.cgroup_ctrls = sp->cgroup_ctrls, .cpus = sp->cpus,
+						.cgroup_ctrls = sp->cgroup_ctrls,
+						.cpus = sp->cpus,
 						.n_cpus = sp->n_cpus < CPU_SETSIZE ? sp->n_cpus : 0,
 						.in_template = true });
 	if (r < 0) {

@@ -64,8 +64,8 @@ static bool list_has(const char *s, const char *e, const char *word)
 	return false;
 }
 
-int cgroup_self_path(enum cgroup_version v, const char *text, enum cgroup_ctrl ctrl,
-		     char *out, size_t n)
+int cgroup_self_path(enum cgroup_version v, const char *text, enum cgroup_ctrl ctrl, char *out,
+		     size_t n)
 {
 	const char *line = text;
 
@@ -177,7 +177,8 @@ static void collect_stale(const char *parent, struct live_pids *lp)
 			continue;
 		if (pid_alive(lp, (pid_t)pid))
 			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) < sizeof(path))
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) <
+		    sizeof(path))
 			(void)rmdir(path);
 	}
 	closedir(d);
@@ -217,7 +218,8 @@ static void probe_v1(const char *root, const char *self, struct cgroup_host *h)
 			}
 		}
 		if (made < 0 || !writable_cgroup(parent)) {
-			h->why = "no permission to create a cgroup (run as root, or on cgroup v2 set CODECELL_CGROUP to a delegated cgroup)";
+			h->why =
+				"no permission to create a cgroup (run as root, or on cgroup v2 set CODECELL_CGROUP to a delegated cgroup)";
 			free(parent);
 			continue;
 		}
@@ -466,7 +468,8 @@ static uint64_t read_number(const char *dir, const char *name)
 	_cleanup_free_ char *p = NULL;
 	char text[32];
 
-	if (asprintf(&p, "%s/%s", dir, name) < 0 || read_small_fileat(AT_FDCWD, p, text, sizeof(text)) < 0)
+	if (asprintf(&p, "%s/%s", dir, name) < 0 ||
+	    read_small_fileat(AT_FDCWD, p, text, sizeof(text)) < 0)
 		return 0;
 	return strtoull(text, NULL, 10);
 }
@@ -480,14 +483,15 @@ enum cgroup_mem_state cgroup_memory_state(const struct cgroup *cg)
 
 	if (!dir || !cg->memory_limit)
 		return CGROUP_MEM_BELOW;
-	usage = read_number(dir, cg->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes");
+	usage = read_number(dir,
+			    cg->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes");
 	if (usage + CGROUP_FULL_MARGIN(cg->memory_limit) < cg->memory_limit)
 		return CGROUP_MEM_BELOW; /* one small read settles most calls */
 	if (asprintf(&p, "%s/memory.stat", dir) < 0 ||
 	    read_small_fileat(AT_FDCWD, p, stat, sizeof(stat)) < 0)
 		return CGROUP_MEM_AT_LIMIT;
 	return cgroup_stat_full(cg->version, usage, stat, cg->memory_limit) ? CGROUP_MEM_FULL
-									   : CGROUP_MEM_AT_LIMIT;
+									    : CGROUP_MEM_AT_LIMIT;
 }
 
 static int set_memory(struct cgroup *cg, uint64_t memory)
@@ -648,8 +652,8 @@ static const char *cgroup_first_path(const struct cgroup *cg)
 	return NULL;
 }
 
-int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory,
-		  uint64_t pids, double cpus, struct cgroup *ret)
+int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory, uint64_t pids,
+		  double cpus, struct cgroup *ret)
 {
 	struct cgroup cg = { .version = h->version, .oom_efd = -1, .press_fd = -1 };
 	char v[32];
@@ -712,7 +716,8 @@ int cgroup_attach(const struct cgroup *cg, pid_t pid)
 
 	snprintf(v, sizeof(v), "%d", (int)pid);
 	if (cg->version == CGROUP_V2)
-		return cgroup_first_path(cg) ? write_knob(cgroup_first_path(cg), "cgroup.procs", v) : 0;
+		return cgroup_first_path(cg) ? write_knob(cgroup_first_path(cg), "cgroup.procs", v)
+					     : 0;
 	for (int c = 0; c < _CGROUP_CTRL_MAX; c++) {
 		int r;
 
@@ -737,7 +742,8 @@ int cgroup_open_join_fds(const struct cgroup *cg, int fds[_CGROUP_CTRL_MAX])
 		bool dup = false;
 
 		for (int d = 0; d < c; d++)
-			dup = dup || (cg->path[d] && cg->path[c] && !strcmp(cg->path[d], cg->path[c]));
+			dup = dup ||
+			      (cg->path[d] && cg->path[c] && !strcmp(cg->path[d], cg->path[c]));
 		if (!cg->path[c] || dup)
 			continue;
 		if (asprintf(&p, "%s/tasks", cg->path[c]) < 0) {
@@ -804,8 +810,8 @@ static int stat_fd(struct cgroup *cg, int slot)
 		return cg->stat_fd1[slot] - 1;
 	if (!dir)
 		return -ENOENT;
-	if (asprintf(&p, "%s/%s", dir, cg->version == CGROUP_V2 ? stat_files[slot].v2
-								 : stat_files[slot].v1) < 0)
+	if (asprintf(&p, "%s/%s", dir,
+		     cg->version == CGROUP_V2 ? stat_files[slot].v2 : stat_files[slot].v1) < 0)
 		return -ENOMEM;
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -856,7 +862,8 @@ static uint64_t threads_run_delay(const struct cgroup *cg)
 	char line[32], stat[96];
 	FILE *f;
 
-	if (!dir || asprintf(&p, "%s/%s", dir, cg->version == CGROUP_V2 ? "cgroup.threads" : "tasks") < 0)
+	if (!dir ||
+	    asprintf(&p, "%s/%s", dir, cg->version == CGROUP_V2 ? "cgroup.threads" : "tasks") < 0)
 		return 0;
 	f = fopen(p, "re");
 	if (!f)

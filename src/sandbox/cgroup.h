@@ -64,8 +64,8 @@ struct cgroup_stats {
  * the text of /proc/self/cgroup.  v1 looks for the controller in the
  * comma list of the second field, v2 for the "0::" line.  Writes into
  * out (size n).  Returns 0, -ENOENT if absent, -ENAMETOOLONG. */
-int cgroup_self_path(enum cgroup_version v, const char *proc_self_cgroup,
-		     enum cgroup_ctrl ctrl, char *out, size_t n);
+int cgroup_self_path(enum cgroup_version v, const char *proc_self_cgroup, enum cgroup_ctrl ctrl,
+		     char *out, size_t n);
 /* Name of the v1 hierarchy directory of ctrl ("memory", ...). */
 const char *cgroup_ctrl_name(enum cgroup_ctrl ctrl);
 
@@ -88,8 +88,8 @@ unsigned cgroup_host_enforceable(const struct cgroup_host *h);
 /* Make a cgroup called name under each parent and write the limits (0 =
  * unset; cpus in cores, e.g. 0.5).  Returns 0 or -errno; on failure
  * nothing is left behind. */
-int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory,
-		  uint64_t pids, double cpus, struct cgroup *ret);
+int cgroup_create(const struct cgroup_host *h, const char *name, uint64_t memory, uint64_t pids,
+		  double cpus, struct cgroup *ret);
 
 /* The CPU weight of the cgroup against its siblings, in cgroup v2's units
  * (1 to 10000; 100 is the default): cpu.weight on v2, cpu.shares (the

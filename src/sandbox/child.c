@@ -81,8 +81,10 @@ static int wait_go_keep(int sock, char *ret_kind, int *keep, size_t *n_keep)
 	} u;
 	char b;
 	struct iovec iov = { &b, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *cm;
 	ssize_t n;
 	int r = 0;
@@ -180,8 +182,8 @@ static int pivot(void)
  * /tmp and the workspace are writable. */
 static int root_read_only(void)
 {
-	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-		  NULL) < 0)
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+	    0)
 		return -errno;
 	return 0;
 }
@@ -284,7 +286,8 @@ static int write_script(const struct child_ctx *c)
 /* egress.h; here since the init calls it (cell.so has no egress.c) */
 int egress_listen_here(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(EGRESS_PORT),
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(EGRESS_PORT),
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int one = 1, fd, r;
 
@@ -375,14 +378,16 @@ static int project_overlay(struct child_ctx *c)
 	fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		r = -errno;
-	if (r == 0 && (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", LAYER_LOWER, 0) < 0 ||
-		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", LAYER_UPPER, 0) < 0 ||
-		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", LAYER_WORK, 0) < 0 ||
-		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
-		       syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0))
+	if (r == 0 &&
+	    (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", LAYER_LOWER, 0) < 0 ||
+	     syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", LAYER_UPPER, 0) < 0 ||
+	     syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", LAYER_WORK, 0) < 0 ||
+	     syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+	     syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0))
 		r = -errno;
 	mnt = r == 0 ? (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-				    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) : -1;
+				    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+		     : -1;
 	if (r == 0 && mnt < 0)
 		r = -errno;
 	if (r == 0 && syscall(SYS_move_mount, mnt, "", AT_FDCWD, &SANDBOX_HOME[1],
@@ -661,8 +666,10 @@ static int recv_kind_fd(int sock, char want, int *ret_fd)
 	} u;
 	char kind = 0;
 	struct iovec iov = { &kind, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *cm;
 	ssize_t n;
 	int fd = -1;
@@ -773,7 +780,7 @@ static void pass_cgroups(struct child_ctx *c, int chan, int *fds, size_t n_fds)
 }
 
 __attribute__((noreturn)) static void worker_early(struct child_ctx *c, int chan, bool late_cgroups,
-						  unsigned *etc_next)
+						   unsigned *etc_next)
 {
 	/* asked before the filter: Landlock comes after it here, and a
 	 * filter built with a libseccomp that does not know its calls would
@@ -826,8 +833,8 @@ static pid_t fork_worker_early(struct child_ctx *c, bool late_cgroups, int *ret_
 	int sv[2];
 	pid_t w;
 
-	etc_next = mmap(NULL, sizeof(*etc_next), PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	etc_next = mmap(NULL, sizeof(*etc_next), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			-1, 0);
 	if (etc_next == MAP_FAILED)
 		fail(c, STEP_FORK, -errno);
 	*etc_next = 0;
@@ -1223,7 +1230,8 @@ static pid_t init_build(struct child_ctx *c)
 		join_late(c, early ? join : NULL, &n_join);
 		if (early)
 			pass_cgroups(c, chan, join, n_join);
-		if ((r = rootfs_apply_ops(c->fs, c->fs->n_early, c->fs->n, early, c->fd_host_root)) < 0)
+		if ((r = rootfs_apply_ops(c->fs, c->fs->n_early, c->fs->n, early,
+					  c->fd_host_root)) < 0)
 			fail(c, STEP_ROOTFS, r);
 	}
 	/* ours are written (a program's worker and join_worker() write
@@ -1362,8 +1370,7 @@ int sandbox_cell_main(struct child_ctx *c)
 	reap_until(c, worker);
 }
 
-void child_ctx_set_rlimits(struct child_ctx *c, const struct sandbox_limits *l,
-			   unsigned unenforced)
+void child_ctx_set_rlimits(struct child_ctx *c, const struct sandbox_limits *l, unsigned unenforced)
 {
 	/* Without a cgroup, rlimits are the fallback: RLIMIT_DATA per
 	 * process, and RLIMIT_NPROC, which since Linux 5.14 counts the

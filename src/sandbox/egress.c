@@ -33,10 +33,14 @@
 #define EGRESS_MAX_ADDRS 8 /* addresses of one name tried, in order */
 
 const char *const egress_env[] = {
-	"HTTP_PROXY=" EGRESS_PROXY_URL,	 "HTTPS_PROXY=" EGRESS_PROXY_URL,
-	"http_proxy=" EGRESS_PROXY_URL,	 "https_proxy=" EGRESS_PROXY_URL,
-	"ALL_PROXY=" EGRESS_PROXY_URL,	 "all_proxy=" EGRESS_PROXY_URL,
-	"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+	"HTTP_PROXY=" EGRESS_PROXY_URL,
+	"HTTPS_PROXY=" EGRESS_PROXY_URL,
+	"http_proxy=" EGRESS_PROXY_URL,
+	"https_proxy=" EGRESS_PROXY_URL,
+	"ALL_PROXY=" EGRESS_PROXY_URL,
+	"all_proxy=" EGRESS_PROXY_URL,
+	"NO_PROXY=localhost,127.0.0.1,::1",
+	"no_proxy=localhost,127.0.0.1,::1",
 	NULL,
 };
 
@@ -224,9 +228,12 @@ static int dial(struct conn *c, const struct egress_req *rq)
 		return snprintf(c->why, sizeof(c->why), "%s", why), 403;
 	r = netguard_parse_ip(rq->host, &ss, &sl);
 	if (r == -ERANGE)
-		return snprintf(c->why, sizeof(c->why), "'%.100s' is a malformed address", rq->host), 400;
+		return snprintf(c->why, sizeof(c->why), "'%.100s' is a malformed address",
+				rq->host),
+		       400;
 	/* within the connect timeout: the resolver's own can be far longer */
-	if (r < 0 && (r = resolve_bounded(rq->host, &hints, EGRESS_CONNECT_TIMEOUT_S * 1000, &res)) != 0)
+	if (r < 0 &&
+	    (r = resolve_bounded(rq->host, &hints, EGRESS_CONNECT_TIMEOUT_S * 1000, &res)) != 0)
 		return snprintf(c->why, sizeof(c->why), "cannot resolve '%.100s': %s", rq->host,
 				resolve_strerror(r)),
 		       r == RESOLVE_TIMEOUT ? 504 : 502;
@@ -264,9 +271,9 @@ static int dial(struct conn *c, const struct egress_req *rq)
 		if (r == 0)
 			break;
 		status = r == -ETIMEDOUT ? 504 : 502;
-		snprintf(c->why, sizeof(c->why), "cannot connect to '%.100s' (%s port %u): %s", rq->host,
-			 netguard_format((struct sockaddr *)&one, addr, sizeof(addr)), rq->port,
-			 strerror(-r));
+		snprintf(c->why, sizeof(c->why), "cannot connect to '%.100s' (%s port %u): %s",
+			 rq->host, netguard_format((struct sockaddr *)&one, addr, sizeof(addr)),
+			 rq->port, strerror(-r));
 		if (!res || r == -ECANCELED)
 			break;
 	}
@@ -367,7 +374,8 @@ static void note_event(struct conn *c, const struct egress_req *rq, int status)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ev->time_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	if (rq) {
-		snprintf(ev->method, sizeof(ev->method), "%s", rq->connect ? "CONNECT" : rq->method);
+		snprintf(ev->method, sizeof(ev->method), "%s",
+			 rq->connect ? "CONNECT" : rq->method);
 		snprintf(ev->host, sizeof(ev->host), "%s", rq->host);
 		ev->port = rq->port;
 	}
@@ -445,7 +453,8 @@ static void *conn_main(void *arg)
 	struct conn *c = arg;
 	struct egress *e = c->e;
 
-	(void)pthread_setname_np(pthread_self(), "egress-conn"); /* seen in /proc: tests count them */
+	(void)pthread_setname_np(pthread_self(),
+				 "egress-conn"); /* seen in /proc: tests count them */
 	serve(c);
 	pthread_mutex_lock(&e->lock);
 	e->used[c->slot] = false;
@@ -498,7 +507,8 @@ static void start_conn(struct egress *e, int fd)
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 512u << 10); /* getaddrinfo, two relay buffers, sanitizers */
+	pthread_attr_setstacksize(&attr,
+				  512u << 10); /* getaddrinfo, two relay buffers, sanitizers */
 	if (!c || pthread_create(&t, &attr, conn_main, c) != 0) {
 		free(c);
 		pthread_mutex_lock(&e->lock);

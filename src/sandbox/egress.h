@@ -42,8 +42,8 @@
 /* ---- the request head (pure; fuzzed by tests/fuzz/fuzz-egress.c) ---- */
 
 struct egress_req {
-	bool connect;		       /* CONNECT host:port */
-	char method[16];	       /* plain HTTP: GET, POST, ... */
+	bool connect;			/* CONNECT host:port */
+	char method[16];		/* plain HTTP: GET, POST, ... */
 	char host[EGRESS_HOST_MAX + 1]; /* lower-case; an IPv6 literal without brackets */
 	uint16_t port;
 	/* plain HTTP: the origin form ("/path?query") in the head */

@@ -72,8 +72,10 @@ static int parse_authority(const char *s, size_t n, uint16_t def_port, struct eg
 		hlen = colon ? (size_t)(colon - s) : n;
 		for (size_t i = 0; i < hlen; i++)
 			if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-			      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-' || s[i] == '_'))
-				return WHY("a host name may hold only letters, digits, '.', '-' and '_'");
+			      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-' ||
+			      s[i] == '_'))
+				return WHY(
+					"a host name may hold only letters, digits, '.', '-' and '_'");
 	}
 	if (hlen == 0 || hlen > EGRESS_HOST_MAX)
 		return WHY("no host, or a host name over 253 characters");
@@ -206,9 +208,8 @@ int egress_parse_head(const char *buf, size_t len, struct egress_req *ret, const
 /* Headers the proxy sets itself, or that are for the proxy only. */
 static bool dropped(const char *h, size_t n)
 {
-	static const char *const names[] = { "host:",	    "connection:", "keep-alive:",
-					     "proxy-",	    "upgrade:",	   "te:",
-					     "trailer:" };
+	static const char *const names[] = { "host:",	 "connection:", "keep-alive:", "proxy-",
+					     "upgrade:", "te:",		"trailer:" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		size_t k = strlen(names[i]);

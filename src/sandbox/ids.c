@@ -157,8 +157,9 @@ int ids_take(const struct id_range *r, uid_t *ret_uid, gid_t *ret_gid, int *ret_
 		start = (uint32_t)now_ns();
 	for (uint32_t k = 0; k < r->count; k++) {
 		uint32_t i = (uint32_t)(((uint64_t)start + k) % r->count);
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)i,
-				    .l_len = 1 };
+		struct flock fl = {
+			.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)i, .l_len = 1
+		};
 
 		if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
 			*ret_uid = (uid_t)(r->uid_base + i);

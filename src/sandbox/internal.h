@@ -86,7 +86,7 @@ struct cell_spec {
 	uint32_t set_groups;
 	uint32_t n_pass_fds;
 	uint32_t unenforced;
-	uint32_t n_join; /* 0 (v2, no cgroup) to _CGROUP_CTRL_MAX */
+	uint32_t n_join;	 /* 0 (v2, no cgroup) to _CGROUP_CTRL_MAX */
 	uint32_t cgroup_version; /* struct rootfs_host, for the cell's root */
 	uint32_t cgroup_ctrls;
 	uint32_t n_cpus;
@@ -189,8 +189,7 @@ unsigned sandbox_cpus_take(double cpus, cpu_set_t *ret, bool *ret_alone);
 void sandbox_cpus_release(const cpu_set_t *set);
 
 /* Build the op list for the given limits (parent side; allocates). */
-int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l,
-		 const struct rootfs_host *host);
+int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l, const struct rootfs_host *host);
 void rootfs_release(struct rootfs *fs);
 /* Run ops [from, to) from the current directory, the new root's top
  * (child side; no allocation).  without_etc_files: leave out the files
@@ -232,9 +231,9 @@ struct child_ctx {
 	 * child_ctx_init): the early worker's mask is these minus the pin */
 	cpu_set_t cpus_allowed;
 	const struct sock_fprog *seccomp;
-	int sock;	  /* child end of the socketpair */
-	int parent_sock;  /* to close in the child */
-	bool set_groups;  /* started as root: drop supplementary groups */
+	int sock;		 /* child end of the socketpair */
+	int parent_sock;	 /* to close in the child */
+	bool set_groups;	 /* started as root: drop supplementary groups */
 	bool keep_group_leaders; /* see sandbox_config */
 	enum child_mode mode;
 	/* a project (sandbox_config.project_dir): the lower layer, a
@@ -298,17 +297,17 @@ struct sandbox {
 	int ep;
 	bool ep_ok;
 	bool stop_watched, hangup_watched; /* this call's, in ep */
-	struct sandbox_usage last_usage; /* sandbox_usage_cheap() */
+	struct sandbox_usage last_usage;   /* sandbox_usage_cheap() */
 	size_t ep_nch;
 	int ep_ch[SANDBOX_MAX_CHANNELS];
 	dev_t ep_dev[SANDBOX_MAX_CHANNELS];
 	ino_t ep_ino[SANDBOX_MAX_CHANNELS];
-	bool in_grace; /* the deadline passed; the caller asked for grace */
-	double grace_s;		/* the grace asked for */
+	bool in_grace;		 /* the deadline passed; the caller asked for grace */
+	double grace_s;		 /* the grace asked for */
 	uint64_t grace_start_ns; /* when it began */
-	uint64_t grace_cpu_ns;	/* the tree's CPU time at the last expiry */
-	uint64_t grace_wait_ns;	/* its wait for a CPU then (cgroup_read_cpu_wait) */
-	uint64_t pressure_ns;	/* the last memory-pressure notification */
+	uint64_t grace_cpu_ns;	 /* the tree's CPU time at the last expiry */
+	uint64_t grace_wait_ns;	 /* its wait for a CPU then (cgroup_read_cpu_wait) */
+	uint64_t pressure_ns;	 /* the last memory-pressure notification */
 	uid_t ws_uid;
 	gid_t ws_gid;
 	int id_lock_fd; /* holds ws_uid/ws_gid of the id range (ids.h), or -1 */
@@ -316,13 +315,13 @@ struct sandbox {
 	bool started;
 	bool autostart; /* the init starts the program itself (sandbox_config) */
 	bool reaped;
-	bool short_slice; /* sandbox_set_cpu_weight gave the threads the boost's slice */
-	bool sock_eof; /* the init closed its end: it is exiting */
-	bool template_init; /* CHILD_TEMPLATE: reaps until no child is left */
-	bool cell; /* not our child: watched through the pidfd */
+	bool short_slice;      /* sandbox_set_cpu_weight gave the threads the boost's slice */
+	bool sock_eof;	       /* the init closed its end: it is exiting */
+	bool template_init;    /* CHILD_TEMPLATE: reaps until no child is left */
+	bool cell;	       /* not our child: watched through the pidfd */
 	struct egress *egress; /* SANDBOX_NET_ALLOWLIST's proxy, or NULL */
-	bool born_in_cgroup; /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
-	pid_t reaper; /* sandbox_start_reaper()'s process, or 0 */
+	bool born_in_cgroup;   /* v2: cloned into its cgroup (CLONE_INTO_CGROUP) */
+	pid_t reaper;	       /* sandbox_start_reaper()'s process, or 0 */
 	/* its wait's other half: it starts on the cgroups only once this
 	 * is closed (or we are gone), so that our own end of the run reads
 	 * them first; -1 without a reaper */

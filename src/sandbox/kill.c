@@ -70,7 +70,8 @@ static int children_of(pid_t pid, pid_t *q, size_t *n, size_t max)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
 	if (read_small_fileat(AT_FDCWD, path, text, sizeof(text)) < 0)
 		return -1;
-	for (char *t = strtok_r(text, " \n", &save); t && *n < max; t = strtok_r(NULL, " \n", &save))
+	for (char *t = strtok_r(text, " \n", &save); t && *n < max;
+	     t = strtok_r(NULL, " \n", &save))
 		q[(*n)++] = (pid_t)strtol(t, NULL, 10);
 	return 0;
 }

@@ -91,7 +91,8 @@ int sandbox_process_kill(int pidfd)
 {
 	/* its process group (a command leads its own); a process that leads
 	 * none is killed alone */
-	if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, CC_PIDFD_SIGNAL_PROCESS_GROUP) == 0)
+	if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, CC_PIDFD_SIGNAL_PROCESS_GROUP) ==
+	    0)
 		return 0;
 	if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
 		return -errno;

@@ -115,7 +115,8 @@ int project_lower_open(const char *dir, bool privileged, uid_t host_uid, gid_t h
 		close(dfd);
 		return r;
 	}
-	tree = (int)syscall(SYS_open_tree, dfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	tree = (int)syscall(SYS_open_tree, dfd, "",
+			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	close(dfd);
 	if (tree < 0)
 		return -errno;

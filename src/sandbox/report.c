@@ -15,8 +15,10 @@ int sandbox_recv_msg(int sock, struct msg *m, int *ret_fd)
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *cm;
 	ssize_t n;
 
@@ -71,6 +73,6 @@ bool sandbox_drain_reports(struct sandbox *sb)
 bool sandbox_final_at_report(const struct sandbox *sb)
 {
 	return sb->got_exit && sb->sock_eof && !sb->killed && !sb->cell && !sb->template_init &&
-	       !sb->failed_err &&
-	       sb->cg.path[CGROUP_CTRL_CPUACCT] && sb->cg.path[CGROUP_CTRL_MEMORY];
+	       !sb->failed_err && sb->cg.path[CGROUP_CTRL_CPUACCT] &&
+	       sb->cg.path[CGROUP_CTRL_MEMORY];
 }

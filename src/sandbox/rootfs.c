@@ -28,12 +28,11 @@
  * namespace) and the overflow id, which is how every unmapped owner
  * shows (host root's files in /usr, /proc's): "nobody" names those in
  * ls -l.  No root: uid 0 is never mapped, nothing runs or owns as it. */
-static const char etc_passwd[] =
-	"user:x:1000:1000:codecell:" SANDBOX_HOME ":/bin/bash\n"
-	"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char etc_passwd[] = "user:x:1000:1000:codecell:" SANDBOX_HOME ":/bin/bash\n"
+				 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 static const char etc_group[] = "user:x:1000:\nnogroup:x:65534:\n";
-static const char etc_hosts[] = "127.0.0.1\tlocalhost " SANDBOX_HOSTNAME
-				"\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+static const char etc_hosts[] =
+	"127.0.0.1\tlocalhost " SANDBOX_HOSTNAME "\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 static const char etc_nsswitch[] = "passwd: files\ngroup: files\nhosts: files\n"
 				   "services: files\nprotocols: files\n";
 
@@ -42,10 +41,17 @@ static const char etc_nsswitch[] = "passwd: files\ngroup: files\nhosts: files\n"
  * mount, which costs two mount calls to set up and one to tear down);
  * directories are bound read-only. */
 static const char *const etc_copies[] = {
-	"ld.so.cache", "matplotlibrc", "mime.types", "ssl/openssl.cnf",
-	"bash.bashrc", "inputrc", "localtime",
+	"ld.so.cache",
+	"matplotlibrc",
+	"mime.types",
+	"ssl/openssl.cnf",
+	"bash.bashrc",
+	"inputrc",
+	"localtime",
 	/* getservbyname, getaddrinfo(host, "https"), getprotobyname */
-	"services", "protocols", NULL,
+	"services",
+	"protocols",
+	NULL,
 };
 /* ssl/certs: the CA bundle and its hashed links (public certificates
  * only; the keys are in ssl/private, never bound), for TLS clients once
@@ -68,16 +74,36 @@ static const char *const top_links[] = { "bin", "sbin", "lib", "lib32", "lib64",
  * /proc/irq).  What stays visible, and why: README "What a sandbox can
  * see of the host". */
 static const char *const proc_masks[] = {
-	"/proc/cmdline", "/proc/config.gz", "/proc/interrupts", "/proc/softirqs", "/proc/locks",
-	"/proc/diskstats", "/proc/partitions", "/proc/swaps", "/proc/vmstat", "/proc/zoneinfo",
-	"/proc/buddyinfo", "/proc/pagetypeinfo", "/proc/iomem", "/proc/ioports",
-	"/proc/pressure/cpu", "/proc/pressure/io", "/proc/pressure/memory", "/proc/pressure/irq",
-	"/proc/sys/fs/dentry-state", "/proc/sys/fs/dentry-negative", "/proc/sys/fs/inode-nr",
-	"/proc/sys/fs/inode-state", "/proc/sys/fs/file-nr", "/proc/sys/fs/aio-nr",
-	"/proc/sys/kernel/pty/nr", "/proc/sys/kernel/tainted",
-	"/proc/sys/kernel/hung_task_detect_count", NULL,
+	"/proc/cmdline",
+	"/proc/config.gz",
+	"/proc/interrupts",
+	"/proc/softirqs",
+	"/proc/locks",
+	"/proc/diskstats",
+	"/proc/partitions",
+	"/proc/swaps",
+	"/proc/vmstat",
+	"/proc/zoneinfo",
+	"/proc/buddyinfo",
+	"/proc/pagetypeinfo",
+	"/proc/iomem",
+	"/proc/ioports",
+	"/proc/pressure/cpu",
+	"/proc/pressure/io",
+	"/proc/pressure/memory",
+	"/proc/pressure/irq",
+	"/proc/sys/fs/dentry-state",
+	"/proc/sys/fs/dentry-negative",
+	"/proc/sys/fs/inode-nr",
+	"/proc/sys/fs/inode-state",
+	"/proc/sys/fs/file-nr",
+	"/proc/sys/fs/aio-nr",
+	"/proc/sys/kernel/pty/nr",
+	"/proc/sys/kernel/tainted",
+	"/proc/sys/kernel/hung_task_detect_count",
+	NULL,
 };
-static const char *const proc_dir_masks[] = { "/proc/fs", "/proc/bus", "/proc/irq",
+static const char *const proc_dir_masks[] = { "/proc/fs",     "/proc/bus",	    "/proc/irq",
 					      "/proc/driver", "/proc/sys/fs/quota", NULL };
 /* Scratch names in the new root for OP_VIRT (unlinked once bound). */
 #define VIRT_BOOT_ID "etc/.boot_id"
@@ -89,8 +115,8 @@ static const char *const proc_dir_masks[] = { "/proc/fs", "/proc/bus", "/proc/ir
 #define SANDBOX_MAX_PTYS "128"
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", NULL };
 
-static int add(struct rootfs *fs, enum rootfs_op_type t, const char *src,
-	       const char *dst, const char *data, unsigned long flags)
+static int add(struct rootfs *fs, enum rootfs_op_type t, const char *src, const char *dst,
+	       const char *data, unsigned long flags)
 {
 	if (fs->n >= ROOTFS_MAX_OPS)
 		return -E2BIG;
@@ -108,8 +134,8 @@ static const char *keep(struct rootfs *fs, char *s)
 	return s;
 }
 
-static int add_tmpfs(struct rootfs *fs, const char *dst, uint64_t size,
-		     const char *mode, bool owned)
+static int add_tmpfs(struct rootfs *fs, const char *dst, uint64_t size, const char *mode,
+		     bool owned)
 {
 	char *opts = NULL;
 
@@ -117,8 +143,8 @@ static int add_tmpfs(struct rootfs *fs, const char *dst, uint64_t size,
 	 * without one a 1 MiB tmpfs holds a million of them */
 	uint64_t inodes = size / 4096 < 64 ? 64 : size / 4096;
 
-	if (asprintf(&opts, "mode=%s,size=%" PRIu64 ",nr_inodes=%" PRIu64 "%s", mode, size,
-		     inodes, owned ? ",uid=1000,gid=1000" : "") < 0)
+	if (asprintf(&opts, "mode=%s,size=%" PRIu64 ",nr_inodes=%" PRIu64 "%s", mode, size, inodes,
+		     owned ? ",uid=1000,gid=1000" : "") < 0)
 		return -ENOMEM;
 	if (!keep(fs, opts))
 		return -ENOMEM;
@@ -181,10 +207,9 @@ static char *random_boot_id(void)
 		return NULL;
 	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
 	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	if (asprintf(&s,
-		     "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0],
-		     b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-		     b[14], b[15]) < 0)
+	if (asprintf(&s, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n",
+		     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+		     b[12], b[13], b[14], b[15]) < 0)
 		return NULL;
 	return s;
 }
@@ -334,7 +359,8 @@ static int add_proc_masks(struct rootfs *fs, const struct sandbox_limits *l)
 		if (access(*m, F_OK) < 0)
 			continue;
 		if (!first_dir)
-			r = add(fs, OP_TMPFS, NULL, first_dir = *m + 1, "size=4k,nr_inodes=1,mode=0555",
+			r = add(fs, OP_TMPFS, NULL, first_dir = *m + 1,
+				"size=4k,nr_inodes=1,mode=0555",
 				MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
 		else
 			r = add(fs, OP_MASK, first_dir, *m + 1, NULL, 0);
@@ -376,20 +402,44 @@ static int add_proc_masks(struct rootfs *fs, const struct sandbox_limits *l)
 
 static const char *const cpu_top_files[] = { "kernel_max", NULL };
 static const char *const cpu_topology_files[] = {
-	"physical_package_id", "die_id", "cluster_id", "core_id", "book_id", "drawer_id",
-	"thread_siblings", "thread_siblings_list", "core_cpus", "core_cpus_list",
-	"core_siblings", "core_siblings_list", "cluster_cpus", "cluster_cpus_list",
-	"die_cpus", "die_cpus_list", "package_cpus", "package_cpus_list", NULL,
+	"physical_package_id",
+	"die_id",
+	"cluster_id",
+	"core_id",
+	"book_id",
+	"drawer_id",
+	"thread_siblings",
+	"thread_siblings_list",
+	"core_cpus",
+	"core_cpus_list",
+	"core_siblings",
+	"core_siblings_list",
+	"cluster_cpus",
+	"cluster_cpus_list",
+	"die_cpus",
+	"die_cpus_list",
+	"package_cpus",
+	"package_cpus_list",
+	NULL,
 };
 static const char *const cpu_cache_files[] = {
-	"id", "level", "type", "size", "coherency_line_size", "ways_of_associativity",
-	"number_of_sets", "physical_line_partition", "shared_cpu_map", "shared_cpu_list", NULL,
+	"id",
+	"level",
+	"type",
+	"size",
+	"coherency_line_size",
+	"ways_of_associativity",
+	"number_of_sets",
+	"physical_line_partition",
+	"shared_cpu_map",
+	"shared_cpu_list",
+	NULL,
 };
 /* the names above that hold a mask of CPUs (the others ending in
  * "_list" hold a list) */
 static const char *const cpu_mask_files[] = { "thread_siblings", "core_cpus", "core_siblings",
-					      "cluster_cpus", "die_cpus", "package_cpus",
-					      "shared_cpu_map", NULL };
+					      "cluster_cpus",	 "die_cpus",  "package_cpus",
+					      "shared_cpu_map",	 NULL };
 
 static bool in_list(const char *const *names, const char *name)
 {
@@ -647,7 +697,8 @@ static int v1_hierarchy(const char *self, enum cgroup_ctrl ctrl, char *out, size
 			out[len] = '\0';
 			for (const char *w = out; *w; w = *e ? e + 1 : e) {
 				e = w + strcspn(w, ",");
-				if ((size_t)(e - w) == strlen(want) && !strncmp(w, want, (size_t)(e - w)))
+				if ((size_t)(e - w) == strlen(want) &&
+				    !strncmp(w, want, (size_t)(e - w)))
 					return 0;
 			}
 		}
@@ -685,7 +736,8 @@ static int add_cgroup_mounts(struct rootfs *fs, const struct rootfs_host *host)
 		bool dup = false;
 		char *dst;
 
-		if (!(host->cgroup_ctrls & (1u << c)) || v1_hierarchy(self, c, list, sizeof(list)) < 0)
+		if (!(host->cgroup_ctrls & (1u << c)) ||
+		    v1_hierarchy(self, c, list, sizeof(list)) < 0)
 			continue;
 		for (size_t i = 0; i < fs->n; i++)
 			dup |= fs->ops[i].type == OP_MOUNT && fs->ops[i].data &&
@@ -735,8 +787,8 @@ static int add_python_site_pyc(struct rootfs *fs, int v)
 	struct stat st;
 	int r;
 
-	snprintf(host, sizeof(host), "/usr/lib/python3.%d/__pycache__/sitecustomize.cpython-3%d.pyc",
-		 v, v);
+	snprintf(host, sizeof(host),
+		 "/usr/lib/python3.%d/__pycache__/sitecustomize.cpython-3%d.pyc", v, v);
 	if (stat(host, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
 	if (asprintf(&dir, "etc/python3.%d/__pycache__", v) < 0 || !keep(fs, dir))
@@ -780,7 +832,8 @@ static void python_versions(uint64_t *ret)
 		char *end;
 		long v;
 
-		if (strncmp(de->d_name, "python3.", 8) != 0 || !isdigit((unsigned char)de->d_name[8]))
+		if (strncmp(de->d_name, "python3.", 8) != 0 ||
+		    !isdigit((unsigned char)de->d_name[8]))
 			continue;
 		v = strtol(de->d_name + 8, &end, 10);
 		if (*end == '\0' && v >= 0 && v < 64)
@@ -828,8 +881,7 @@ static int add_python_site(struct rootfs *fs, bool in_template)
 	return 0;
 }
 
-int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l,
-		 const struct rootfs_host *host)
+int rootfs_build(struct rootfs *fs, const struct sandbox_limits *l, const struct rootfs_host *host)
 {
 	int r;
 
@@ -924,8 +976,8 @@ static unsigned long locked_flags(const char *path)
 	static const struct {
 		unsigned long st, ms;
 	} map[] = {
-		{ ST_NOSUID, MS_NOSUID },     { ST_NODEV, MS_NODEV },
-		{ ST_NOEXEC, MS_NOEXEC },     { ST_NOATIME, MS_NOATIME },
+		{ ST_NOSUID, MS_NOSUID },	  { ST_NODEV, MS_NODEV },
+		{ ST_NOEXEC, MS_NOEXEC },	  { ST_NOATIME, MS_NOATIME },
 		{ ST_NODIRATIME, MS_NODIRATIME }, { ST_RELATIME, MS_RELATIME },
 	};
 	struct statvfs sv;
@@ -1048,11 +1100,13 @@ static int make_tree(const char *data, size_t len)
 			if (dir >= 0)
 				close(dir);
 			r = mkdir_ok(path, 0755);
-			dir = r < 0 ? -1 : open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			dir = r < 0 ? -1
+				    : open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (r == 0 && dir < 0)
 				r = -errno;
 		} else if (path[-1] == 'f' && dir >= 0 && !strchr(path, '/') &&
-			   (cl = strnlen(content, (size_t)(end - content))) < (size_t)(end - content)) {
+			   (cl = strnlen(content, (size_t)(end - content))) <
+				   (size_t)(end - content)) {
 			r = make_file_at(dir, path, content, 0, 0444);
 			p = content + cl + 1;
 		} else {
@@ -1098,8 +1152,8 @@ static int apply_op(const struct rootfs_op *op, int host_root)
 		return copy_file(host_root, op->src, op->dst);
 	case OP_PROC:
 		r = mkdir_ok(op->dst, 0555);
-		if (r == 0 && mount("proc", op->dst, "proc",
-				    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		if (r == 0 &&
+		    mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 			r = -errno;
 		return r;
 	case OP_RO:

@@ -65,16 +65,26 @@ const char *sandbox_step_name(int step)
 const char *sandbox_limit_name(enum sandbox_limit bit)
 {
 	switch (bit) {
-	case SANDBOX_LIMIT_WALL: return "wall_time";
-	case SANDBOX_LIMIT_MEMORY: return "memory";
-	case SANDBOX_LIMIT_PIDS: return "pids";
-	case SANDBOX_LIMIT_CPU: return "cpu_time";
-	case SANDBOX_LIMIT_FILE_SIZE: return "file_size";
-	case SANDBOX_LIMIT_OPEN_FILES: return "open_files";
-	case SANDBOX_LIMIT_DISK: return "disk";
-	case SANDBOX_LIMIT_OUTPUT: return "output";
-	case SANDBOX_LIMIT_CPUS: return "cpu";
-	case SANDBOX_LIMIT_LANDLOCK: return "landlock";
+	case SANDBOX_LIMIT_WALL:
+		return "wall_time";
+	case SANDBOX_LIMIT_MEMORY:
+		return "memory";
+	case SANDBOX_LIMIT_PIDS:
+		return "pids";
+	case SANDBOX_LIMIT_CPU:
+		return "cpu_time";
+	case SANDBOX_LIMIT_FILE_SIZE:
+		return "file_size";
+	case SANDBOX_LIMIT_OPEN_FILES:
+		return "open_files";
+	case SANDBOX_LIMIT_DISK:
+		return "disk";
+	case SANDBOX_LIMIT_OUTPUT:
+		return "output";
+	case SANDBOX_LIMIT_CPUS:
+		return "cpu";
+	case SANDBOX_LIMIT_LANDLOCK:
+		return "landlock";
 	}
 	return NULL;
 }
@@ -204,8 +214,10 @@ static int take_ids(struct sandbox *sb, const struct sandbox_config *cfg, bool p
 		return g_ids_err;
 	r = ids_take(&g_ids, &sb->ws_uid, &sb->ws_gid, &sb->id_lock_fd);
 	*ret_step = r == 0 ? NULL
-		    : r == -EAGAIN ? "take a host uid from the range (every id is in use)"
-				   : "take a host uid from the range (with the lock file " IDS_LOCK_FILE ")";
+		    : r == -EAGAIN
+			    ? "take a host uid from the range (every id is in use)"
+			    : "take a host uid from the range (with the lock file " IDS_LOCK_FILE
+			      ")";
 	return r;
 }
 
@@ -221,10 +233,18 @@ int sandbox_alloc(const struct sandbox_config *cfg, bool privileged, bool cell,
 
 	if (!sb)
 		return -ENOMEM;
-	*sb = (struct sandbox){ .pid = -1, .pidfd = -1, .sock = -1, .ws_fd = -1, .upper_fd = -1,
-				 .egress_fd = -1, .reaper_hold = -1,
-				.timer_fd = -1, .ep = -1, .timeout_s = cfg->limits.timeout_s,
-				.cpu_limit_s = cfg->limits.cpu_seconds, .id_lock_fd = -1,
+	*sb = (struct sandbox){ .pid = -1,
+				.pidfd = -1,
+				.sock = -1,
+				.ws_fd = -1,
+				.upper_fd = -1,
+				.egress_fd = -1,
+				.reaper_hold = -1,
+				.timer_fd = -1,
+				.ep = -1,
+				.timeout_s = cfg->limits.timeout_s,
+				.cpu_limit_s = cfg->limits.cpu_seconds,
+				.id_lock_fd = -1,
 				.cg = { .oom_efd = -1, .press_fd = -1 } };
 	sb->unenforced = compute_unenforced(&cfg->limits);
 	sb->template_init = cfg->template;
@@ -254,7 +274,9 @@ int sandbox_pidfd(const struct sandbox *sb)
 
 const char *sandbox_net_name(enum sandbox_net n)
 {
-	return n == SANDBOX_NET_NONE ? "none" : n == SANDBOX_NET_ALLOWLIST ? "allowlist" : "loopback";
+	return n == SANDBOX_NET_NONE	    ? "none"
+	       : n == SANDBOX_NET_ALLOWLIST ? "allowlist"
+					    : "loopback";
 }
 
 int sandbox_egress_start(struct sandbox *sb, const char *allow)

@@ -175,8 +175,7 @@ struct sandbox;
 /* Called with output read from a channel.  Return 0 to go on, or a
  * positive number to have the tree killed; sandbox_wait() then reports
  * SANDBOX_END_KILLED with that number as kill_reason. */
-typedef int (*sandbox_output_fn)(void *userdata, int channel, const char *data,
-				 size_t n);
+typedef int (*sandbox_output_fn)(void *userdata, int channel, const char *data, size_t n);
 
 struct sandbox_wait_opts {
 	/* Read ends the caller wants pumped until EOF (the sandbox does not
@@ -398,12 +397,12 @@ void sandbox_defer_sweep(void);
 #define CODECELL_SANDBOX_HOST_INFO
 /* What this host offers, for `codecell check`. */
 struct sandbox_host_info {
-	int cgroup_version;	   /* 0 none, 1, 2 */
-	const char *cgroup_why;	   /* static; why a controller is missing */
-	const char *cgroup_parent; /* where sandboxes' cgroups go; static until exit */
-	unsigned enforceable;	   /* enum sandbox_limit bits */
-	int landlock_abi;	   /* 0: unavailable */
-	unsigned seccomp_insns[2]; /* the two filters' lengths */
+	int cgroup_version;		/* 0 none, 1, 2 */
+	const char *cgroup_why;		/* static; why a controller is missing */
+	const char *cgroup_parent;	/* where sandboxes' cgroups go; static until exit */
+	unsigned enforceable;		/* enum sandbox_limit bits */
+	int landlock_abi;		/* 0: unavailable */
+	unsigned seccomp_insns[2];	/* the two filters' lengths */
 	const char *seccomp_built_with; /* "libseccomp X.Y.Z" */
 	/* root's host id range for sandboxes (ids.h); ids_error -errno if
 	 * none could be loaded */

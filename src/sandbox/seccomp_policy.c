@@ -25,6 +25,8 @@
 
 /* What an interpreter, a shell, node or sqlite does on a normal day.
  * Names libseccomp does not know on this architecture are skipped. */
+/* the names as the kernel lists them, a few a line */
+/* clang-format off */
 const char *const sandbox_seccomp_allowed[] = {
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv",
 	"pwritev", "preadv2", "pwritev2", "open", "openat", "close",
@@ -79,6 +81,7 @@ const char *const sandbox_seccomp_allowed[] = {
 	"get_mempolicy", "set_mempolicy", "mbind", "landlock_create_ruleset",
 	"landlock_add_rule", "landlock_restrict_self", "seccomp", NULL,
 };
+/* clang-format on */
 
 /* Decided one by one (issue 13), and why:
  *  - vmsplice: allowed.  A pipe operation like splice and tee, which are
@@ -102,6 +105,8 @@ const char *const sandbox_seccomp_allowed[] = {
  *    and bind make anyway; device nodes refused (add_mknod_rules). */
 
 /* Never reachable (DESIGN.md): fail with EPERM. */
+/* the names as the kernel lists them, a few a line */
+/* clang-format off */
 const char *const sandbox_seccomp_denied[] = {
 	"unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
 	"move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
@@ -117,13 +122,14 @@ const char *const sandbox_seccomp_denied[] = {
 	"lookup_dcookie", "fanotify_init", "sethostname", "setdomainname", "nfsservctl", "migrate_pages",
 	"move_pages", NULL,
 };
+/* clang-format on */
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
-#define NS_FLAGS                                                               \
-	(CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |           \
-	 CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWTIME)
+#define NS_FLAGS                                                                                   \
+	(CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
+	 CLONE_NEWCGROUP | CLONE_NEWTIME)
 
 static int add_names(scmp_filter_ctx ctx, const char *const *names, uint32_t action)
 {
@@ -205,12 +211,16 @@ static int add_mknod_rules(scmp_filter_ctx ctx)
 			continue; /* mknod: not on aarch64 */
 		for (unsigned t = 0; t < 16; t++) {
 			unsigned type = t << 12;
-			bool ok = type == 0 || type == S_IFIFO || type == S_IFREG || type == S_IFSOCK;
+			bool ok =
+				type == 0 || type == S_IFIFO || type == S_IFREG || type == S_IFSOCK;
 			struct scmp_arg_cmp cmp = {
-				.arg = calls[c].arg, .op = SCMP_CMP_MASKED_EQ,
-				.datum_a = S_IFMT, .datum_b = type,
+				.arg = calls[c].arg,
+				.op = SCMP_CMP_MASKED_EQ,
+				.datum_a = S_IFMT,
+				.datum_b = type,
 			};
-			int r = seccomp_rule_add_array(ctx, ok ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EPERM),
+			int r = seccomp_rule_add_array(ctx,
+						       ok ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(EPERM),
 						       calls[c].nr, 1, &cmp);
 
 			if (r < 0)
@@ -464,9 +474,11 @@ static int emit_args_block(struct emitter *e, int nr, uint32_t dflt)
 	} else if (nr == __NR_personality) {
 		emit_one_of(e, 0, 0xffffffffu, personalities, ARRAY_SIZE(personalities), dflt);
 	} else if (nr == __NR_mknod) {
-		emit_one_of(e, 1, S_IFMT, node_types, ARRAY_SIZE(node_types), SCMP_ACT_ERRNO(EPERM));
+		emit_one_of(e, 1, S_IFMT, node_types, ARRAY_SIZE(node_types),
+			    SCMP_ACT_ERRNO(EPERM));
 	} else if (nr == __NR_mknodat) {
-		emit_one_of(e, 2, S_IFMT, node_types, ARRAY_SIZE(node_types), SCMP_ACT_ERRNO(EPERM));
+		emit_one_of(e, 2, S_IFMT, node_types, ARRAY_SIZE(node_types),
+			    SCMP_ACT_ERRNO(EPERM));
 	} else {
 		return -ENOTSUP; /* a new argument rule: write it out above */
 	}
@@ -516,8 +528,8 @@ static uint32_t verdict(const struct sock_fprog *ref, uint32_t arch, uint32_t nr
  * one the interpreter knows.  -EPROTO if not (the build stops). */
 static int same_verdicts(const struct sock_fprog *ref, const struct sock_fprog *got)
 {
-	static const uint32_t arches[] = { AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, 0,
-					   0xffffffffu };
+	static const uint32_t arches[] = { AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64,
+					   0, 0xffffffffu };
 	/* room for every jump of two programs of the largest size */
 	static uint32_t nums[2 * 3 * BPF_MAXINSNS + NR_SCAN + 8];
 	size_t n = 0;
@@ -545,7 +557,8 @@ static int same_verdicts(const struct sock_fprog *ref, const struct sock_fprog *
 					for (int hi = 0; hi < 2; hi++) {
 						struct seccomp_data da = d;
 
-						da.args[k] = (hi ? 0xffffffff00000000ull : 0) | nums[v];
+						da.args[k] =
+							(hi ? 0xffffffff00000000ull : 0) | nums[v];
 						want = sandbox_bpf_run(ref, &da, NULL);
 						if (want == SANDBOX_BPF_BAD ||
 						    sandbox_bpf_run(got, &da, NULL) != want)
@@ -579,7 +592,8 @@ static int compact(const struct sock_fprog *ref, struct sock_fprog **ret)
 			return -ENOTSUP;
 	minus1 = verdict(ref, AUDIT_ARCH_X86_64, 0xffffffffu, NULL);
 	badarch = verdict(ref, AUDIT_ARCH_I386, 0, NULL);
-	if (verdict(ref, 0, 0, NULL) != badarch || verdict(ref, AUDIT_ARCH_AARCH64, 0, NULL) != badarch)
+	if (verdict(ref, 0, 0, NULL) != badarch ||
+	    verdict(ref, AUDIT_ARCH_AARCH64, 0, NULL) != badarch)
 		return -ENOTSUP;
 	/* the last run, from NR_SCAN, is the default's up to x32's numbers */
 	for (uint32_t nr = 0; nr <= NR_SCAN; nr++) {
@@ -703,4 +717,3 @@ void sandbox_seccomp_free(struct sock_fprog *prog)
 	free(prog->filter);
 	free(prog);
 }
-

@@ -76,8 +76,7 @@ static int validate(const struct sandbox_config *cfg)
 {
 	if (!cfg->argv || !cfg->argv[0] || cfg->argv[0][0] != '/' || !cfg->envp)
 		return -EINVAL;
-	if (cfg->stdout_fd < 0 || cfg->stderr_fd < 0 ||
-	    cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS)
+	if (cfg->stdout_fd < 0 || cfg->stderr_fd < 0 || cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS)
 		return -EINVAL;
 	if (!cfg->limits.tmp_bytes || !cfg->limits.workspace_bytes)
 		return -EINVAL;
@@ -228,11 +227,18 @@ static int handshake(struct sandbox *sb, const struct sandbox_config *late_cfg, 
 static int child_ctx_init(struct child_ctx *c, const struct sandbox_config *cfg,
 			  const struct rootfs *fs, unsigned unenforced, bool privileged)
 {
-	*c = (struct child_ctx){ .cfg = cfg, .fs = fs, .seccomp = sandbox_seccomp_programs,
-				 .set_groups = privileged, .keep_group_leaders = cfg->keep_group_leaders,
+	*c = (struct child_ctx){ .cfg = cfg,
+				 .fs = fs,
+				 .seccomp = sandbox_seccomp_programs,
+				 .set_groups = privileged,
+				 .keep_group_leaders = cfg->keep_group_leaders,
 				 .fd_stdin = cfg->stdin_fd,
-				 .fd_stdout = cfg->stdout_fd, .fd_stderr = cfg->stderr_fd,
-				 .sock = -1, .parent_sock = -1, .fd_lower = -1, .fd_host_root = -1,
+				 .fd_stdout = cfg->stdout_fd,
+				 .fd_stderr = cfg->stderr_fd,
+				 .sock = -1,
+				 .parent_sock = -1,
+				 .fd_lower = -1,
+				 .fd_host_root = -1,
 				 .fd_script = cfg->script_name ? cfg->script_fd : -1,
 				 .mode = cfg->template ? CHILD_TEMPLATE : CHILD_EXEC };
 	for (size_t i = 0; i < cfg->n_pass_fds; i++)

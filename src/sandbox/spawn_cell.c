@@ -126,8 +126,8 @@ int sandbox_new_cell(const struct sandbox_config *cfg, const struct sandbox *tem
 	if (ret_failed_step)
 		*ret_failed_step = NULL;
 	if (cfg->project_dir || cfg->stdout_fd < 0 || cfg->stderr_fd < 0 ||
-	    cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS ||
-	    !cfg->limits.tmp_bytes || !cfg->limits.workspace_bytes)
+	    cfg->n_pass_fds > SANDBOX_MAX_PASS_FDS || !cfg->limits.tmp_bytes ||
+	    !cfg->limits.workspace_bytes)
 		return -EINVAL;
 	(void)sandbox_global_init();
 	r = sandbox_alloc(cfg, privileged, true, &sb, &alloc_step);

@@ -96,7 +96,8 @@ static void close_all_but(int *keep, size_t n)
  * pidfd says when it has exited, after it left its cgroups. */
 __attribute__((noreturn)) static void teardown_child(struct sandbox *sb, int hold, double max_s)
 {
-	struct pollfd p[2] = { { .fd = sb->pidfd, .events = POLLIN }, { .fd = hold, .events = POLLIN } };
+	struct pollfd p[2] = { { .fd = sb->pidfd, .events = POLLIN },
+			       { .fd = hold, .events = POLLIN } };
 	int keep[3] = { sb->pidfd, sb->id_lock_fd, hold };
 	uint64_t deadline = now_ns() + (uint64_t)(max_s * 1e9);
 	sigset_t none;

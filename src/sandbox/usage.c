@@ -40,8 +40,9 @@ void sandbox_fill_exit(struct sandbox *sb, struct sandbox_exit *e)
 {
 	struct cgroup_stats cs = { 0 };
 	struct statfs sf;
-	uint64_t ru_ns = (uint64_t)(sb->ru.ru_utime.tv_sec + sb->ru.ru_stime.tv_sec) * 1000000000ull +
-			 (uint64_t)(sb->ru.ru_utime.tv_usec + sb->ru.ru_stime.tv_usec) * 1000ull;
+	uint64_t ru_ns =
+		(uint64_t)(sb->ru.ru_utime.tv_sec + sb->ru.ru_stime.tv_sec) * 1000000000ull +
+		(uint64_t)(sb->ru.ru_utime.tv_usec + sb->ru.ru_stime.tv_usec) * 1000ull;
 
 	memset(e, 0, sizeof(*e));
 	e->duration_ns = now_ns() - sb->start_ns;
@@ -72,9 +73,8 @@ void sandbox_fill_exit(struct sandbox *sb, struct sandbox_exit *e)
 	if (sb->got_exit && WIFSIGNALED(sb->wstatus)) {
 		e->signal = WTERMSIG(sb->wstatus);
 		/* RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard */
-		if (e->signal == SIGXCPU ||
-		    (e->signal == SIGKILL && sb->cpu_limit_s &&
-		     e->cpu_ns >= sb->cpu_limit_s * 1000000000ull))
+		if (e->signal == SIGXCPU || (e->signal == SIGKILL && sb->cpu_limit_s &&
+					     e->cpu_ns >= sb->cpu_limit_s * 1000000000ull))
 			e->limits_hit |= SANDBOX_LIMIT_CPU;
 		if (e->signal == SIGXFSZ)
 			e->limits_hit |= SANDBOX_LIMIT_FILE_SIZE;

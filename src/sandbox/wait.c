@@ -207,7 +207,8 @@ static int wait_loop(struct sandbox *sb, const struct sandbox_wait_opts *o, int 
 				if (got == 0 && open_ch[tag]) {
 					open_ch[tag] = false;
 					n_open--;
-					(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->channel_fds[tag], NULL);
+					(void)epoll_ctl(ep, EPOLL_CTL_DEL, o->channel_fds[tag],
+							NULL);
 					sb->ep_ok = false;
 				}
 			} else if (tag == EV_SOCK) {
@@ -302,8 +303,7 @@ static int ep_build(struct sandbox *sb, const struct sandbox_wait_opts *o)
 	return 0;
 }
 
-int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o,
-		 struct sandbox_exit *ret)
+int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o, struct sandbox_exit *ret)
 {
 	int r;
 
@@ -311,8 +311,9 @@ int sandbox_wait(struct sandbox *sb, const struct sandbox_wait_opts *o,
 		return -EINVAL;
 	if (!ep_current(sb, o) && (r = ep_build(sb, o)) < 0)
 		return r;
-	r = arm_timer(sb, o->deadline_s > 0 ? o->deadline_s : sb->timeout_s > 0 ? sb->timeout_s
-										 : 1e9);
+	r = arm_timer(sb, o->deadline_s > 0   ? o->deadline_s
+			  : sb->timeout_s > 0 ? sb->timeout_s
+					      : 1e9);
 	if (r < 0)
 		return r;
 	sb->stop_watched = o->stop_fd > 0;

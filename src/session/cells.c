@@ -266,7 +266,8 @@ void *session_pool_maker_main(void *arg)
 				p->retry_ns = now_ns() +
 					      (uint64_t)(session_backoff_s(p->failures - 2) * 1e9);
 			if (p->failures >= 3 && p->tpl == t)
-				snprintf(p->why, sizeof(p->why), "the template cannot make cells: %s; retrying",
+				snprintf(p->why, sizeof(p->why),
+					 "the template cannot make cells: %s; retrying",
 					 r == -ECHILD ? "they die as they start" : strerror(-r));
 			continue;
 		}

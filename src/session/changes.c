@@ -98,7 +98,8 @@ void change_list_release(struct change_list *l)
 
 static int open_at2(int root, const char *path, int flags, mode_t mode)
 {
-	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .mode = mode,
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC),
+				.mode = mode,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 					   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
 	long fd;
@@ -167,7 +168,9 @@ static int add(struct change_list *l, const char *path, enum change_kind k, enum
 		l->cap = cap;
 	}
 	c = &l->v[l->n];
-	*c = (struct change){ .kind = k, .type = t, .size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0,
+	*c = (struct change){ .kind = k,
+			      .type = t,
+			      .size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0,
 			      .mode = st->st_mode & 07777 };
 	c->path = strdup(path);
 	if (!c->path)
@@ -285,8 +288,10 @@ static int add_deleted(struct change_list *l, int lower_dir, const char *name, c
 static bool same_content(int a_dir, const char *a_name, int b_dir, const char *b_name)
 {
 	char x[16384], y[16384];
-	_cleanup_close_ int a = openat(a_dir, a_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	_cleanup_close_ int b = openat(b_dir, b_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_close_ int a =
+		openat(a_dir, a_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_close_ int b =
+		openat(b_dir, b_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (a < 0 || b < 0)
 		return false;
@@ -387,8 +392,7 @@ static int walk_entry(struct change_list *l, int up, int low, const char *path, 
 /* An upper directory (up) against the project's (low, or -1).
  * hide_lower: an opaque directory here or above: what the project has
  * and the upper layer does not is deleted. */
-static int walk(struct change_list *l, int up, int low, const char *dir, bool hide_lower,
-		int depth)
+static int walk(struct change_list *l, int up, int low, const char *dir, bool hide_lower, int depth)
 {
 	char **names = NULL, **lnames = NULL;
 	size_t n = 0, ln = 0;
@@ -401,7 +405,8 @@ static int walk(struct change_list *l, int up, int low, const char *dir, bool hi
 			continue;
 		r = walk_entry(l, up, low, path, names[i], hide_lower, depth);
 	}
-	if (r == 0 && hide_lower && low >= 0 && list_dir(low, &lnames, &ln, CHANGES_MAX_ENTRIES) == 0) {
+	if (r == 0 && hide_lower && low >= 0 &&
+	    list_dir(low, &lnames, &ln, CHANGES_MAX_ENTRIES) == 0) {
 		for (size_t i = 0; r == 0 && i < ln; i++) {
 			char path[PATH_MAX];
 			struct stat st;
@@ -494,8 +499,8 @@ static int diff_one(struct buf *out, int up, int low, const struct change *c)
 	if (r == 0 && c->kind == CHANGE_DELETED)
 		r = buf_printf(out, "deleted file mode %06o\n", mode);
 	if (r == 0 && c->kind == CHANGE_MODIFIED && (c->old_mode & 0777) != (c->mode & 0777))
-		r = buf_printf(out, "old mode %06o\nnew mode %06o\n", 0100000u | (c->old_mode & 0777),
-			       mode);
+		r = buf_printf(out, "old mode %06o\nnew mode %06o\n",
+			       0100000u | (c->old_mode & 0777), mode);
 	if (r < 0 || c->mode_only)
 		return r;
 	if (c->kind != CHANGE_ADDED)
@@ -508,17 +513,19 @@ static int diff_one(struct buf *out, int up, int low, const struct change *c)
 		buf_init(&b.b, 1);
 	if (a.binary || b.binary || a.too_big || b.too_big || a.missing || b.missing)
 		r = buf_printf(out, "Binary files %s%s and %s%s differ\n",
-			       c->kind == CHANGE_ADDED ? "/dev/null" : "a/", c->kind == CHANGE_ADDED ? "" : p,
+			       c->kind == CHANGE_ADDED ? "/dev/null" : "a/",
+			       c->kind == CHANGE_ADDED ? "" : p,
 			       c->kind == CHANGE_DELETED ? "/dev/null" : "b/",
 			       c->kind == CHANGE_DELETED ? "" : p);
 	else {
-		r = buf_printf(out, "--- %s%s\n+++ %s%s\n", c->kind == CHANGE_ADDED ? "/dev/null" : "a/",
+		r = buf_printf(out, "--- %s%s\n+++ %s%s\n",
+			       c->kind == CHANGE_ADDED ? "/dev/null" : "a/",
 			       c->kind == CHANGE_ADDED ? "" : p,
 			       c->kind == CHANGE_DELETED ? "/dev/null" : "b/",
 			       c->kind == CHANGE_DELETED ? "" : p);
 		if (r == 0)
-			r = text_diff(a.b.data ? a.b.data : "", a.b.len, b.b.data ? b.b.data : "", b.b.len,
-				      out);
+			r = text_diff(a.b.data ? a.b.data : "", a.b.len, b.b.data ? b.b.data : "",
+				      b.b.len, out);
 	}
 	buf_release(&a.b);
 	buf_release(&b.b);
@@ -569,9 +576,9 @@ json_t *changes_json(const struct changes_base *b, const struct change_list *l,
 			json_object_set_new(e, "mode_only", json_true());
 		json_array_append_new(arr, e);
 	}
-	o = json_pack("{s:s, s:o, s:b, s:s, s:b}", "project", b->project, "changes", arr, "truncated",
-		      l->truncated, "diff", diff ? buf_str(diff) : "", "diff_truncated",
-		      diff_truncated);
+	o = json_pack("{s:s, s:o, s:b, s:s, s:b}", "project", b->project, "changes", arr,
+		      "truncated", l->truncated, "diff", diff ? buf_str(diff) : "",
+		      "diff_truncated", diff_truncated);
 	return o;
 }
 
@@ -594,8 +601,9 @@ static int hash_fd(int fd, struct sha256 *h, uint64_t *n)
  * way replaced by a symlink or a file) is a change since the listing. */
 static int moved(int r)
 {
-	return r == -ENOENT || r == -ELOOP || r == -ENOTDIR || r == -EXDEV || r == -EINVAL ? -ECANCELED
-												  : r;
+	return r == -ENOENT || r == -ELOOP || r == -ENOTDIR || r == -EXDEV || r == -EINVAL
+		       ? -ECANCELED
+		       : r;
 }
 
 /* c's new side from up into c->sha256, its size into *ret_size. */
@@ -670,8 +678,9 @@ int changes_digest(int upper_fd, struct change_list *l, char out[2 * SHA256_LEN 
 		k = snprintf(head, sizeof(head), "%zu:", strlen(c->path));
 		sha256_update(&all, head, (size_t)k);
 		sha256_update(&all, c->path, strlen(c->path));
-		k = snprintf(head, sizeof(head), " %s %s %04o %" PRIu64 " ", change_kind_name(c->kind),
-			     change_type_name(c->type), (unsigned)(c->mode & 0777), size);
+		k = snprintf(head, sizeof(head), " %s %s %04o %" PRIu64 " ",
+			     change_kind_name(c->kind), change_type_name(c->type),
+			     (unsigned)(c->mode & 0777), size);
 		sha256_update(&all, head, (size_t)k);
 		sha256_update(&all, content, 2 * SHA256_LEN);
 		sha256_update(&all, "\n", 1);
@@ -832,7 +841,8 @@ static int put_file(int src_parent, const char *src_name, const struct stat *sst
 		/* into a sandbox: only what it could read through its lower
 		 * layer (the owner's files by the owner's bit, others' by the
 		 * others' bit); the rest stays as the program left it */
-		if (gate && !(ist.st_uid == gate->uid ? ist.st_mode & S_IRUSR : ist.st_mode & S_IROTH))
+		if (gate &&
+		    !(ist.st_uid == gate->uid ? ist.st_mode & S_IRUSR : ist.st_mode & S_IROTH))
 			return 1;
 	}
 	prev = ws_become_owner(o);
@@ -906,8 +916,8 @@ static int copy_one(int src, int dst, const struct change *c, const struct ws_ow
 	_cleanup_close_ int sp = open_parent(src, c->path, &sname);
 	_cleanup_close_ int dp = open_parent(dst, c->path, &dname);
 	struct stat st;
-	bool there = sp >= 0 && fstatat(sp, sname, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		     !is_whiteout(&st);
+	bool there =
+		sp >= 0 && fstatat(sp, sname, &st, AT_SYMLINK_NOFOLLOW) == 0 && !is_whiteout(&st);
 
 	/* the parent went with an earlier entry (a directory removed) */
 	if (dp < 0)
@@ -935,7 +945,8 @@ static int place_staged(int stage, size_t i, int dst, const struct change *c,
 {
 	const char *dname;
 	_cleanup_close_ int dp = open_parent(dst, c->path, &dname);
-	struct stat st = { .st_mode = (c->type == CHANGE_SYMLINK ? S_IFLNK : S_IFREG) | (c->mode & 0777) };
+	struct stat st = { .st_mode = (c->type == CHANGE_SYMLINK ? S_IFLNK : S_IFREG) |
+				      (c->mode & 0777) };
 	struct ws_fsid prev;
 	char name[24];
 	int r = 0;
@@ -986,8 +997,10 @@ static int copy_planned_all(int src_fd, int dst_fd, const struct change_list *l,
 		ws_restore_ids(prev);
 	}
 	if (r < 0) {
-		snprintf(msg, n, "cannot make a staging directory in the project: %s; nothing was "
-			 "written", strerror(-r));
+		snprintf(msg, n,
+			 "cannot make a staging directory in the project: %s; nothing was "
+			 "written",
+			 strerror(-r));
 		return r;
 	}
 	for (i = 0; r == 0 && i < l->n; i++) {
@@ -1008,8 +1021,10 @@ static int copy_planned_all(int src_fd, int dst_fd, const struct change_list *l,
 		const char *path = l->v[i - 1].path;
 
 		if (r == -ECANCELED)
-			snprintf(msg, n, "'%s' changed in the sandbox since the changes were read: "
-				 "nothing was written; look at the changes again", path);
+			snprintf(msg, n,
+				 "'%s' changed in the sandbox since the changes were read: "
+				 "nothing was written; look at the changes again",
+				 path);
 		else
 			snprintf(msg, n, "cannot stage '%s': %s; nothing was written", path,
 				 strerror(-r));
@@ -1042,8 +1057,8 @@ static int copy_all(int src_fd, int dst_fd, const struct change_list *l, const s
 
 		kept += r == 1;
 		if (r < 0) {
-			snprintf(msg, n, "cannot write '%s': %s (%zu of %zu changes done)", l->v[i].path,
-				 strerror(-r), i, l->n);
+			snprintf(msg, n, "cannot write '%s': %s (%zu of %zu changes done)",
+				 l->v[i].path, strerror(-r), i, l->n);
 			return r;
 		}
 	}
@@ -1118,15 +1133,15 @@ static int save_tree(int src, int dst, int depth, size_t *budget)
 			if (d2 >= 0)
 				close(d2);
 		} else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
-			r = put_file(src, name, &st, dst, name, &(struct ws_owner){ 0 }, NULL, NULL);
+			r = put_file(src, name, &st, dst, name, &(struct ws_owner){ 0 }, NULL,
+				     NULL);
 		}
 	}
 	free_names(names, n);
 	return r;
 }
 
-int changes_save(int upper_fd, const struct changes_base *b, const char *dir, char *msg,
-		 size_t n)
+int changes_save(int upper_fd, const struct changes_base *b, const char *dir, char *msg, size_t n)
 {
 	_cleanup_close_ int d = -1;
 	_cleanup_close_ int up = -1;
@@ -1136,23 +1151,27 @@ int changes_save(int upper_fd, const struct changes_base *b, const char *dir, ch
 	int r;
 
 	if (src < 0 || mkdir(dir, 0700) < 0) {
-		snprintf(msg, n, "cannot create the changes directory '%s': %s", dir, strerror(errno));
+		snprintf(msg, n, "cannot create the changes directory '%s': %s", dir,
+			 strerror(errno));
 		return -errno;
 	}
 	d = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d < 0 || mkdirat(d, CHANGES_UPPER_DIR, 0700) < 0 ||
-	    (up = openat(d, CHANGES_UPPER_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+	    (up = openat(d, CHANGES_UPPER_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+		    0) {
 		r = -errno;
 		snprintf(msg, n, "cannot fill the changes directory '%s': %s", dir, strerror(-r));
 		return r;
 	}
 	snprintf(text, sizeof(text),
-		 "project=%s\nsince_ns=%" PRId64 "\ndev=%" PRIu64 "\nino=%" PRIu64 "\nuid=%u\ngid=%u\n",
+		 "project=%s\nsince_ns=%" PRId64 "\ndev=%" PRIu64 "\nino=%" PRIu64
+		 "\nuid=%u\ngid=%u\n",
 		 b->project, b->since_ns, (uint64_t)b->dev, (uint64_t)b->ino, (unsigned)b->uid,
 		 (unsigned)b->gid);
 	{
-		_cleanup_close_ int f = openat(d, CHANGES_BASE_FILE,
-					       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		_cleanup_close_ int f =
+			openat(d, CHANGES_BASE_FILE,
+			       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 		r = f < 0 ? -errno : write_all(f, text, strlen(text));
 	}
@@ -1182,8 +1201,7 @@ static int base_field(const char *text, const char *key, char *out, size_t n)
 	return -EBADMSG;
 }
 
-int changes_load(const char *dir, struct changes_base *b, int *ret_upper_fd, char *msg,
-		 size_t n)
+int changes_load(const char *dir, struct changes_base *b, int *ret_upper_fd, char *msg, size_t n)
 {
 	char text[8192], v[64];
 	_cleanup_close_ int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1209,14 +1227,16 @@ int changes_load(const char *dir, struct changes_base *b, int *ret_upper_fd, cha
 	if (r == 0 && (r = base_field(text, "gid", v, sizeof(v))) == 0)
 		b->gid = (gid_t)strtoul(v, NULL, 10);
 	if (r < 0) {
-		snprintf(msg, n, "'%s' is not a changes directory (from 'codecell run --project'): %s",
-			 dir, r == -ENOENT ? "no '" CHANGES_BASE_FILE "' in it" : strerror(-r));
+		snprintf(msg, n,
+			 "'%s' is not a changes directory (from 'codecell run --project'): %s", dir,
+			 r == -ENOENT ? "no '" CHANGES_BASE_FILE "' in it" : strerror(-r));
 		return r;
 	}
 	up = openat(d, CHANGES_UPPER_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (up < 0) {
 		r = -errno;
-		snprintf(msg, n, "'%s' has no '" CHANGES_UPPER_DIR "' directory: %s", dir, strerror(-r));
+		snprintf(msg, n, "'%s' has no '" CHANGES_UPPER_DIR "' directory: %s", dir,
+			 strerror(-r));
 		return r;
 	}
 	*ret_upper_fd = up;
@@ -1253,7 +1273,8 @@ int changes_remove(const char *dir)
 	{
 		char check[PATH_MAX + 16];
 
-		if ((size_t)snprintf(check, sizeof(check), "%s/" CHANGES_BASE_FILE, name) >= sizeof(check))
+		if ((size_t)snprintf(check, sizeof(check), "%s/" CHANGES_BASE_FILE, name) >=
+		    sizeof(check))
 			return -ENAMETOOLONG;
 		if (fstatat(p, check, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			return -EBADMSG;

@@ -31,11 +31,11 @@
 #include "util/buf.h"
 #include "util/sha256.h"
 
-#define CHANGES_MAX_ENTRIES 20000    /* listed; the rest: truncated */
-#define CHANGES_MAX_DEPTH 64	     /* directories deep */
-#define CHANGES_TEXT_MAX (1u << 20)  /* a side larger than this is not diffed */
-#define CHANGES_DIFF_MAX (1u << 20)  /* the diff's text, by default */
-#define CHANGES_BASE_FILE "base"     /* in a saved changes directory */
+#define CHANGES_MAX_ENTRIES 20000   /* listed; the rest: truncated */
+#define CHANGES_MAX_DEPTH 64	    /* directories deep */
+#define CHANGES_TEXT_MAX (1u << 20) /* a side larger than this is not diffed */
+#define CHANGES_DIFF_MAX (1u << 20) /* the diff's text, by default */
+#define CHANGES_BASE_FILE "base"    /* in a saved changes directory */
 #define CHANGES_UPPER_DIR "upper"
 
 /* The project, and when the session started: the fingerprint an apply
@@ -65,10 +65,10 @@ struct change {
 	char *path; /* relative, no leading slash */
 	enum change_kind kind;
 	enum change_type type;
-	uint64_t size;	/* the new side's (the old one's for a deletion) */
-	mode_t mode;	/* permission bits, the new side's */
+	uint64_t size;	 /* the new side's (the old one's for a deletion) */
+	mode_t mode;	 /* permission bits, the new side's */
 	mode_t old_mode; /* modified: the project's */
-	bool mode_only; /* modified file: same bytes, other mode */
+	bool mode_only;	 /* modified file: same bytes, other mode */
 	/* changes_digest(): the new side's bytes (a file's content, a
 	 * symlink's target) as they were read */
 	unsigned char sha256[SHA256_LEN];
@@ -77,7 +77,7 @@ struct change {
 struct change_list {
 	struct change *v;
 	size_t n, cap;
-	bool truncated; /* CHANGES_MAX_ENTRIES reached */
+	bool truncated;	  /* CHANGES_MAX_ENTRIES reached */
 	unsigned skipped; /* FIFOs, sockets, devices: never carried */
 	/* changes_digest() read every entry: changes_copy() writes those
 	 * bytes, modes and types and no others */
@@ -141,12 +141,10 @@ int changes_revert(int ws_fd, const struct changes_base *b, const struct change_
  * upper layer copied (whiteouts as 0/0 character devices, opaque marks
  * as the user.overlay.opaque xattr, as overlayfs writes them) and the
  * base.  dir must not exist; made 0700.  0 or -errno with msg. */
-int changes_save(int upper_fd, const struct changes_base *b, const char *dir, char *msg,
-		 size_t n);
+int changes_save(int upper_fd, const struct changes_base *b, const char *dir, char *msg, size_t n);
 /* Open a changes directory: its base, and an O_PATH fd of its upper
  * layer (the caller's).  0 or -errno with msg. */
-int changes_load(const char *dir, struct changes_base *b, int *ret_upper_fd, char *msg,
-		 size_t n);
+int changes_load(const char *dir, struct changes_base *b, int *ret_upper_fd, char *msg, size_t n);
 /* Remove a changes directory (only what changes_save makes).  0 or
  * -errno. */
 int changes_remove(const char *dir);

@@ -18,13 +18,13 @@
 #include "util/buf.h"
 
 struct event_reader {
-	struct buf line;      /* the partial line; its cap is the line cap */
-	bool skipping;	      /* inside a line over the cap: drop to its newline */
-	uint64_t skip_len;    /* bytes of that line so far */
+	struct buf line;   /* the partial line; its cap is the line cap */
+	bool skipping;	   /* inside a line over the cap: drop to its newline */
+	uint64_t skip_len; /* bytes of that line so far */
 	/* since the last event_reader_clear_counts() */
-	unsigned long_lines;  /* lines dropped for their length or values */
-	uint64_t long_bytes;  /* their bytes */
-	unsigned bad_lines;   /* lines that were not a JSON object */
+	unsigned long_lines; /* lines dropped for their length or values */
+	uint64_t long_bytes; /* their bytes */
+	unsigned bad_lines;  /* lines that were not a JSON object */
 };
 
 /* A line with more JSON values than this is dropped unparsed (counted

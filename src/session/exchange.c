@@ -160,8 +160,8 @@ double session_interrupt_cell(void *ud)
 	return interrupt_exchange(x) == 0 ? SESSION_GRACE_S : 0;
 }
 
-int session_exchange_init(struct exchange *x, struct session *s, int want_id,
-			  int live_out, int live_err)
+int session_exchange_init(struct exchange *x, struct session *s, int want_id, int live_out,
+			  int live_err)
 {
 	memset(x, 0, sizeof(*x));
 	x->s = s;
@@ -240,7 +240,9 @@ int session_pump(struct session *s, struct exchange *x, double deadline,
 			if (ioctl(fds[i], FIONREAD, &avail) < 0)
 				avail = x->more[i] ? (int)sizeof(chunk) : 0;
 			while (!kill && avail > 0 &&
-			       (n = read(fds[i], chunk, (size_t)avail < sizeof(chunk) ? (size_t)avail : sizeof(chunk))) > 0) {
+			       (n = read(fds[i], chunk,
+					 (size_t)avail < sizeof(chunk) ? (size_t)avail
+								       : sizeof(chunk))) > 0) {
 				avail -= (int)n;
 				kill = on_output(x, i, chunk, (size_t)n);
 			}
@@ -293,8 +295,7 @@ int session_send_json(struct session *s, json_t *req)
 /* Send req (stolen) and wait up to timeout_s for its answer event;
  * *ret_answer gets a new reference to it.  For the requests that are not
  * cells (complete, reap, init, snapshot, restore). */
-int session_request(struct session *s, int id, json_t *req, double timeout_s,
-		    json_t **ret_answer)
+int session_request(struct session *s, int id, json_t *req, double timeout_s, json_t **ret_answer)
 {
 	struct exchange x;
 	struct sandbox_exit e;

@@ -110,13 +110,15 @@ static void fill_ended(struct session *s, const struct sandbox_exit *e, struct r
 	if (!r->has_error) {
 		r->has_error = true;
 		r->error_name = strdup("KernelDied");
-		if (asprintf(&r->error_value,
-			     "the kernel %s; the session was restarted (variables are gone, files in the workspace are kept)",
-			     r->status == RESULT_TIMEOUT	? "did not stop at the interrupt and was killed"
-			     : r->status == RESULT_MEMORY_LIMIT ? "ran out of memory"
-			     : r->status == RESULT_OUTPUT_LIMIT ? "wrote far too much output"
-			     : r->has_exit_code		? "exited"
-							: "was killed") < 0)
+		if (asprintf(
+			    &r->error_value,
+			    "the kernel %s; the session was restarted (variables are gone, files in the workspace are kept)",
+			    r->status == RESULT_TIMEOUT
+				    ? "did not stop at the interrupt and was killed"
+			    : r->status == RESULT_MEMORY_LIMIT ? "ran out of memory"
+			    : r->status == RESULT_OUTPUT_LIMIT ? "wrote far too much output"
+			    : r->has_exit_code		       ? "exited"
+							       : "was killed") < 0)
 			r->error_value = NULL;
 		r->error_traceback = strdup("");
 	}
@@ -141,11 +143,12 @@ static void fill_results(struct exchange *x, struct run_result *r)
 		r->results_truncated = true;
 	}
 	r->results = TAKE_PTR(x->results);
-	if (ev->bad_lines && asprintf(&r->warning,
-				      "%u event line%s from the kernel %s not JSON objects and %s dropped (did the code write to fd 4?)",
-				      ev->bad_lines, ev->bad_lines == 1 ? "" : "s",
-				      ev->bad_lines == 1 ? "was" : "were",
-				      ev->bad_lines == 1 ? "was" : "were") < 0)
+	if (ev->bad_lines &&
+	    asprintf(
+		    &r->warning,
+		    "%u event line%s from the kernel %s not JSON objects and %s dropped (did the code write to fd 4?)",
+		    ev->bad_lines, ev->bad_lines == 1 ? "" : "s",
+		    ev->bad_lines == 1 ? "was" : "were", ev->bad_lines == 1 ? "was" : "were") < 0)
 		r->warning = NULL;
 	if (r->out_truncated || r->err_truncated || r->results_truncated)
 		r->limits_hit |= SANDBOX_LIMIT_OUTPUT;
@@ -331,7 +334,7 @@ int session_names(struct session *s, const char *text, char ***ret, size_t *ret_
 		json_decref(answer);
 		return -ENOMEM;
 	}
-	json_array_foreach(names, i, v) {
+	json_array_foreach (names, i, v) {
 		if (n == SESSION_NAMES_MAX)
 			break;
 		if (json_is_string(v) &&

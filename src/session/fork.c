@@ -22,7 +22,7 @@ static void list_skipped(struct buf *b, json_t *skipped, bool *first)
 	const char *name;
 	json_t *why;
 
-	json_object_foreach(skipped, name, why) {
+	json_object_foreach (skipped, name, why) {
 		(void)buf_printf(b, "%s%s (%s)", *first ? "" : "; ", name,
 				 json_string_value(why) ? json_string_value(why) : "?");
 		*first = false;
@@ -84,7 +84,8 @@ static int fork_snapshot(struct session *s, const struct session_opts *o, json_t
 		snap = json_incref(x.answer);
 	session_exchange_release(&x);
 	if (r < 0) {
-		if (asprintf(ret_message, "cannot fork: the kernel did not hand over its state (%s)",
+		if (asprintf(ret_message,
+			     "cannot fork: the kernel did not hand over its state (%s)",
 			     strerror(-r)) < 0)
 			*ret_message = NULL;
 	} else if (k < 0) {
@@ -154,7 +155,8 @@ static int fork_restore(struct session *s, struct session *child, json_t *snap, 
 		const char *why = json_string_value(json_object_get(x.error, "value"));
 
 		r = -EIO;
-		if (asprintf(ret_message, "cannot fork: the new kernel did not take the state over (%s)",
+		if (asprintf(ret_message,
+			     "cannot fork: the new kernel did not take the state over (%s)",
 			     why ? why : "no reason given") < 0)
 			*ret_message = NULL;
 	}
@@ -177,8 +179,9 @@ int session_fork(struct session *s, struct session **ret, char **ret_message)
 
 	*ret_message = NULL;
 	if (s->project) {
-		*ret_message = strdup("a session with a project cannot be forked: its changes would "
-				      "have two owners; apply or discard them in this one");
+		*ret_message =
+			strdup("a session with a project cannot be forked: its changes would "
+			       "have two owners; apply or discard them in this one");
 		return -EOPNOTSUPP;
 	}
 	if (s->opts.lang != SESSION_PYTHON) {

@@ -46,10 +46,10 @@ struct session {
 	/* KERNEL_CELL: the template whose PID namespace holds the kernel (a
 	 * reference: its init must outlive the cell) */
 	struct pool_tpl *tpl;
-	char **env;	/* owned copy of opts.env */
-	char **files;	/* owned copy of opts.files */
+	char **env;	     /* owned copy of opts.env */
+	char **files;	     /* owned copy of opts.files */
 	char *workspace_dir; /* owned copy */
-	char *egress;	/* owned copy of opts.egress */
+	char *egress;	     /* owned copy of opts.egress */
 	/* with opts.project_dir: the project (opts.project_dir points into
 	 * it) and, while a restart makes the new sandbox, the old one's
 	 * upper layer, whose changes the new one gets */
@@ -58,8 +58,8 @@ struct session {
 	/* connections decided in sandboxes gone since (a restart), until a
 	 * cell or the session's end takes them for the audit log */
 	struct egress_log egress_kept;
-	char *preload;	/* owned copy of opts.preload */
-	char *preloaded; /* what the kernel said it imported */
+	char *preload;	      /* owned copy of opts.preload */
+	char *preloaded;      /* what the kernel said it imported */
 	char *preload_failed; /* and what it could not */
 	/* replaced only under sb_lock, which session_interrupt() takes: it
 	 * may come from another thread while a restart swaps the sandbox */
@@ -81,8 +81,8 @@ struct session {
 /* What one exchange with the kernel collects. */
 struct exchange {
 	struct session *s;
-	int want_id;	/* the request we wait on; 0: the ready event */
-	bool finished;	/* its answer came */
+	int want_id;	  /* the request we wait on; 0: the ready event */
+	bool finished;	  /* its answer came */
 	bool interrupted; /* we sent SIGINT at the deadline */
 	struct capture out, err;
 	struct outorder order; /* the order out and err came in */
@@ -99,8 +99,8 @@ struct exchange {
 	struct result_budget budget;
 	struct event_reader counts; /* the reader's counts when the cell ended */
 	json_t *results;
-	json_t *error;	 /* the error event, if any */
-	json_t *answer;	 /* done / complete / ready event */
+	json_t *error;	/* the error event, if any */
+	json_t *answer; /* done / complete / ready event */
 	int stop_fd;
 	int hangup_fd;
 	void (*on_result)(void *userdata, const json_t *bundle);
@@ -125,14 +125,14 @@ struct exchange {
  * is up, started again with backoff.  Cells of a dead template whose
  * init lives go on; the init goes when the last of them does. */
 
-#define POOL_MAKERS 3		 /* cells in the making at once, by the refill */
+#define POOL_MAKERS 3 /* cells in the making at once, by the refill */
 /* Ready kernels kept warmed for forks: each has run the template's
  * sample restore (warm_child), ~1.5 ms and ~1.9 MiB of its own pages, so
  * that a fork's copy starts its restore at once instead of after it.
  * Creates take the others first: a pool of size N keeps
  * min(POOL_WARM, N - 1) warmed, so a full pool has one of those. */
 #define POOL_WARM 2
-#define POOL_BACKOFF_MIN_S 0.25	 /* first wait before starting a template again */
+#define POOL_BACKOFF_MIN_S 0.25 /* first wait before starting a template again */
 #define POOL_BACKOFF_MAX_S 30.0
 #define POOL_STABLE_S 10.0	 /* a template that lived this long resets the backoff */
 #define POOL_TARGET_DECAY_S 10.0 /* a raised target sinks by one each period without misses */
@@ -140,9 +140,9 @@ struct exchange {
 #define POOL_LOST_MAX 8 /* lost templates watched for their init's exit */
 
 struct pool_tpl {
-	unsigned refs;	/* atomic */
+	unsigned refs;	   /* atomic */
 	struct session *s; /* the template's session */
-	int pidfd;	/* the template program's, from its first message */
+	int pidfd;	   /* the template program's, from its first message */
 	pid_t pid;
 };
 
@@ -162,9 +162,9 @@ struct session_pool {
 	struct session *ready[SESSION_POOL_MAX];
 	unsigned n_ready, size, target, making;
 	unsigned n_warmed, warming; /* of the ready ones, and in the making */
-	unsigned refs;	   /* the caller's, and each session's */
-	unsigned failures; /* cells that failed in a row */
-	uint64_t retry_ns; /* after failures: no refill before */
+	unsigned refs;		    /* the caller's, and each session's */
+	unsigned failures;	    /* cells that failed in a row */
+	uint64_t retry_ns;	    /* after failures: no refill before */
 	uint64_t last_miss_ns;
 	bool stopping;
 	int wake_fd; /* eventfd: wakes the watcher */
@@ -254,8 +254,8 @@ void session_pool_bury(struct session_pool *p, struct sandbox *sb, struct pool_t
  * line; send_json: the same of one built for it (NULL: -ENOMEM), which it
  * steals.  request: send one and wait up to timeout_s for its answer
  * (*ret_answer, a new reference); simple_op: one answered by "done". */
-int session_exchange_init(struct exchange *x, struct session *s, int want_id,
-			  int live_out, int live_err);
+int session_exchange_init(struct exchange *x, struct session *s, int want_id, int live_out,
+			  int live_err);
 void session_exchange_for_cell(struct exchange *x);
 void session_exchange_release(struct exchange *x);
 int session_pump(struct session *s, struct exchange *x, double deadline,
@@ -263,8 +263,7 @@ int session_pump(struct session *s, struct exchange *x, double deadline,
 double session_interrupt_cell(void *ud);
 int session_send_request(struct session *s, json_t *req);
 int session_send_json(struct session *s, json_t *req);
-int session_request(struct session *s, int id, json_t *req, double timeout_s,
-		    json_t **ret_answer);
+int session_request(struct session *s, int id, json_t *req, double timeout_s, json_t **ret_answer);
 int session_simple_op(struct session *s, const char *op);
 
 #endif

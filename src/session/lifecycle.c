@@ -98,7 +98,8 @@ static int start_from_pool(struct session *s, char **ret_error)
 	if (s->opts.net == SANDBOX_NET_ALLOWLIST) {
 		r = sandbox_egress_start(s->sb, s->egress);
 		if (r < 0) {
-			if (ret_error && asprintf(ret_error, "cannot %s: %s", EGRESS_STEP, strerror(-r)) < 0)
+			if (ret_error &&
+			    asprintf(ret_error, "cannot %s: %s", EGRESS_STEP, strerror(-r)) < 0)
 				*ret_error = NULL;
 			if (old)
 				session_pool_bury(s->pool, old, old_tpl);

@@ -67,10 +67,11 @@ int session_pool_new(const struct session_opts *o, unsigned size, struct session
 	if (ret_error)
 		*ret_error = NULL;
 	if (o->lang != SESSION_PYTHON || size == 0 || size > SESSION_POOL_MAX) {
-		if (ret_error && (o->lang != SESSION_PYTHON
-					  ? asprintf(ret_error, "the warm pool is for Python sessions")
-					  : asprintf(ret_error, "a pool holds 1 to %d kernels",
-						     SESSION_POOL_MAX)) < 0)
+		if (ret_error &&
+		    (o->lang != SESSION_PYTHON
+			     ? asprintf(ret_error, "the warm pool is for Python sessions")
+			     : asprintf(ret_error, "a pool holds 1 to %d kernels",
+					SESSION_POOL_MAX)) < 0)
 			*ret_error = NULL;
 		return -EINVAL;
 	}
@@ -139,7 +140,9 @@ void session_pool_health(struct session_pool *p, struct session_pool_health *ret
 	}
 	ret->degraded = !ret->template_alive || p->why[0];
 	snprintf(ret->why, sizeof(ret->why), "%s",
-		 p->why[0] ? p->why : !ret->template_alive ? "the template died" : "");
+		 p->why[0]		? p->why
+		 : !ret->template_alive ? "the template died"
+					: "");
 	ret->stats = p->st;
 	pthread_mutex_unlock(&p->lock);
 }

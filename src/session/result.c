@@ -63,8 +63,8 @@ static json_t *error_json(const struct run_result *r)
 				 r->setup_failed ? "SandboxError"
 				 : r->rule	 ? "PolicyRejected"
 						 : "InvalidRequest",
-				 "value",
-				 json_text(r->message, strlen(r->message)), "traceback", "");
+				 "value", json_text(r->message, strlen(r->message)), "traceback",
+				 "");
 	return json_null();
 }
 
@@ -110,9 +110,9 @@ json_t *run_result_to_json(const struct run_result *r)
 	json_object_set_new(o, "usage",
 			    json_pack("{s:f, s:I}", "cpu_ms", r->cpu_ms, "max_rss_kb",
 				      (json_int_t)r->max_rss_kb));
-	json_object_set_new(o, "truncated",
-			    json_pack("{s:b, s:b}", "stdout", r->out_truncated, "stderr",
-				      r->err_truncated));
+	json_object_set_new(
+		o, "truncated",
+		json_pack("{s:b, s:b}", "stdout", r->out_truncated, "stderr", r->err_truncated));
 	/* sessions' results[] can be cut (result_limit); one-shot runs have none */
 	if (r->from_session)
 		json_object_set_new(json_object_get(o, "truncated"), "results",
@@ -156,8 +156,8 @@ void run_result_release(struct run_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int run_result_set_logs(struct run_result *r, const struct capture *out,
-			const struct capture *err, const struct outorder *order)
+int run_result_set_logs(struct run_result *r, const struct capture *out, const struct capture *err,
+			const struct outorder *order)
 {
 	const struct capture *caps[2] = { out, err };
 	struct outorder_chunk *chunks = NULL;

@@ -35,7 +35,7 @@ struct run_result {
 	struct outorder_chunk *outputs;
 	size_t n_outputs;
 	bool results_truncated; /* results[] ends with a marker bundle */
-	bool has_error; /* the error object */
+	bool has_error;		/* the error object */
 	char *error_name, *error_value, *error_traceback;
 	bool has_exit_code;
 	int exit_code;
@@ -51,17 +51,17 @@ struct run_result {
 	char *warning;	   /* something the user should know (copy-out) */
 	bool stopped;	   /* ended by stop_fd (SIGTERM/SIGHUP to a shell, say) */
 	/* sessions */
-	json_t *results;	 /* array of MIME bundles, owned; NULL: [] */
-	bool from_session;	 /* a session execution (adds "restarted") */
-	int execution_count;	 /* 0: unknown (the kernel died), or not a session */
-	bool restarted;		 /* the kernel had to be restarted */
+	json_t *results;     /* array of MIME bundles, owned; NULL: [] */
+	bool from_session;   /* a session execution (adds "restarted") */
+	int execution_count; /* 0: unknown (the kernel died), or not a session */
+	bool restarted;	     /* the kernel had to be restarted */
 };
 
 void run_result_release(struct run_result *r);
 /* Set out, err and outputs from the two streams' captures and the order
  * their bytes came in.  Returns 0 or -ENOMEM (then nothing is set). */
-int run_result_set_logs(struct run_result *r, const struct capture *out,
-			const struct capture *err, const struct outorder *order);
+int run_result_set_logs(struct run_result *r, const struct capture *out, const struct capture *err,
+			const struct outorder *order);
 struct sandbox_exit;
 /* Status, signal, exit code, limits hit and usage from how the sandbox
  * ended (one-shot runs and sessions alike).  A setup failure or a

@@ -21,8 +21,8 @@
 #include "sandbox/sandbox.h"
 #include "session/result.h"
 
-#define SESSION_GRACE_S 2.0		/* after SIGINT, before the kill */
-#define SESSION_START_TIMEOUT_S 120.0	/* kernel start with its preloads */
+#define SESSION_GRACE_S 2.0	      /* after SIGINT, before the kill */
+#define SESSION_START_TIMEOUT_S 120.0 /* kernel start with its preloads */
 /* One event line outside a cell (a fork's snapshot); a longer one kills
  * the kernel.  In a cell the cap is session_event_line_max(). */
 #define SESSION_EVENT_MAX (32u << 20)
@@ -57,9 +57,9 @@ static inline uint64_t codecell_flood_cap(uint64_t output_limit)
 }
 
 #define SESSION_MAX_ENV 64
-#define SESSION_POOL_MAX 64 /* kernels a warm pool keeps ready */
+#define SESSION_POOL_MAX 64	       /* kernels a warm pool keeps ready */
 #define SESSION_CONTROL_TIMEOUT_S 10.0 /* a kernel's answer to init, reseed, reap, complete */
-#define SESSION_FORK_TIMEOUT_S 60.0 /* to serialize, and to take over, a session's state */
+#define SESSION_FORK_TIMEOUT_S 60.0    /* to serialize, and to take over, a session's state */
 /* The sandboxed program's environment: our defaults, then extra
  * (KEY=VALUE); a later KEY replaces an earlier one (interpreters disagree
  * on which duplicate they read).  inline_plots selects the kernel's
@@ -80,10 +80,10 @@ struct session_opts {
 	 * counted as the event lines that carried them; the rest is dropped
 	 * with a marker bundle and truncated.results */
 	uint64_t result_limit;
-	const char *const *env;	      /* extra KEY=VALUE, or NULL */
-	const char *preload;	      /* Python: "numpy,pandas", or NULL */
-	const char *workspace_dir;    /* host dir copied in at start, or NULL */
-	const char *const *files;     /* host files copied in at start, or NULL */
+	const char *const *env;	   /* extra KEY=VALUE, or NULL */
+	const char *preload;	   /* Python: "numpy,pandas", or NULL */
+	const char *workspace_dir; /* host dir copied in at start, or NULL */
+	const char *const *files;  /* host files copied in at start, or NULL */
 	/* a host directory the workspace shows through an overlay
 	 * (sandbox_config.project_dir); a restart carries the changes over;
 	 * never from a pool, never forked.  NULL: none */

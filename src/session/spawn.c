@@ -63,10 +63,9 @@ static int kernel_argv(const struct session *s, const char **argv)
 static int make_sandbox(struct session *s, struct sandbox_config *cfg, const char **ret_step)
 {
 	struct sandbox *sb = NULL;
-	int r = s->kind == KERNEL_CELL
-			? sandbox_new_cell(cfg, session_tpl_sandbox(s->tpl), session_tpl_fd(s->tpl),
-					   &sb, ret_step)
-			: sandbox_new(cfg, &sb, ret_step);
+	int r = s->kind == KERNEL_CELL ? sandbox_new_cell(cfg, session_tpl_sandbox(s->tpl),
+							  session_tpl_fd(s->tpl), &sb, ret_step)
+				       : sandbox_new(cfg, &sb, ret_step);
 
 	if (r == 0)
 		(void)session_swap_sb(s, sb);
@@ -125,8 +124,9 @@ int session_spawn_kernel(struct session *s, int from_ws, char **ret_error)
 	int r;
 
 	/* a template reads spawn messages with fds: datagrams, not a stream */
-	if (socketpair(AF_UNIX, (s->kind == KERNEL_TEMPLATE ? SOCK_SEQPACKET : SOCK_STREAM) |
-					SOCK_CLOEXEC, 0, req) < 0 ||
+	if (socketpair(AF_UNIX,
+		       (s->kind == KERNEL_TEMPLATE ? SOCK_SEQPACKET : SOCK_STREAM) | SOCK_CLOEXEC,
+		       0, req) < 0 ||
 	    pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(ev, O_CLOEXEC) < 0) {
 		r = -errno;
 		goto out;
@@ -170,8 +170,8 @@ int session_spawn_kernel(struct session *s, int from_ws, char **ret_error)
 	    (r = sandbox_egress_start(s->sb, s->egress)) < 0)
 		step = EGRESS_STEP;
 	if (r < 0) {
-		if (ret_error && asprintf(ret_error, "cannot %s: %s", step ? step : "create the sandbox",
-					  strerror(-r)) < 0)
+		if (ret_error && asprintf(ret_error, "cannot %s: %s",
+					  step ? step : "create the sandbox", strerror(-r)) < 0)
 			*ret_error = NULL;
 		goto out;
 	}
@@ -223,14 +223,14 @@ int session_await_ready(struct session *s, char **ret_error)
 
 		buf_init(&b, 4096);
 		pre = json_object_get(x.answer, "preloaded");
-		json_array_foreach(pre, i, v)
+		json_array_foreach (pre, i, v)
 			(void)buf_printf(&b, "%s%s", b.len ? "," : "", json_string_value(v));
 		free(s->preloaded);
 		s->preloaded = buf_detach(&b, NULL);
 		{
 			const char *key;
 
-			json_object_foreach(json_object_get(x.answer, "failed"), key, v)
+			json_object_foreach (json_object_get(x.answer, "failed"), key, v)
 				(void)buf_printf(&b, "%s%s: %s", b.len ? "; " : "", key,
 						 json_string_value(v) ? json_string_value(v) : "?");
 			free(s->preload_failed);

@@ -37,7 +37,9 @@ static int recv_pidfd(int sock, int *ret)
 	} u;
 	char data[16];
 	struct iovec iov = { data, sizeof(data) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
 			     .msg_controllen = sizeof(u.buf) };
 	struct pollfd f = { sock, POLLIN, 0 };
 	struct cmsghdr *cm;
@@ -208,7 +210,8 @@ static bool pool_restart_template(struct session_pool *p, double wait)
 
 		if (now >= until)
 			break;
-		(void)poll(&f, 1, until - now > 1000000000ull ? 1000 : (int)((until - now) / 1000000) + 1);
+		(void)poll(&f, 1,
+			   until - now > 1000000000ull ? 1000 : (int)((until - now) / 1000000) + 1);
 		if (__atomic_load_n(&p->stopping, __ATOMIC_ACQUIRE))
 			return false;
 		if (f.revents)

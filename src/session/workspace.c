@@ -107,8 +107,7 @@ static int mkdir_beneath(int wsfd, const char *name, const struct ws_owner *o)
 	return r;
 }
 
-static int copy_in_fd(int wsfd, int in, const char *name, mode_t mode,
-		      const struct ws_owner *o)
+static int copy_in_fd(int wsfd, int in, const char *name, mode_t mode, const struct ws_owner *o)
 {
 	_cleanup_close_ int out = -1;
 	int r;
@@ -157,8 +156,8 @@ static DIR *open_dir(int dirfd_)
 	return d;
 }
 
-static int copy_in_tree(int wsfd, int hostdir, const char *rel, const struct ws_owner *o,
-			int depth, bool between)
+static int copy_in_tree(int wsfd, int hostdir, const char *rel, const struct ws_owner *o, int depth,
+			bool between)
 {
 	DIR *d;
 	struct dirent *de;
@@ -185,13 +184,14 @@ static int copy_in_tree(int wsfd, int hostdir, const char *rel, const struct ws_
 			break;
 		}
 		if (S_ISREG(st.st_mode)) {
-			_cleanup_close_ int in = openat(dirfd(d), de->d_name,
-							O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			_cleanup_close_ int in =
+				openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 			r = in < 0 ? -errno : copy_in_fd(wsfd, in, path, st.st_mode, o);
 		} else if (S_ISDIR(st.st_mode)) {
-			_cleanup_close_ int sub = openat(dirfd(d), de->d_name,
-							 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			_cleanup_close_ int sub =
+				openat(dirfd(d), de->d_name,
+				       O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 
 			if (sub < 0) {
 				r = -errno;
@@ -272,19 +272,21 @@ static int copy_out_tree(int src, int dst, const char *rel, struct buf *skipped,
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (S_ISREG(st.st_mode)) {
-			_cleanup_close_ int in = openat(dirfd(d), de->d_name,
-							O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			_cleanup_close_ int in =
+				openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 			if (in < 0)
 				continue;
 			r = replace_file(dst, de->d_name, in);
 		} else if (S_ISDIR(st.st_mode)) {
-			_cleanup_close_ int sin = openat(dirfd(d), de->d_name,
-							 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			_cleanup_close_ int sin =
+				openat(dirfd(d), de->d_name,
+				       O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 			_cleanup_close_ int sout = -1;
 			char sub[4096];
 
-			if ((size_t)snprintf(sub, sizeof(sub), "%s%s/", rel, de->d_name) >= sizeof(sub)) {
+			if ((size_t)snprintf(sub, sizeof(sub), "%s%s/", rel, de->d_name) >=
+			    sizeof(sub)) {
 				r = -ENAMETOOLONG;
 				break;
 			}
@@ -294,7 +296,8 @@ static int copy_out_tree(int src, int dst, const char *rel, struct buf *skipped,
 				r = -errno;
 				break;
 			}
-			sout = openat(dst, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			sout = openat(dst, de->d_name,
+				      O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 			if (sout < 0) {
 				r = -errno;
 				break;
@@ -374,7 +377,8 @@ int ws_fill(int wsfd, const struct ws_owner *o, const char *dir, const char *con
 		k = ws_copy_in_dir(wsfd, dir, o);
 		if (k < 0)
 			return fail_msg(ret_msg, k, "cannot copy workspace '%s' in: %s%s", dir,
-					strerror(-k), k == -ENOSPC ? " (raise --workspace-size)" : "");
+					strerror(-k),
+					k == -ENOSPC ? " (raise --workspace-size)" : "");
 	}
 	for (size_t i = 0; files && files[i]; i++) {
 		k = ws_copy_in_file(wsfd, files[i], base_name(files[i]), o);

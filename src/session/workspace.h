@@ -38,8 +38,7 @@ void ws_restore_ids(struct ws_fsid prev);
 
 /* Copy the host file at path into the workspace as name.  0 or -errno
  * (-EEXIST: name taken; -ENOSPC: workspace full; -EISDIR: a directory). */
-int ws_copy_in_file(int wsfd, const char *path, const char *name,
-		    const struct ws_owner *o);
+int ws_copy_in_file(int wsfd, const char *path, const char *name, const struct ws_owner *o);
 /* Copy the contents of host directory dir into the workspace root,
  * recursively (regular files and directories; symlinks are skipped).
  * 0 or -errno. */

@@ -24,8 +24,7 @@ void buf_reset(struct buf *b);
 /* Returns 0, -E2BIG past the cap, -ENOMEM. */
 int buf_append(struct buf *b, const void *data, size_t n);
 int buf_puts(struct buf *b, const char *s);
-int buf_printf(struct buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The text so far; "" for an empty buffer.  Owned by the buffer. */
 const char *buf_str(const struct buf *b);
 /* Hand the data to the caller (free() it); the buffer is left empty. */

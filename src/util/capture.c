@@ -87,7 +87,7 @@ void capture_add(struct capture *c, const char *data, size_t n, size_t *ret_live
 		c->tail_pos = (c->tail_pos + chunk) % c->tail_cap;
 		if (c->tail_len < c->tail_cap)
 			c->tail_len = c->tail_len + chunk > c->tail_cap ? c->tail_cap
-								     : c->tail_len + chunk;
+									: c->tail_len + chunk;
 		data += chunk;
 		n -= chunk;
 	}

@@ -9,7 +9,8 @@
 /* ASCII only, whatever the locale (isalnum() is the locale's) */
 static bool ident_char(char c, bool first)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+	       (!first && c >= '0' && c <= '9');
 }
 
 int env_name_check(const char *name, size_t len, enum env_name_rule rule)

@@ -37,8 +37,7 @@ int write_all(int fd, const void *data, size_t n)
 
 int write_string_fileat(int dirfd, const char *name, const char *s)
 {
-	_cleanup_close_ int fd =
-		openat(dirfd, name, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	_cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
 
 	if (fd < 0)
 		return -errno;

@@ -52,20 +52,23 @@ static int load_error(const json_error_t *je, struct json_body_error *err)
 	switch (json_error_code(je)) {
 	case json_error_duplicate_key:
 		near_token(je->text, tok, sizeof(tok));
-		return fail(err, JSON_BODY_DUPLICATE, je,
-			    "the key %s appears twice in one object (line %d, column %d): send each key once",
-			    tok, je->line, je->column);
+		return fail(
+			err, JSON_BODY_DUPLICATE, je,
+			"the key %s appears twice in one object (line %d, column %d): send each key once",
+			tok, je->line, je->column);
 	case json_error_invalid_utf8:
-		return fail(err, JSON_BODY_UTF8, je, "the JSON is not valid UTF-8 (at byte %d): send it as UTF-8",
+		return fail(err, JSON_BODY_UTF8, je,
+			    "the JSON is not valid UTF-8 (at byte %d): send it as UTF-8",
 			    je->position);
 	case json_error_null_character:
 	case json_error_null_byte_in_key:
-		return fail(err, JSON_BODY_NUL, je, "a string holds a NUL character (\\u0000): leave it out");
+		return fail(err, JSON_BODY_NUL, je,
+			    "a string holds a NUL character (\\u0000): leave it out");
 	case json_error_out_of_memory:
 		return fail(err, JSON_BODY_NOMEM, je, "out of memory: try again");
 	default:
-		return fail(err, JSON_BODY_SYNTAX, je, "malformed JSON at line %d, column %d: %s", je->line,
-			    je->column, je->text);
+		return fail(err, JSON_BODY_SYNTAX, je, "malformed JSON at line %d, column %d: %s",
+			    je->line, je->column, je->text);
 	}
 }
 
@@ -78,7 +81,8 @@ int json_body_read(const char *data, size_t len, unsigned flags, json_t **ret,
 
 	if (len == 0) {
 		if (!(flags & JSON_BODY_EMPTY_OBJECT))
-			return fail(err, JSON_BODY_EMPTY, NULL, "the body is empty: send a JSON object");
+			return fail(err, JSON_BODY_EMPTY, NULL,
+				    "the body is empty: send a JSON object");
 		if (!(j = json_object()))
 			return fail(err, JSON_BODY_NOMEM, NULL, "out of memory: try again");
 		*ret = j;

@@ -29,17 +29,17 @@ static inline void closep(int *fd)
 #define _cleanup_close_ _cleanup_(closep)
 
 /* Hand ownership out of a cleanup variable. */
-#define TAKE_PTR(p)                                                            \
-	({                                                                     \
-		__typeof__(p) _p = (p);                                        \
-		(p) = NULL;                                                    \
-		_p;                                                            \
+#define TAKE_PTR(p)                     \
+	({                              \
+		__typeof__(p) _p = (p); \
+		(p) = NULL;             \
+		_p;                     \
 	})
-#define TAKE_FD(fd)                                                            \
-	({                                                                     \
-		int _fd = (fd);                                                \
-		(fd) = -1;                                                     \
-		_fd;                                                           \
+#define TAKE_FD(fd)             \
+	({                      \
+		int _fd = (fd); \
+		(fd) = -1;      \
+		_fd;            \
 	})
 
 /* Close an fd and mark it closed; accepts -1. */

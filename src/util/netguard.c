@@ -28,19 +28,19 @@ struct v4net {
  * 169.254.170.2: ECS task credentials; 169.254.170.23: EKS pod identity;
  * 100.100.100.200: Alibaba Cloud. */
 static const struct v4net v4_table[] = {
-	{ 0xa9fea9fe, 32, NG_METADATA }, { 0xa9feaa02, 32, NG_METADATA },
-	{ 0xa9feaa17, 32, NG_METADATA }, { 0x646464c8, 32, NG_METADATA },
+	{ 0xa9fea9fe, 32, NG_METADATA },    { 0xa9feaa02, 32, NG_METADATA },
+	{ 0xa9feaa17, 32, NG_METADATA },    { 0x646464c8, 32, NG_METADATA },
 	{ 0x00000000, 32, NG_UNSPECIFIED }, { 0x00000000, 8, NG_RESERVED },
-	{ 0x7f000000, 8, NG_LOOPBACK },	   { 0x0a000000, 8, NG_PRIVATE },
-	{ 0xac100000, 12, NG_PRIVATE },	   { 0xc0a80000, 16, NG_PRIVATE },
-	{ 0xa9fe0000, 16, NG_LINK_LOCAL }, { 0x64400000, 10, NG_RESERVED }, /* CGNAT */
-	{ 0xc0000000, 24, NG_RESERVED },   /* IETF protocol assignments */
-	{ 0xc0000200, 24, NG_RESERVED },   /* TEST-NET-1 */
-	{ 0xc0586300, 24, NG_RESERVED },   /* 6to4 relay anycast */
-	{ 0xc6120000, 15, NG_RESERVED },   /* benchmarking */
-	{ 0xc6336400, 24, NG_RESERVED },   /* TEST-NET-2 */
-	{ 0xcb007100, 24, NG_RESERVED },   /* TEST-NET-3 */
-	{ 0xe0000000, 4, NG_MULTICAST },   { 0xf0000000, 4, NG_RESERVED }, /* and broadcast */
+	{ 0x7f000000, 8, NG_LOOPBACK },	    { 0x0a000000, 8, NG_PRIVATE },
+	{ 0xac100000, 12, NG_PRIVATE },	    { 0xc0a80000, 16, NG_PRIVATE },
+	{ 0xa9fe0000, 16, NG_LINK_LOCAL },  { 0x64400000, 10, NG_RESERVED }, /* CGNAT */
+	{ 0xc0000000, 24, NG_RESERVED }, /* IETF protocol assignments */
+	{ 0xc0000200, 24, NG_RESERVED }, /* TEST-NET-1 */
+	{ 0xc0586300, 24, NG_RESERVED }, /* 6to4 relay anycast */
+	{ 0xc6120000, 15, NG_RESERVED }, /* benchmarking */
+	{ 0xc6336400, 24, NG_RESERVED }, /* TEST-NET-2 */
+	{ 0xcb007100, 24, NG_RESERVED }, /* TEST-NET-3 */
+	{ 0xe0000000, 4, NG_MULTICAST },    { 0xf0000000, 4, NG_RESERVED }, /* and broadcast */
 };
 
 static uint32_t mask4(unsigned prefix)
@@ -98,15 +98,17 @@ struct v6net {
 };
 
 static const struct v6net v6_table[] = {
-	{ { 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x54, [14] = 0x02 }, 128, NG_METADATA }, /* fd00:ec2::254 */
+	{ { 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x54, [14] = 0x02 },
+	  128,
+	  NG_METADATA },					     /* fd00:ec2::254 */
 	{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48, NG_RESERVED }, /* NAT64 local use */
-	{ { 0x01 }, 64, NG_RESERVED },				       /* 100::/64 discard */
-	{ { 0x20, 0x01, 0x00, 0x00 }, 32, NG_RESERVED },	       /* Teredo */
-	{ { 0x20, 0x01, 0x00, 0x02, 0x00, 0x00 }, 48, NG_RESERVED },   /* benchmarking */
-	{ { 0x20, 0x01, 0x00, 0x10 }, 28, NG_RESERVED },	       /* ORCHID */
-	{ { 0x20, 0x01, 0x00, 0x20 }, 28, NG_RESERVED },	       /* ORCHIDv2 */
-	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32, NG_RESERVED },	       /* documentation */
-	{ { 0x3f, 0xff }, 20, NG_RESERVED },			       /* documentation */
+	{ { 0x01 }, 64, NG_RESERVED },				     /* 100::/64 discard */
+	{ { 0x20, 0x01, 0x00, 0x00 }, 32, NG_RESERVED },	     /* Teredo */
+	{ { 0x20, 0x01, 0x00, 0x02, 0x00, 0x00 }, 48, NG_RESERVED }, /* benchmarking */
+	{ { 0x20, 0x01, 0x00, 0x10 }, 28, NG_RESERVED },	     /* ORCHID */
+	{ { 0x20, 0x01, 0x00, 0x20 }, 28, NG_RESERVED },	     /* ORCHIDv2 */
+	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32, NG_RESERVED },	     /* documentation */
+	{ { 0x3f, 0xff }, 20, NG_RESERVED },			     /* documentation */
 	{ { 0xfc }, 7, NG_UNIQUE_LOCAL },
 	{ { 0xfe, 0x80 }, 10, NG_LINK_LOCAL },
 	{ { 0xfe, 0xc0 }, 10, NG_RESERVED }, /* site-local, deprecated */
@@ -145,11 +147,16 @@ enum netguard_class netguard_classify(const struct sockaddr *sa)
 const char *netguard_class_name(enum netguard_class c)
 {
 	static const char *const n[_NG_MAX] = {
-		[NG_PUBLIC] = "public",		  [NG_LOOPBACK] = "loopback",
-		[NG_PRIVATE] = "private",	  [NG_LINK_LOCAL] = "link-local",
-		[NG_UNIQUE_LOCAL] = "unique-local", [NG_UNSPECIFIED] = "unspecified",
-		[NG_METADATA] = "cloud metadata", [NG_MULTICAST] = "multicast",
-		[NG_RESERVED] = "reserved",	  [NG_INVALID] = "invalid",
+		[NG_PUBLIC] = "public",
+		[NG_LOOPBACK] = "loopback",
+		[NG_PRIVATE] = "private",
+		[NG_LINK_LOCAL] = "link-local",
+		[NG_UNIQUE_LOCAL] = "unique-local",
+		[NG_UNSPECIFIED] = "unspecified",
+		[NG_METADATA] = "cloud metadata",
+		[NG_MULTICAST] = "multicast",
+		[NG_RESERVED] = "reserved",
+		[NG_INVALID] = "invalid",
 	};
 
 	return (unsigned)c < _NG_MAX ? n[c] : "invalid";
@@ -458,8 +465,10 @@ static int entry_net(struct netguard_entry *e, const char *ip, const char *prefi
 		/* ::ffff:10.0.0.0/104 is 10.0.0.0/8 */
 		if (was_v6 && a.family == AF_INET) {
 			if (p < 96)
-				return lfail(err, n, "'%.80s': an IPv4-mapped network needs a prefix of 96 to 128",
-					     orig);
+				return lfail(
+					err, n,
+					"'%.80s': an IPv4-mapped network needs a prefix of 96 to 128",
+					orig);
 			p -= 96;
 		}
 		if (p > e->prefix)
@@ -468,8 +477,10 @@ static int entry_net(struct netguard_entry *e, const char *ip, const char *prefi
 		net_mask(e);
 	}
 	if (addr_class(&a) == NG_UNSPECIFIED && e->prefix == (a.family == AF_INET ? 32u : 128u))
-		return lfail(err, n, "'%.80s': the unspecified address reaches this host; name 127.0.0.1 "
-				     "or ::1 instead", orig);
+		return lfail(err, n,
+			     "'%.80s': the unspecified address reaches this host; name 127.0.0.1 "
+			     "or ::1 instead",
+			     orig);
 	return 0;
 }
 
@@ -542,14 +553,19 @@ static int entry_parse(struct netguard_entry *e, char *s, char *err, size_t n)
 		return -EINVAL;
 	while ((w = strtok_r(NULL, " \t\r", &save))) {
 		if (strcmp(w, "private"))
-			return lfail(err, n, "'%.80s': unknown word '%.32s' after the host (known: private)",
-				     t, w);
+			return lfail(
+				err, n,
+				"'%.80s': unknown word '%.32s' after the host (known: private)", t,
+				w);
 		if (e->kind == NGE_NET)
-			return lfail(err, n, "'%.80s': an address or network is allowed already; 'private' "
-					     "is for names", t);
+			return lfail(err, n,
+				     "'%.80s': an address or network is allowed already; 'private' "
+				     "is for names",
+				     t);
 		if (e->kind == NGE_ANY)
-			return lfail(err, n, "'* private' would allow every address; name the private "
-					     "hosts or networks instead");
+			return lfail(err, n,
+				     "'* private' would allow every address; name the private "
+				     "hosts or networks instead");
 		e->private_ok = true;
 	}
 	return 0;
@@ -675,7 +691,8 @@ static int check_literal(const struct netguard_list *l, const char *host, const 
 	struct addr a;
 
 	if (sa && (addr_from(sa, &a) < 0 || a.family != lit->family || memcmp(a.b, lit->b, 16)))
-		return refuse(why, n, "'%.80s': the address connected to is not the one in the URL", host);
+		return refuse(why, n, "'%.80s': the address connected to is not the one in the URL",
+			      host);
 	if (!inet_ntop(lit->family, lit->b, text, sizeof(text)))
 		snprintf(text, sizeof(text), "?");
 	if (net_allows(l, lit, port))
@@ -683,7 +700,8 @@ static int check_literal(const struct netguard_list *l, const char *host, const 
 	if (c == NG_PUBLIC && any_allows(l, port))
 		return 0;
 	if (c != NG_PUBLIC)
-		return refuse(why, n, "'%.80s' is %s, a %s address, which the allowed hosts do not name",
+		return refuse(why, n,
+			      "'%.80s' is %s, a %s address, which the allowed hosts do not name",
 			      host, text, netguard_class_name(c));
 	return refuse(why, n, "'%.80s' (port %u) is not one of the allowed hosts", host, port);
 }
@@ -714,7 +732,7 @@ static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static unsigned sa_port(const struct sockaddr *sa)
 {
-	return sa->sa_family == AF_INET ? ntohs(((const struct sockaddr_in *)sa)->sin_port)
+	return sa->sa_family == AF_INET	   ? ntohs(((const struct sockaddr_in *)sa)->sin_port)
 	       : sa->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)sa)->sin6_port)
 					   : 0;
 }
@@ -843,7 +861,8 @@ static int check_allowed(const struct netguard_list *l, const char *host, unsign
 			private_ok |= l->v[i].private_ok;
 		}
 	if (!found)
-		return refuse(why, n, "'%.80s' (port %u) is not one of the allowed hosts", name, port);
+		return refuse(why, n, "'%.80s' (port %u) is not one of the allowed hosts", name,
+			      port);
 	if (!sa)
 		return 0;
 	if (addr_from(sa, &a) < 0)
@@ -855,7 +874,8 @@ static int check_allowed(const struct netguard_list *l, const char *host, unsign
 		return 0;
 	if (net_allows(l, &a, port))
 		return 0;
-	return refuse(why, n, "'%.80s' resolves to %s, a %s address, which the allowed hosts do not name",
+	return refuse(why, n,
+		      "'%.80s' resolves to %s, a %s address, which the allowed hosts do not name",
 		      name, inet_ntop(a.family, a.b, text, sizeof(text)) ? text : "?",
 		      netguard_class_name(c));
 }
@@ -871,8 +891,10 @@ int netguard_check(const struct netguard_list *l, const char *host, unsigned por
 	/* the address connected to, or the URL's literal before that */
 	if ((sa && addr_from(sa, &a) == 0) || (!sa && parse_ip(host, &a) == 0))
 		if (self_has(&a, port))
-			return refuse(why, n, "'%.80s' port %u is codecell's own listening address: no "
-					      "tool connects to it, whatever the policy says", host, port);
+			return refuse(why, n,
+				      "'%.80s' port %u is codecell's own listening address: no "
+				      "tool connects to it, whatever the policy says",
+				      host, port);
 	return 0;
 }
 

@@ -33,8 +33,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#define NETGUARD_HOST_MAX 253	 /* bytes of a DNS name, without the trailing dot */
-#define NETGUARD_LIST_MAX 1024	 /* entries of one list */
+#define NETGUARD_HOST_MAX 253	/* bytes of a DNS name, without the trailing dot */
+#define NETGUARD_LIST_MAX 1024	/* entries of one list */
 #define NETGUARD_ADDR_STRLEN 48 /* "ffff:...:ffff" and a NUL */
 
 enum netguard_class {

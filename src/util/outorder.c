@@ -88,8 +88,8 @@ struct chunk_list {
 	size_t n;
 };
 
-static void emit(struct chunk_list *l, const struct capture *caps[2], unsigned stream,
-		 uint64_t a, uint64_t b)
+static void emit(struct chunk_list *l, const struct capture *caps[2], unsigned stream, uint64_t a,
+		 uint64_t b)
 {
 	size_t from, to;
 

@@ -68,12 +68,14 @@ static size_t myers(const struct text *a, size_t alo, size_t n, const struct tex
 			for (long k = -d; k <= d; k += 2) {
 				long x, y;
 
-				if (k == -d || (k != d && v[k - 1 + dmax + 1] < v[k + 1 + dmax + 1]))
+				if (k == -d ||
+				    (k != d && v[k - 1 + dmax + 1] < v[k + 1 + dmax + 1]))
 					x = v[k + 1 + dmax + 1];
 				else
 					x = v[k - 1 + dmax + 1] + 1;
 				y = x - k;
-				while (x < N && y < M && same_line(a, (size_t)(alo + x), b, (size_t)(blo + y)))
+				while (x < N && y < M &&
+				       same_line(a, (size_t)(alo + x), b, (size_t)(blo + y)))
 					x++, y++;
 				v[k + dmax + 1] = x;
 				trace[d * d + (k + d)] = x;
@@ -152,7 +154,8 @@ static int put_hunks(struct buf *out, const struct text *a, const struct text *b
 
 			while (e < n_ops && ops[e] != OP_EQ)
 				e++;
-			while (e + run < n_ops && ops[e + run] == OP_EQ && run <= 2 * TEXTDIFF_CONTEXT)
+			while (e + run < n_ops && ops[e + run] == OP_EQ &&
+			       run <= 2 * TEXTDIFF_CONTEXT)
 				run++;
 			if (e + run < n_ops && run <= 2 * TEXTDIFF_CONTEXT) {
 				e += run;
@@ -163,7 +166,8 @@ static int put_hunks(struct buf *out, const struct text *a, const struct text *b
 		}
 		for (k = s; k < e; k++)
 			ca += ops[k] != OP_INS, cb += ops[k] != OP_DEL;
-		r = buf_printf(out, "@@ -%zu,%zu +%zu,%zu @@\n", ca ? as + 1 : as, ca, cb ? bs + 1 : bs, cb);
+		r = buf_printf(out, "@@ -%zu,%zu +%zu,%zu @@\n", ca ? as + 1 : as, ca,
+			       cb ? bs + 1 : bs, cb);
 		for (k = s, x = as, y = bs; k < e && r == 0; k++) {
 			if (ops[k] == OP_EQ)
 				r = put_line(out, ' ', a->line[x], a->len[x]), x++, y++;

@@ -13,8 +13,11 @@
  * start one. */
 static size_t seq_len(unsigned char c)
 {
-	return c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
-		: c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	return c < 0x80			? 1
+	       : c >= 0xc2 && c <= 0xdf ? 2
+	       : c >= 0xe0 && c <= 0xef ? 3
+	       : c >= 0xf0 && c <= 0xf4 ? 4
+					: 0;
 }
 
 /* Is s[0..n) (n = seq_len of s[0]) one valid character?  Rejects
@@ -75,7 +78,8 @@ size_t utf8_complete_len(const char *s, size_t n)
 char *utf8_repair(const char *s, size_t n, size_t *ret_len)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	char *out = n <= (SIZE_MAX - 1) / 3 ? malloc(n * 3 + 1) : NULL; /* each bad byte becomes 3 */
+	char *out =
+		n <= (SIZE_MAX - 1) / 3 ? malloc(n * 3 + 1) : NULL; /* each bad byte becomes 3 */
 	size_t o = 0;
 
 	if (!out)

@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	if (!r.code || strlen(r.code) != r.code_len || r.code_len == 0 || r.code_len > ENGINE_CODE_MAX)
+	if (!r.code || strlen(r.code) != r.code_len || r.code_len == 0 ||
+	    r.code_len > ENGINE_CODE_MAX)
 		abort(); /* code is NUL-free text of a length the engine takes */
 	if (kind == API_BODY_SESSION_EXECUTE && (r.n_env || r.preload || (r.set & API_SET_LANG)))
 		abort(); /* fields of other bodies never slip through */

@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (api_route_parse(url, &r, &e) == 0) {
 		if (r.id == API_R_SESSION_FILES)
 			check_path(&r);
-		if (r.id >= API_R_SESSION && r.id <= API_R_SESSION_FILES && !api_session_id_valid(r.session_id))
+		if (r.id >= API_R_SESSION && r.id <= API_R_SESSION_FILES &&
+		    !api_session_id_valid(r.session_id))
 			abort();
 		if (r.id == API_R_ASSET && (strchr(r.path, '/') || strstr(r.path, "..")))
 			abort();

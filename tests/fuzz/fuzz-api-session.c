@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* module paths, "as", names, commas and blanks: nothing else reaches
 	 * the kernel's argv */
 	for (const char *p = r.preload; p && *p; p++)
-		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == ',' || *p == ' ' ||
-		      *p == '\t'))
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == ',' ||
+		      *p == ' ' || *p == '\t'))
 			abort();
 	if (r.preload && engine_preload_check(r.preload, msg, sizeof(msg)) < 0)
 		abort();

@@ -58,9 +58,11 @@ static void metadata(const char *s)
 
 		*eq = '\0';
 		for (int i = 0; i < 2; i++) {
-			(void)percent_decode(pair, strlen(pair), PERCENT_PLUS_SPACE | PERCENT_LENIENT, pair,
+			(void)percent_decode(pair, strlen(pair),
+					     PERCENT_PLUS_SPACE | PERCENT_LENIENT, pair,
 					     strlen(pair) + 1, NULL);
-			(void)percent_decode(eq + 1, strlen(eq + 1), PERCENT_PLUS_SPACE | PERCENT_LENIENT, eq + 1,
+			(void)percent_decode(eq + 1, strlen(eq + 1),
+					     PERCENT_PLUS_SPACE | PERCENT_LENIENT, eq + 1,
 					     strlen(eq + 1) + 1, NULL);
 		}
 		json_object_set_new(meta, pair, json_string(eq + 1));
@@ -79,7 +81,8 @@ static void query(const char *s, size_t n)
 
 	assert(r == 0 || r == -EINVAL || r == -EILSEQ || r == -ENOBUFS);
 	if (r == 0)
-		assert(len <= n && len < sizeof(out) && !memchr(out, '\0', len) && out[len] == '\0');
+		assert(len <= n && len < sizeof(out) && !memchr(out, '\0', len) &&
+		       out[len] == '\0');
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -37,7 +37,8 @@ static void check_rewrite(const char *head, const struct egress_req *rq)
 			abort();
 	}
 	for (size_t i = 0; i < out.len; i++)
-		if (out.data[i] == '\0' || (out.data[i] == '\n' && (i == 0 || out.data[i - 1] != '\r')))
+		if (out.data[i] == '\0' ||
+		    (out.data[i] == '\n' && (i == 0 || out.data[i - 1] != '\r')))
 			abort();
 	if (hosts != 1 || !strstr(out.data, "\r\nConnection: close\r\n\r\n"))
 		abort();
@@ -64,8 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!why)
 			abort();
 	} else {
-		if ((size_t)r != rq.head_len || rq.head_len > size || rq.head_len > EGRESS_HEAD_MAX ||
-		    !rq.host[0] || strlen(rq.host) > EGRESS_HOST_MAX || !rq.port ||
+		if ((size_t)r != rq.head_len || rq.head_len > size ||
+		    rq.head_len > EGRESS_HEAD_MAX || !rq.host[0] ||
+		    strlen(rq.host) > EGRESS_HOST_MAX || !rq.port ||
 		    strspn(rq.host, "abcdefghijklmnopqrstuvwxyz0123456789.-_:") != strlen(rq.host))
 			abort();
 		if (!rq.connect) {

@@ -90,14 +90,15 @@ int mcp_tools_run(struct mcp_tools *t, const struct mcp_run_args *a, json_t **re
 	(void)t;
 	if (fake_session(a->session_id, msg) < 0)
 		return -ENOENT;
-	*ret = json_pack("{s:s, s:{s:s%, s:s}, s:[{s:s, s:b}, {s:s%, s:b}], s:o, s:o}", "status",
-			 fail ? "error" : "ok", "logs", "stdout", a->code, a->code_len, "stderr",
-			 fail ? "Traceback\n" : "", "results", "image/png", "iVBORw0KGgo=",
-			 "is_main_result", 0, "text/plain", a->code, a->code_len > 16 ? (size_t)16 : a->code_len,
-			 "is_main_result", 1, "error",
-			 fail ? json_pack("{s:s, s:s, s:s}", "name", "E", "value", "v", "traceback", "tb")
-			      : json_null(),
-			 "exit_code", fail ? json_integer(1) : json_integer(0));
+	*ret = json_pack(
+		"{s:s, s:{s:s%, s:s}, s:[{s:s, s:b}, {s:s%, s:b}], s:o, s:o}", "status",
+		fail ? "error" : "ok", "logs", "stdout", a->code, a->code_len, "stderr",
+		fail ? "Traceback\n" : "", "results", "image/png", "iVBORw0KGgo=", "is_main_result",
+		0, "text/plain", a->code, a->code_len > 16 ? (size_t)16 : a->code_len,
+		"is_main_result", 1, "error",
+		fail ? json_pack("{s:s, s:s, s:s}", "name", "E", "value", "v", "traceback", "tb")
+		     : json_null(),
+		"exit_code", fail ? json_integer(1) : json_integer(0));
 	if (a->session_id)
 		json_object_set_new(*ret, "session_id", json_string(a->session_id));
 	return 0;
@@ -195,10 +196,12 @@ static void check_response(json_t *r)
 /* The id a message asks to be answered with, or NULL. */
 static json_t *asked_id(const char *line, size_t len)
 {
-	json_t *m = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
+	json_t *m = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+			       NULL);
 	json_t *id = json_is_object(m) ? json_object_get(m, "id") : NULL;
 
-	id = (json_is_string(id) || json_is_integer(id)) && json_is_string(json_object_get(m, "method"))
+	id = (json_is_string(id) || json_is_integer(id)) &&
+			     json_is_string(json_object_get(m, "method"))
 		     ? json_incref(id)
 		     : NULL;
 	json_decref(m);
@@ -225,7 +228,7 @@ static void one(struct mcp_conn *c, const char *line, size_t len)
 		size_t i;
 		json_t *x;
 
-		json_array_foreach(r, i, x)
+		json_array_foreach (r, i, x)
 			check_response(x);
 	} else {
 		check_response(r);

@@ -20,7 +20,8 @@ static void literal(const char *s)
 
 	if (r == 0) {
 		netguard_format((struct sockaddr *)&ss, text, sizeof(text));
-		if (netguard_parse_ip(text, &again, &len2) < 0 || len != len2 || memcmp(&ss, &again, len))
+		if (netguard_parse_ip(text, &again, &len2) < 0 || len != len2 ||
+		    memcmp(&ss, &again, len))
 			abort();
 		if (netguard_classify((struct sockaddr *)&ss) >= NG_INVALID)
 			abort();
@@ -56,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (l.v[i].port > 65535 || (l.v[i].kind == NGE_NET && l.v[i].prefix > 128))
 				abort();
 		netguard_parse_ip("127.0.0.1", &ss, &len);
-		if (netguard_check(&l, "localhost", 80, (struct sockaddr *)&ss, why, sizeof(why)) < 0 &&
+		if (netguard_check(&l, "localhost", 80, (struct sockaddr *)&ss, why, sizeof(why)) <
+			    0 &&
 		    !why[0])
 			abort();
 		if (netguard_check(&l, s, 443, NULL, why, sizeof(why)) < 0 && !why[0])

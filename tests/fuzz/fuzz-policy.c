@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_policy(const struct engine_policy *p)
 {
 	for (int i = 0; i < _LIMIT_MAX; i++)
-		if (!(p->ceiling[i] >= engine_limits[i].floor && p->ceiling[i] <= engine_limits[i].ceiling))
+		if (!(p->ceiling[i] >= engine_limits[i].floor &&
+		      p->ceiling[i] <= engine_limits[i].ceiling))
 			abort();
 	if (p->rate < 0 || (p->rate > 0 && p->burst < 1))
 		abort();

@@ -39,7 +39,8 @@ static void base64(const char *s, size_t n)
 	enc = base64_encode(s, n);
 	assert(enc);
 	buf_init(&a, n + 1);
-	assert(base64_decode(enc, strlen(enc), &a) == 0 && a.len == n && (!n || !memcmp(a.data, s, n)));
+	assert(base64_decode(enc, strlen(enc), &a) == 0 && a.len == n &&
+	       (!n || !memcmp(a.data, s, n)));
 	buf_release(&a);
 	free(enc);
 }
@@ -80,13 +81,15 @@ static void json(const char *s, size_t n)
 	json_t *j = NULL;
 
 	if (json_body_read(s, n, JSON_BODY_ANY_VALUE | JSON_BODY_ALLOW_NUL, &j, &err) == 0) {
-		json_t *k = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
+		json_t *k = json_loadb(
+			s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
 
 		assert(k);
 		json_decref(k);
 		json_decref(j);
 	} else {
-		assert(err.problem >= JSON_BODY_EMPTY && err.problem <= JSON_BODY_NOMEM && err.message[0]);
+		assert(err.problem >= JSON_BODY_EMPTY && err.problem <= JSON_BODY_NOMEM &&
+		       err.message[0]);
 	}
 }
 

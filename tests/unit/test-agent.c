@@ -51,8 +51,9 @@ static void fences_of_the_language_only(void **state)
 	char *code;
 
 	(void)state;
-	code = code_of("Try:\n```py\na = 1\n```\nand\n```bash\nrm -rf /\n```\n```Python\nb = 2\n```\n",
-		       "python", &src, NULL);
+	code = code_of(
+		"Try:\n```py\na = 1\n```\nand\n```bash\nrm -rf /\n```\n```Python\nb = 2\n```\n",
+		"python", &src, NULL);
 	assert_string_equal(code, "a = 1\n\nb = 2");
 	assert_string_equal(src, "fence");
 	free(code);

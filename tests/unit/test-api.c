@@ -19,13 +19,16 @@ static void route_decodes_paths_strictly(void **state)
 {
 	struct api_route r;
 	struct api_error e;
-	static const char *const bad[] = { "/v1/sessions/%zz", "/v1/sessions/a%", "/v1/sessions/a%4",
-					   "/v1/ex%00ecute" };
+	static const char *const bad[] = { "/v1/sessions/%zz", "/v1/sessions/a%",
+					   "/v1/sessions/a%4", "/v1/ex%00ecute" };
 
 	(void)state;
 	assert_int_equal(api_route_parse("/v1/ex%65cute?x=%zz", &r, &e), 0);
 	assert_int_equal(r.id, API_R_EXECUTE);
-	assert_int_equal(api_route_parse("/v1/sessions/0123456789abcdef0123456789abcdef/files/a%20b%2Bc", &r, &e), 0);
+	assert_int_equal(
+		api_route_parse("/v1/sessions/0123456789abcdef0123456789abcdef/files/a%20b%2Bc", &r,
+				&e),
+		0);
 	assert_string_equal(r.path, "a b+c");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(api_route_parse(bad[i], &r, &e), -EINVAL);
@@ -47,12 +50,15 @@ static void request_bodies_refuse_a_key_twice(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(dup) / sizeof(dup[0]); i++) {
-		assert_int_equal(api_request_parse(API_BODY_EXECUTE, dup[i], strlen(dup[i]), &r, &e), -EINVAL);
+		assert_int_equal(
+			api_request_parse(API_BODY_EXECUTE, dup[i], strlen(dup[i]), &r, &e),
+			-EINVAL);
 		assert_int_equal(e.http, 400);
 		assert_string_equal(e.code, "bad_json");
 		assert_non_null(strstr(e.message, "send each key once"));
 	}
-	assert_int_equal(api_request_parse(API_BODY_EXECUTE, "{\"code\": \"\xff\"}", 13, &r, &e), -EINVAL);
+	assert_int_equal(api_request_parse(API_BODY_EXECUTE, "{\"code\": \"\xff\"}", 13, &r, &e),
+			 -EINVAL);
 	assert_string_equal(e.code, "invalid_utf8");
 	assert_int_equal(api_request_parse(API_BODY_EXECUTE, "{\"code\": \"1\"}", 13, &r, &e), 0);
 	api_request_release(&r);
@@ -64,15 +70,19 @@ static void e2b_multipart_boundary(void **state)
 	size_t len = 0;
 
 	(void)state;
-	assert_int_equal(e2b_multipart_delim("multipart/form-data; boundary=abc", d, sizeof(d), &len), 1);
+	assert_int_equal(
+		e2b_multipart_delim("multipart/form-data; boundary=abc", d, sizeof(d), &len), 1);
 	assert_string_equal(d, "\r\n--abc");
 	assert_int_equal(len, 7);
-	assert_int_equal(e2b_multipart_delim("Multipart/Form-Data; BOUNDARY=\"q r\"; x=1", d, sizeof(d), &len), 1);
+	assert_int_equal(e2b_multipart_delim("Multipart/Form-Data; BOUNDARY=\"q r\"; x=1", d,
+					     sizeof(d), &len),
+			 1);
 	assert_string_equal(d, "\r\n--q r");
 	assert_int_equal(e2b_multipart_delim("application/octet-stream", d, sizeof(d), &len), 0);
 	assert_int_equal(e2b_multipart_delim("multipart/form-data", d, sizeof(d), &len), 0);
 	assert_int_equal(e2b_multipart_delim(NULL, d, sizeof(d), &len), 0);
-	assert_int_equal(e2b_multipart_delim("multipart/form-data; boundary=", d, sizeof(d), &len), -EINVAL);
+	assert_int_equal(e2b_multipart_delim("multipart/form-data; boundary=", d, sizeof(d), &len),
+			 -EINVAL);
 	snprintf(big, sizeof(big), "multipart/form-data; boundary=%0*d", E2B_BOUNDARY_MAX + 1, 0);
 	assert_int_equal(e2b_multipart_delim(big, d, sizeof(d), &len), -EINVAL);
 }
@@ -90,7 +100,8 @@ static void e2b_part_file_names(void **state)
 	assert_string_equal(out, "a\"b\r\n%41%25.txt");
 	assert_int_equal(e2b_part_filename("name=\"file\"", out, sizeof(out)), -ENOENT);
 	assert_int_equal(e2b_part_filename("filename=\"cut", out, sizeof(out)), -EINVAL);
-	assert_int_equal(e2b_part_filename("filename=\"long.txt\"", tiny, sizeof(tiny)), -ENAMETOOLONG);
+	assert_int_equal(e2b_part_filename("filename=\"long.txt\"", tiny, sizeof(tiny)),
+			 -ENAMETOOLONG);
 }
 
 static void e2b_metadata_filters(void **state)

@@ -77,7 +77,8 @@ static struct fixture *fixture_new(const char *policy)
 	snprintf(f->dir, sizeof(f->dir), "/tmp/cc-call-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	snprintf(f->path, sizeof(f->path), "%s/audit.log", f->dir);
-	assert_int_equal(engine_policies_parse(policy, strlen(policy), &f->ps, err, sizeof(err)), 0);
+	assert_int_equal(engine_policies_parse(policy, strlen(policy), &f->ps, err, sizeof(err)),
+			 0);
 	assert_int_equal(engine_audit_open(f->path, 0, &f->audit, err, sizeof(err)), 0);
 	f->cl.client = &f->ps->clients[0];
 	f->cl.door = DOOR_API;
@@ -260,7 +261,8 @@ static void check_then_end(void **state)
 
 	(void)state;
 	f->person.says = APPROVED;
-	assert_int_equal(engine_call_check(&f->cl, &rec, counting_check, &calls, NULL, &an, &err), 0);
+	assert_int_equal(engine_call_check(&f->cl, &rec, counting_check, &calls, NULL, &an, &err),
+			 0);
 	assert_int_equal(calls, 2);
 	assert_string_equal(an.id, APPROVAL);
 	assert_string_equal(audit_text(f), "");
@@ -272,7 +274,8 @@ static void check_then_end(void **state)
 	f->cl.client = NULL;
 	f->person.asked = 0;
 	calls = 0;
-	assert_int_equal(engine_call_check(&f->cl, &rec, counting_check, &calls, NULL, &an, &err), 0);
+	assert_int_equal(engine_call_check(&f->cl, &rec, counting_check, &calls, NULL, &an, &err),
+			 0);
 	assert_int_equal(calls, 0);
 	assert_int_equal(f->person.asked, 0);
 	fixture_free(f);

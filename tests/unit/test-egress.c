@@ -100,16 +100,17 @@ static void refused_heads(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(parse(bad[i].head, &rq, &why), -EINVAL);
 		if (!why || !strstr(why, bad[i].why))
-			fail_msg("'%s': reason '%s', expected '%s'", bad[i].head, why ? why : "(none)",
-				 bad[i].why);
+			fail_msg("'%s': reason '%s', expected '%s'", bad[i].head,
+				 why ? why : "(none)", bad[i].why);
 	}
 }
 
 static void forwarded_head(void **state)
 {
-	const char *h = "GET http://Example.com:8080?q=1 HTTP/1.1\r\nHost: evil.example\r\n"
-			"Proxy-Authorization: secret\r\nProxy-Connection: keep-alive\r\n"
-			"Connection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nAccept: */*\r\n\r\n";
+	const char *h =
+		"GET http://Example.com:8080?q=1 HTTP/1.1\r\nHost: evil.example\r\n"
+		"Proxy-Authorization: secret\r\nProxy-Connection: keep-alive\r\n"
+		"Connection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nAccept: */*\r\n\r\n";
 	struct egress_req rq;
 	const char *why;
 	struct buf out;
@@ -130,7 +131,8 @@ static void forwarded_head(void **state)
 /* A loopback listener on a port of the kernel's choosing. */
 static int listener(uint16_t *ret_port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sin);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -145,7 +147,8 @@ static int listener(uint16_t *ret_port)
 /* Send head to the proxy on port, return the status of its answer. */
 static int ask(uint16_t port, const char *head)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(port),
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	char got[512] = "";
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), status = -1;

@@ -143,9 +143,9 @@ static void result_json_shape(void **state)
 {
 	struct run_result r = sample_result();
 	json_t *j = run_result_to_json(&r);
-	const char *keys[] = { "status", "logs", "results", "error", "exit_code", "signal",
-			       "execution_count", "duration_ms", "usage", "truncated",
-			       "limits_unenforced", "limits_hit" };
+	const char *keys[] = { "status",    "logs",	 "results",	      "error",
+			       "exit_code", "signal",	 "execution_count",   "duration_ms",
+			       "usage",	    "truncated", "limits_unenforced", "limits_hit" };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -156,8 +156,9 @@ static void result_json_shape(void **state)
 	assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 1);
 	assert_true(json_is_null(json_object_get(j, "signal")));
 	/* invalid UTF-8 in output becomes U+FFFD, never a broken object */
-	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "logs"), "stderr")),
-			    "bad \xef\xbf\xbd byte");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(j, "logs"), "stderr")),
+		"bad \xef\xbf\xbd byte");
 	assert_int_equal(json_array_size(json_object_get(j, "limits_unenforced")), 2);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "limits_hit"), 0)),
 			    "disk");
@@ -330,8 +331,9 @@ static void plain(enum engine_unit u, double v, char *out, size_t n)
 static int through_doors(enum engine_limit_id id, double v, char *cli_msg, char *api_msg)
 {
 	const struct engine_limit *l = &engine_limits[id];
-	enum api_body kind = id == LIMIT_IDLE_TIMEOUT || id == LIMIT_RESULT ? API_BODY_SESSION_CREATE
-									      : API_BODY_EXECUTE;
+	enum api_body kind = id == LIMIT_IDLE_TIMEOUT || id == LIMIT_RESULT
+				     ? API_BODY_SESSION_CREATE
+				     : API_BODY_EXECUTE;
 	char text[64], body[256], flag[96];
 	struct api_request r;
 	struct api_error e;
@@ -363,7 +365,8 @@ static int through_doors(enum engine_limit_id id, double v, char *cli_msg, char 
 	else
 		snprintf(api_msg, 600, "%.500s (%d)", e.message, e.http);
 	if (l->flag && (c < 0) != (a < 0))
-		fail_msg("'%s' = %s: the CLI says '%s', the API '%s'", l->name, text, cli_msg, api_msg);
+		fail_msg("'%s' = %s: the CLI says '%s', the API '%s'", l->name, text, cli_msg,
+			 api_msg);
 	return a;
 }
 
@@ -380,22 +383,27 @@ static void limits_agree_across_doors(void **state)
 		double above = l->unit == UNIT_COUNT ? l->ceiling + 1 : l->ceiling * 2;
 		char cli[600], api[600], want[128], bound[32];
 
-		if (through_doors(id, l->floor, cli, api) || through_doors(id, l->ceiling, cli, api))
+		if (through_doors(id, l->floor, cli, api) ||
+		    through_doors(id, l->ceiling, cli, api))
 			fail_msg("'%s' at its floor or ceiling: '%s' / '%s'", l->name, cli, api);
 		assert_true(l->floor <= l->def || l->def == 0);
 		assert_true(l->def <= l->ceiling);
 
 		assert_int_equal(through_doors(id, below, cli, api), -EINVAL);
 		engine_limit_format(l->unit, l->floor, bound, sizeof(bound));
-		snprintf(want, sizeof(want), "must be at least %s (the floor of '%s'", bound, l->name);
+		snprintf(want, sizeof(want), "must be at least %s (the floor of '%s'", bound,
+			 l->name);
 		if (!strstr(api, want) || !strstr(api, "(400)") || (l->flag && !strstr(cli, want)))
-			fail_msg("'%s' below its floor: '%s' / '%s' lack \"%s\"", l->name, cli, api, want);
+			fail_msg("'%s' below its floor: '%s' / '%s' lack \"%s\"", l->name, cli, api,
+				 want);
 
 		assert_int_equal(through_doors(id, above, cli, api), -EINVAL);
 		engine_limit_format(l->unit, l->ceiling, bound, sizeof(bound));
-		snprintf(want, sizeof(want), "must be at most %s (the ceiling of '%s')", bound, l->name);
+		snprintf(want, sizeof(want), "must be at most %s (the ceiling of '%s')", bound,
+			 l->name);
 		if (!strstr(api, want) || (l->flag && !strstr(cli, want)))
-			fail_msg("'%s' over its ceiling: '%s' / '%s' lack \"%s\"", l->name, cli, api, want);
+			fail_msg("'%s' over its ceiling: '%s' / '%s' lack \"%s\"", l->name, cli,
+				 api, want);
 	}
 }
 
@@ -442,10 +450,14 @@ static void env_keys_one_rule(void **state)
 		char kv[64];
 
 		snprintf(kv, sizeof(kv), "%s=1", bad_keys[i]);
-		assert_int_equal(engine_env_key_check(bad_keys[i], strlen(bad_keys[i]), msg, sizeof(msg)), -EINVAL);
+		assert_int_equal(
+			engine_env_key_check(bad_keys[i], strlen(bad_keys[i]), msg, sizeof(msg)),
+			-EINVAL);
 		assert_int_equal(parse(&o, &err, "--env", kv, "x.py", NULL), -EINVAL);
-		snprintf(body, sizeof(body), "{\"code\": \"1\", \"env\": {\"%s\": \"1\"}}", bad_keys[i]);
-		assert_int_equal(api_request_parse(API_BODY_EXECUTE, body, strlen(body), &r, &e), -EINVAL);
+		snprintf(body, sizeof(body), "{\"code\": \"1\", \"env\": {\"%s\": \"1\"}}",
+			 bad_keys[i]);
+		assert_int_equal(api_request_parse(API_BODY_EXECUTE, body, strlen(body), &r, &e),
+				 -EINVAL);
 	}
 	assert_int_equal(parse(&o, &err, "--env", "_A1=x", "x.py", NULL), 0);
 	buf_release(&err);

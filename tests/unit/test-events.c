@@ -118,8 +118,9 @@ static void a_line_of_too_many_values_is_dropped_unparsed(void **state)
 	/* commas and brackets inside strings are text, not values */
 	feed(&r, "{\"type\":\"display\",\"data\":{\"t\":\"[,[,{,\\\",\"}}\n", &s);
 	assert_int_equal(s.n, 1);
-	assert_int_equal(s.costs[0], strlen("{\"type\":\"display\",\"data\":{\"t\":\"[,[,{,\\\",\"}}") +
-					     4 * EVENT_VALUE_COST);
+	assert_int_equal(s.costs[0],
+			 strlen("{\"type\":\"display\",\"data\":{\"t\":\"[,[,{,\\\",\"}}") +
+				 4 * EVENT_VALUE_COST);
 	free(line);
 	event_reader_release(&r);
 }
@@ -141,8 +142,9 @@ static void the_budget_keeps_what_fits_and_counts_the_rest(void **state)
 	assert_int_equal(b.dropped, 4);
 	assert_int_equal(b.dropped_bytes, 1061);
 	m = result_budget_marker(&b);
-	assert_string_equal(json_string_value(json_object_get(m, "text/plain")),
-			    "[... 4 results (1061 bytes) dropped: over the result limit of 100 bytes ...]");
+	assert_string_equal(
+		json_string_value(json_object_get(m, "text/plain")),
+		"[... 4 results (1061 bytes) dropped: over the result limit of 100 bytes ...]");
 	assert_true(json_is_false(json_object_get(m, "is_main_result")));
 	json_decref(m);
 }

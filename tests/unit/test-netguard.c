@@ -33,24 +33,36 @@ static void literal_spellings(void **state)
 	static const struct {
 		const char *in, *out;
 	} ok[] = {
-		{ "127.0.0.1", "127.0.0.1" },	    { "2130706433", "127.0.0.1" },
-		{ "0177.0.0.1", "127.0.0.1" },	    { "0x7f.1", "127.0.0.1" },
-		{ "0X7F.0.0.1", "127.0.0.1" },	    { "127.1", "127.0.0.1" },
-		{ "127.0.1", "127.0.0.1" },	    { "0x7f000001", "127.0.0.1" },
-		{ "017700000001", "127.0.0.1" },    { "127.0.0.1.", "127.0.0.1" },
+		{ "127.0.0.1", "127.0.0.1" },
+		{ "2130706433", "127.0.0.1" },
+		{ "0177.0.0.1", "127.0.0.1" },
+		{ "0x7f.1", "127.0.0.1" },
+		{ "0X7F.0.0.1", "127.0.0.1" },
+		{ "127.1", "127.0.0.1" },
+		{ "127.0.1", "127.0.0.1" },
+		{ "0x7f000001", "127.0.0.1" },
+		{ "017700000001", "127.0.0.1" },
+		{ "127.0.0.1.", "127.0.0.1" },
 		{ "00000000000177.0.0.1", "127.0.0.1" },
-		{ "[::ffff:127.0.0.1]", "127.0.0.1" }, { "::ffff:7f00:1", "127.0.0.1" },
-		{ "[::1]", "::1" },		    { "::1", "::1" },
-		{ "[0:0:0:0:0:0:0:1]", "::1" },	    { "0", "0.0.0.0" },
-		{ "169.254.43518", "169.254.169.254" }, { "0xa9fea9fe", "169.254.169.254" },
-		{ "[fd00:ec2::254]", "fd00:ec2::254" }, { "[::127.0.0.1]", "::127.0.0.1" },
+		{ "[::ffff:127.0.0.1]", "127.0.0.1" },
+		{ "::ffff:7f00:1", "127.0.0.1" },
+		{ "[::1]", "::1" },
+		{ "::1", "::1" },
+		{ "[0:0:0:0:0:0:0:1]", "::1" },
+		{ "0", "0.0.0.0" },
+		{ "169.254.43518", "169.254.169.254" },
+		{ "0xa9fea9fe", "169.254.169.254" },
+		{ "[fd00:ec2::254]", "fd00:ec2::254" },
+		{ "[::127.0.0.1]", "::127.0.0.1" },
 	};
-	static const char *const names[] = { "localhost", "example.com", "1.2.3.example",
-					     "0x7f.example", "a.b", "deadbeef" };
-	static const char *const bad[] = { "1.2.3.256", "1.2.3.4.5", "0x100000000", "4294967296",
-					   "1.16777216", "09.1.1.1", "[fe80::1%eth0]", "fe80::1%25eth0",
-					   "[::1", "[1.2.3.4]", "[::ffff:0177.0.0.1]", "example.0x7f",
-					   "1..2", ".1", "99999999999999999999" };
+	static const char *const names[] = { "localhost",    "example.com", "1.2.3.example",
+					     "0x7f.example", "a.b",	    "deadbeef" };
+	static const char *const bad[] = {
+		"1.2.3.256",  "1.2.3.4.5", "0x100000000",	  "4294967296",
+		"1.16777216", "09.1.1.1",  "[fe80::1%eth0]",	  "fe80::1%25eth0",
+		"[::1",	      "[1.2.3.4]", "[::ffff:0177.0.0.1]", "example.0x7f",
+		"1..2",	      ".1",	   "99999999999999999999"
+	};
 	char out[64];
 
 	(void)state;
@@ -83,29 +95,52 @@ static void classes(void **state)
 		const char *ip;
 		enum netguard_class c;
 	} t[] = {
-		{ "8.8.8.8", NG_PUBLIC },	      { "1.1.1.1", NG_PUBLIC },
-		{ "127.0.0.1", NG_LOOPBACK },	      { "127.255.255.254", NG_LOOPBACK },
-		{ "10.1.2.3", NG_PRIVATE },	      { "172.16.0.1", NG_PRIVATE },
-		{ "172.31.255.255", NG_PRIVATE },     { "172.32.0.1", NG_PUBLIC },
-		{ "192.168.1.1", NG_PRIVATE },	      { "169.254.1.1", NG_LINK_LOCAL },
-		{ "169.254.169.254", NG_METADATA },   { "169.254.170.2", NG_METADATA },
-		{ "100.100.100.200", NG_METADATA },   { "0.0.0.0", NG_UNSPECIFIED },
-		{ "0.1.2.3", NG_RESERVED },	      { "100.64.0.1", NG_RESERVED },
-		{ "100.127.255.255", NG_RESERVED },   { "100.128.0.1", NG_PUBLIC },
-		{ "198.18.0.1", NG_RESERVED },	      { "198.19.255.255", NG_RESERVED },
-		{ "192.0.2.1", NG_RESERVED },	      { "240.0.0.1", NG_RESERVED },
-		{ "255.255.255.255", NG_RESERVED },   { "224.0.0.1", NG_MULTICAST },
-		{ "::", NG_UNSPECIFIED },	      { "::1", NG_LOOPBACK },
-		{ "::ffff:127.0.0.1", NG_LOOPBACK },  { "::127.0.0.1", NG_LOOPBACK },
-		{ "::ffff:0:127.0.0.1", NG_LOOPBACK }, { "64:ff9b::127.0.0.1", NG_LOOPBACK },
-		{ "64:ff9b::a9fe:a9fe", NG_METADATA }, { "2002:7f00:1::", NG_LOOPBACK },
-		{ "64:ff9b::8.8.8.8", NG_PUBLIC },    { "64:ff9b:1::1", NG_RESERVED },
-		{ "::ffff:10.0.0.1", NG_PRIVATE },    { "fe80::1", NG_LINK_LOCAL },
-		{ "fc00::1", NG_UNIQUE_LOCAL },	      { "fd12:3456::1", NG_UNIQUE_LOCAL },
-		{ "fd00:ec2::254", NG_METADATA },     { "ff02::1", NG_MULTICAST },
-		{ "2001:db8::1", NG_RESERVED },	      { "2001::1", NG_RESERVED },
-		{ "fec0::1", NG_RESERVED },	      { "100::1", NG_RESERVED },
-		{ "2606:4700::1111", NG_PUBLIC },     { "2a00:1450::1", NG_PUBLIC },
+		{ "8.8.8.8", NG_PUBLIC },
+		{ "1.1.1.1", NG_PUBLIC },
+		{ "127.0.0.1", NG_LOOPBACK },
+		{ "127.255.255.254", NG_LOOPBACK },
+		{ "10.1.2.3", NG_PRIVATE },
+		{ "172.16.0.1", NG_PRIVATE },
+		{ "172.31.255.255", NG_PRIVATE },
+		{ "172.32.0.1", NG_PUBLIC },
+		{ "192.168.1.1", NG_PRIVATE },
+		{ "169.254.1.1", NG_LINK_LOCAL },
+		{ "169.254.169.254", NG_METADATA },
+		{ "169.254.170.2", NG_METADATA },
+		{ "100.100.100.200", NG_METADATA },
+		{ "0.0.0.0", NG_UNSPECIFIED },
+		{ "0.1.2.3", NG_RESERVED },
+		{ "100.64.0.1", NG_RESERVED },
+		{ "100.127.255.255", NG_RESERVED },
+		{ "100.128.0.1", NG_PUBLIC },
+		{ "198.18.0.1", NG_RESERVED },
+		{ "198.19.255.255", NG_RESERVED },
+		{ "192.0.2.1", NG_RESERVED },
+		{ "240.0.0.1", NG_RESERVED },
+		{ "255.255.255.255", NG_RESERVED },
+		{ "224.0.0.1", NG_MULTICAST },
+		{ "::", NG_UNSPECIFIED },
+		{ "::1", NG_LOOPBACK },
+		{ "::ffff:127.0.0.1", NG_LOOPBACK },
+		{ "::127.0.0.1", NG_LOOPBACK },
+		{ "::ffff:0:127.0.0.1", NG_LOOPBACK },
+		{ "64:ff9b::127.0.0.1", NG_LOOPBACK },
+		{ "64:ff9b::a9fe:a9fe", NG_METADATA },
+		{ "2002:7f00:1::", NG_LOOPBACK },
+		{ "64:ff9b::8.8.8.8", NG_PUBLIC },
+		{ "64:ff9b:1::1", NG_RESERVED },
+		{ "::ffff:10.0.0.1", NG_PRIVATE },
+		{ "fe80::1", NG_LINK_LOCAL },
+		{ "fc00::1", NG_UNIQUE_LOCAL },
+		{ "fd12:3456::1", NG_UNIQUE_LOCAL },
+		{ "fd00:ec2::254", NG_METADATA },
+		{ "ff02::1", NG_MULTICAST },
+		{ "2001:db8::1", NG_RESERVED },
+		{ "2001::1", NG_RESERVED },
+		{ "fec0::1", NG_RESERVED },
+		{ "100::1", NG_RESERVED },
+		{ "2606:4700::1111", NG_PUBLIC },
+		{ "2a00:1450::1", NG_PUBLIC },
 		{ "4000::1", NG_RESERVED },
 	};
 	struct sockaddr_un_like {
@@ -115,8 +150,8 @@ static void classes(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if (cls(t[i].ip) != t[i].c)
-			fail_msg("'%s' is %s, expected %s", t[i].ip, netguard_class_name(cls(t[i].ip)),
-				 netguard_class_name(t[i].c));
+			fail_msg("'%s' is %s, expected %s", t[i].ip,
+				 netguard_class_name(cls(t[i].ip)), netguard_class_name(t[i].c));
 	assert_int_equal(netguard_classify((struct sockaddr *)&unix_sa), NG_INVALID);
 	assert_int_equal(netguard_classify(NULL), NG_INVALID);
 	assert_string_equal(netguard_class_name(NG_METADATA), "cloud metadata");
@@ -128,9 +163,12 @@ static void list_parse_normalizes(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(netguard_list_parse("API.Example.COM., *.Example.org:443, 10.1.2.3/8,"
-					     " localhost:8080 private,[::1]:9000,\n0x7f.1, *, ::ffff:10.0.0.0/104",
-					     &l, err, sizeof(err)), 0);
+	assert_int_equal(
+		netguard_list_parse(
+			"API.Example.COM., *.Example.org:443, 10.1.2.3/8,"
+			" localhost:8080 private,[::1]:9000,\n0x7f.1, *, ::ffff:10.0.0.0/104",
+			&l, err, sizeof(err)),
+		0);
 	assert_int_equal(l.n, 8);
 	assert_int_equal(l.v[0].kind, NGE_NAME);
 	assert_string_equal(l.v[0].host, "api.example.com");
@@ -152,10 +190,24 @@ static void list_parse_normalizes(void **state)
 	assert_int_equal(l.v[7].prefix, 8);
 	netguard_list_release(&l);
 
-	static const char *const bad[] = { "", ",", "exa mple.com", "host:0", "host:65536",
-					   "host:http", "0.0.0.0", "[::]", "10.0.0.0/33", "::/129",
-					   "* private", "10.0.0.1 private", "a.com public", "*.",
-					   "1.2.3.256", "[::1", "-bad-%.com", "::ffff:10.0.0.0/8" };
+	static const char *const bad[] = { "",
+					   ",",
+					   "exa mple.com",
+					   "host:0",
+					   "host:65536",
+					   "host:http",
+					   "0.0.0.0",
+					   "[::]",
+					   "10.0.0.0/33",
+					   "::/129",
+					   "* private",
+					   "10.0.0.1 private",
+					   "a.com public",
+					   "*.",
+					   "1.2.3.256",
+					   "[::1",
+					   "-bad-%.com",
+					   "::ffff:10.0.0.0/8" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		if (netguard_list_parse(bad[i], &l, err, sizeof(err)) != -EINVAL || !err[0])
@@ -176,10 +228,12 @@ static bool allowed(const char *list, const char *host, unsigned port, const cha
 	if (addr && netguard_parse_ip(addr, &ss, &len) < 0)
 		fail_msg("'%s' does not parse", addr);
 	why[0] = '\0';
-	ok = netguard_check(&l, host, port, addr ? (struct sockaddr *)&ss : NULL, why, sizeof(why)) == 0;
+	ok = netguard_check(&l, host, port, addr ? (struct sockaddr *)&ss : NULL, why,
+			    sizeof(why)) == 0;
 	if (!ok && !why[0])
 		fail_msg("refused without a reason");
-	assert_int_equal(netguard_allowed(&l, host, port, addr ? (struct sockaddr *)&ss : NULL), ok);
+	assert_int_equal(netguard_allowed(&l, host, port, addr ? (struct sockaddr *)&ss : NULL),
+			 ok);
 	netguard_list_release(&l);
 	return ok;
 }
@@ -225,8 +279,9 @@ static void rule_for_literals(void **state)
 {
 	(void)state;
 	/* every spelling of loopback is loopback */
-	static const char *const loop[] = { "127.0.0.1", "2130706433", "0177.0.0.1", "0x7f.1", "127.1",
-					    "[::ffff:127.0.0.1]", "127.0.0.1." };
+	static const char *const loop[] = { "127.0.0.1", "2130706433", "0177.0.0.1",
+					    "0x7f.1",	 "127.1",      "[::ffff:127.0.0.1]",
+					    "127.0.0.1." };
 	for (size_t i = 0; i < sizeof(loop) / sizeof(loop[0]); i++) {
 		if (allowed("*", loop[i], 80, NULL))
 			fail_msg("'%s' passed '*'", loop[i]);

@@ -37,8 +37,10 @@ static void parse_errors_name_the_line(void **state)
 	static const struct {
 		const char *text, *want;
 	} cases[] = {
-		{ "[default]\nlanguages = python\nlimit.memory = 1K\n", "line 3: invalid limit.memory '1K': must be at least 16M" },
-		{ "[default]\nlimit.memory = 99G\n", "line 2: invalid limit.memory '99G': must be at most 16G" },
+		{ "[default]\nlanguages = python\nlimit.memory = 1K\n",
+		  "line 3: invalid limit.memory '1K': must be at least 16M" },
+		{ "[default]\nlimit.memory = 99G\n",
+		  "line 2: invalid limit.memory '99G': must be at most 16G" },
 		{ "# c\n\nlanguages = python\n", "line 3: 'languages' comes before any section" },
 		{ "[default]\nlanguages = ruby\n", "line 2: languages: unknown language 'ruby'" },
 		{ "[default]\nnetwork = maybe\n", "line 2: network: expected on or off" },
@@ -52,25 +54,30 @@ static void parse_errors_name_the_line(void **state)
 		{ "[default]\n[default]\n", "line 2: [default] is given twice" },
 		{ "[policy a b]\n", "line 1: '[policy a b]'" },
 		{ "[zone x]\n", "line 1: unknown section" },
-		{ "[default]\nmax_sessions = -1\n", "line 2: max_sessions: expected a whole number" },
+		{ "[default]\nmax_sessions = -1\n",
+		  "line 2: max_sessions: expected a whole number" },
 		{ "[client c]\npolicy = nope\nkey_sha256 = 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n",
 		  "client 'c': no policy 'nope'" },
 		{ "[client c]\nkey_sha256 = 12\n", "line 2: key_sha256: expected 64 hex digits" },
 		{ "[client c]\n", "client 'c' has no key_sha256" },
 		{ "[default\n", "line 1: a section is" },
 		{ "[default]\njust words\n", "line 2: expected 'key = value'" },
-		{ "[default]\nprojects = srv/repos\n", "line 2: projects: 'srv/repos' is not an absolute path" },
-		{ "[default]\nprojects = /srv/../etc\n", "line 2: projects: '/srv/../etc' is not an absolute path" },
+		{ "[default]\nprojects = srv/repos\n",
+		  "line 2: projects: 'srv/repos' is not an absolute path" },
+		{ "[default]\nprojects = /srv/../etc\n",
+		  "line 2: projects: '/srv/../etc' is not an absolute path" },
 	};
 	struct engine_policies *ps;
 	char err[512];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (engine_policies_parse(cases[i].text, strlen(cases[i].text), &ps, err, sizeof(err)) != -EINVAL)
+		if (engine_policies_parse(cases[i].text, strlen(cases[i].text), &ps, err,
+					  sizeof(err)) != -EINVAL)
 			fail_msg("'%s' was accepted", cases[i].text);
 		if (!strstr(err, cases[i].want))
-			fail_msg("'%s': message '%s' lacks '%s'", cases[i].text, err, cases[i].want);
+			fail_msg("'%s': message '%s' lacks '%s'", cases[i].text, err,
+				 cases[i].want);
 	}
 }
 
@@ -81,7 +88,8 @@ static void the_sample_parses(void **state)
 	struct engine_client *c;
 
 	(void)state;
-	assert_int_equal(engine_policies_load("examples/policy.sample.ini", &ps, err, sizeof(err)), 0);
+	assert_int_equal(engine_policies_load("examples/policy.sample.ini", &ps, err, sizeof(err)),
+			 0);
 	assert_true(engine_policies_has_clients(ps));
 	c = engine_policies_client(ps, "test", 4); /* sha256("test") is the sample's */
 	assert_non_null(c);
@@ -90,12 +98,13 @@ static void the_sample_parses(void **state)
 	assert_true(c->policy->languages[LANG_PYTHON] && !c->policy->languages[LANG_BASH]);
 	assert_null(engine_policies_client(ps, "tesT", 4));
 	engine_policies_free(ps);
-	assert_int_equal(engine_policies_load("/nonexistent/p.ini", &ps, err, sizeof(err)), -ENOENT);
+	assert_int_equal(engine_policies_load("/nonexistent/p.ini", &ps, err, sizeof(err)),
+			 -ENOENT);
 	assert_non_null(strstr(err, "cannot open '/nonexistent/p.ini'"));
 }
 
-static int check_run(struct engine_client *c, struct run_request *rq, unsigned asked, bool net_asked,
-		     struct engine_verdict *v)
+static int check_run(struct engine_client *c, struct run_request *rq, unsigned asked,
+		     bool net_asked, struct engine_verdict *v)
 {
 	int k = engine_check_run(c, DOOR_API, rq, asked, net_asked, v);
 
@@ -106,8 +115,9 @@ static int check_run(struct engine_client *c, struct run_request *rq, unsigned a
 
 static void rules_limits_languages_network(void **state)
 {
-	struct engine_policies *ps = parse_ok("[default]\nlanguages = python, bash\nlimit.memory = 256M\n"
-					      "limit.timeout = 10s\nnetwork = off\n");
+	struct engine_policies *ps =
+		parse_ok("[default]\nlanguages = python, bash\nlimit.memory = 256M\n"
+			 "limit.timeout = 10s\nnetwork = off\n");
 	struct engine_client *c = &ps->clients[0];
 	struct engine_verdict v = { 0 };
 	struct run_request rq;
@@ -167,9 +177,10 @@ static void rules_files_and_approval(void **state)
 
 static void rules_projects(void **state)
 {
-	struct engine_policies *ps = parse_ok("[default]\n[policy p]\nprojects = /usr/share, /tmp\n"
-					      "approval = apply\n[client c]\npolicy = p\nkey_sha256 = "
-					      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n");
+	struct engine_policies *ps =
+		parse_ok("[default]\n[policy p]\nprojects = /usr/share, /tmp\n"
+			 "approval = apply\n[client c]\npolicy = p\nkey_sha256 = "
+			 "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n");
 	struct engine_client *def = &ps->clients[0], *c = &ps->clients[1];
 	struct engine_verdict v = { 0 };
 	char real[4096];
@@ -177,15 +188,20 @@ static void rules_projects(void **state)
 	(void)state;
 	assert_int_equal(c->policy->n_projects, 2);
 	/* the default names none: no project for a server's client, any for the CLI */
-	assert_int_equal(engine_check_project(def, DOOR_API, "/usr/share", real, sizeof(real), &v), -EPERM);
+	assert_int_equal(engine_check_project(def, DOOR_API, "/usr/share", real, sizeof(real), &v),
+			 -EPERM);
 	assert_string_equal(v.rule, "projects");
-	assert_int_equal(engine_check_project(def, DOOR_CLI, "/usr/share", real, sizeof(real), &v), 0);
-	assert_int_equal(engine_check_project(c, DOOR_API, "/usr/share/doc", real, sizeof(real), &v), 0);
+	assert_int_equal(engine_check_project(def, DOOR_CLI, "/usr/share", real, sizeof(real), &v),
+			 0);
+	assert_int_equal(
+		engine_check_project(c, DOOR_API, "/usr/share/doc", real, sizeof(real), &v), 0);
 	assert_string_equal(real, "/usr/share/doc");
 	/* a prefix that is not a parent, and a missing directory */
-	assert_int_equal(engine_check_project(c, DOOR_API, "/usr/sharex", real, sizeof(real), &v), -EPERM);
+	assert_int_equal(engine_check_project(c, DOOR_API, "/usr/sharex", real, sizeof(real), &v),
+			 -EPERM);
 	assert_int_equal(engine_check_project(c, DOOR_API, "/usr", real, sizeof(real), &v), -EPERM);
-	assert_int_equal(engine_check_action(c, DOOR_API, ACTION_APPLY, SESSION_PYTHON, &v), -EPERM);
+	assert_int_equal(engine_check_action(c, DOOR_API, ACTION_APPLY, SESSION_PYTHON, &v),
+			 -EPERM);
 	assert_string_equal(v.rule, "approval");
 	assert_true(v.needs_approval);
 	assert_string_equal(engine_action_name(ACTION_APPLY), "apply");
@@ -194,10 +210,11 @@ static void rules_projects(void **state)
 
 static void rules_counts_and_rate(void **state)
 {
-	struct engine_policies *ps = parse_ok("[default]\nmax_sessions = 2\nmax_executions = 1\n"
-					      "[policy slow]\nrate = 1/h\nburst = 2\n"
-					      "[client a]\npolicy = slow\nkey_sha256 = "
-					      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n");
+	struct engine_policies *ps =
+		parse_ok("[default]\nmax_sessions = 2\nmax_executions = 1\n"
+			 "[policy slow]\nrate = 1/h\nburst = 2\n"
+			 "[client a]\npolicy = slow\nkey_sha256 = "
+			 "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n");
 	struct engine_client *c = &ps->clients[0], *a = engine_policies_client(ps, "test", 4);
 	struct engine_verdict v = { 0 };
 	struct session_opts so;
@@ -237,8 +254,11 @@ static void audit_record_fields(void **state)
 {
 	static const char *const env[] = { "API_KEY=hunter2", NULL };
 	struct run_request rq;
-	struct run_result res = { .status = RESULT_OK, .has_exit_code = true, .exit_code = 3,
-				  .out_len = 5, .err_len = 2 };
+	struct run_result res = { .status = RESULT_OK,
+				  .has_exit_code = true,
+				  .exit_code = 3,
+				  .out_len = 5,
+				  .err_len = 2 };
 	struct engine_verdict v = { .allowed = true };
 	json_t *args, *o;
 	char *s;
@@ -248,9 +268,17 @@ static void audit_record_fields(void **state)
 	rq.env = env;
 	args = engine_audit_run_args(&rq, 0);
 	struct engine_audit_record rec = {
-		.client = "c", .door = DOOR_MCP, .action = ACTION_RUN, .has_lang = true,
-		.lang = LANG_BASH, .code = "abc", .code_len = 3, .args = args, .verdict = &v,
-		.duration_ms = 1.5, .res = &res,
+		.client = "c",
+		.door = DOOR_MCP,
+		.action = ACTION_RUN,
+		.has_lang = true,
+		.lang = LANG_BASH,
+		.code = "abc",
+		.code_len = 3,
+		.args = args,
+		.verdict = &v,
+		.duration_ms = 1.5,
+		.res = &res,
 	};
 	o = engine_audit_json(&rec);
 	s = json_dumps(o, JSON_COMPACT);
@@ -406,13 +434,23 @@ static void audit_egress_connections(void **state)
 {
 	char dir[] = "/tmp/cc-audit-XXXXXX", path[64], line[4096], err[256];
 	struct engine_audit *a = NULL;
-	struct engine_audit_record base = { .request_id = "00112233445566aa", .client = "c",
-					    .session = "s1", .action = ACTION_SESSION_EXEC };
+	struct engine_audit_record base = { .request_id = "00112233445566aa",
+					    .client = "c",
+					    .session = "s1",
+					    .action = ACTION_SESSION_EXEC };
 	struct egress_event ev[2] = {
-		{ .time_ms = 1764000000123ull, .method = "CONNECT", .host = "pypi.org", .port = 443,
-		  .address = "151.101.0.223", .status = 200 },
-		{ .time_ms = 1764000000456ull, .method = "GET", .host = "evil.example", .port = 80,
-		  .status = 403, .why = "'evil.example' (port 80) is not one of the allowed hosts" },
+		{ .time_ms = 1764000000123ull,
+		  .method = "CONNECT",
+		  .host = "pypi.org",
+		  .port = 443,
+		  .address = "151.101.0.223",
+		  .status = 200 },
+		{ .time_ms = 1764000000456ull,
+		  .method = "GET",
+		  .host = "evil.example",
+		  .port = 80,
+		  .status = 403,
+		  .why = "'evil.example' (port 80) is not one of the allowed hosts" },
 	};
 	json_t *j[3];
 	FILE *f;
@@ -433,26 +471,30 @@ static void audit_egress_connections(void **state)
 	assert_int_equal(n, 3);
 	for (int i = 0; i < 3; i++) {
 		assert_string_equal(json_string_value(json_object_get(j[i], "tool")), "egress");
-		assert_string_equal(json_string_value(json_object_get(j[i], "request_id")), "00112233445566aa");
+		assert_string_equal(json_string_value(json_object_get(j[i], "request_id")),
+				    "00112233445566aa");
 		assert_string_equal(json_string_value(json_object_get(j[i], "session")), "s1");
 	}
 	assert_string_equal(json_string_value(json_object_get(j[0], "decision")), "allowed");
 	assert_string_equal(json_string_value(json_object_get(j[0], "status")), "ok");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(j[0], "arguments"), "host")),
-			    "pypi.org");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(j[0], "arguments"), "host")),
+		"pypi.org");
 	assert_string_equal(
 		json_string_value(json_object_get(json_object_get(j[0], "arguments"), "address")),
 		"151.101.0.223");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(j[0], "arguments"), "at")),
-			    "2025-11-24T16:00:00.123Z");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(j[0], "arguments"), "at")),
+		"2025-11-24T16:00:00.123Z");
 	assert_string_equal(json_string_value(json_object_get(j[1], "decision")), "rejected");
 	assert_string_equal(json_string_value(json_object_get(j[1], "rule")), "egress");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(j[1], "arguments"),
 							    "proxy_status")),
 			 403);
 	assert_string_equal(json_string_value(json_object_get(j[2], "status")), "dropped");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(j[2], "arguments"), "count")),
-			 7);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(j[2], "arguments"), "count")),
+		7);
 	for (int i = 0; i < 3; i++)
 		json_decref(j[i]);
 	assert_int_equal(unlink(path), 0);
@@ -490,8 +532,10 @@ static void approvals_decide_use_and_expire(void **state)
 	json_t *list;
 
 	(void)state;
-	assert_int_equal(engine_approval_hold(a, "c", ACTION_DELETE_FILE, "delete x", args, 60, id), 0);
-	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_PENDING);
+	assert_int_equal(engine_approval_hold(a, "c", ACTION_DELETE_FILE, "delete x", args, 60, id),
+			 0);
+	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args),
+			 APPROVAL_PENDING);
 	/* another client or action: not this approval; other arguments:
 	 * this client's, but not for them */
 	assert_int_equal(engine_approval_use(a, id, "d", ACTION_DELETE_FILE, args), -ENOENT);
@@ -503,10 +547,12 @@ static void approvals_decide_use_and_expire(void **state)
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, other), -ESTALE);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, NULL), -ESTALE);
 	assert_int_equal(engine_approval_decide(a, id, false, "op"), -EALREADY);
-	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_APPROVED);
+	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args),
+			 APPROVAL_APPROVED);
 	assert_int_equal(engine_approval_use(a, id, "c", ACTION_DELETE_FILE, args), APPROVAL_USED);
 	/* a deadline passed: expired, and waiting says so */
-	assert_int_equal(engine_approval_hold(a, "c", ACTION_DELETE_FILE, "delete x", args, 0.01, id2), 0);
+	assert_int_equal(
+		engine_approval_hold(a, "c", ACTION_DELETE_FILE, "delete x", args, 0.01, id2), 0);
 	assert_int_equal(engine_approval_wait(a, id2), APPROVAL_EXPIRED);
 	assert_int_equal(engine_approval_decide(a, id2, true, "op"), -EALREADY);
 	assert_int_equal(engine_approval_decide(a, "0123456789abcdef", true, "op"), -ENOENT);
@@ -530,34 +576,36 @@ static void tool_keys_and_databases(void **state)
 		{ "[default]\ntools = shell\n", "line 2: tools: unknown tool 'shell'" },
 		{ "[default]\nsql.databases = pg\n", "line 2: sql.databases: no database 'pg'" },
 		{ "[default]\nsql.writes = maybe\n", "line 2: sql.writes: expected on or off" },
-		{ "[database d]\ndriver = oracle\n", "line 2: driver: expected postgresql or sqlite" },
-		{ "[database d]\nconnection = a\ntimeout = 2h\n", "line 3: timeout: expected a duration" },
+		{ "[database d]\ndriver = oracle\n",
+		  "line 2: driver: expected postgresql or sqlite" },
+		{ "[database d]\nconnection = a\ntimeout = 2h\n",
+		  "line 3: timeout: expected a duration" },
 		{ "[database d]\nconnection = a\nmax_rows = 0\n", "line 3: max_rows: expected" },
 		{ "[database d]\nconnection = a\nmax_bytes = 1G\n", "line 3: max_bytes: expected" },
 		{ "[database d]\nport = 1\n", "line 2: unknown key 'port' in a database" },
 		{ "[database d]\ndriver = sqlite\n", "database 'd' has no 'connection'" },
-		{ "[database d]\nconnection = a\n[database d]\n", "line 3: database 'd' is given twice" },
+		{ "[database d]\nconnection = a\n[database d]\n",
+		  "line 3: database 'd' is given twice" },
 		{ "[database d]\nconnection = password=hunter2\nconnection = password=hunter2\n",
 		  "line 3: 'connection' is set twice" },
 	};
-	static const char good[] =
-		"[default]\n"
-		"tools = sql\n"
-		"sql.databases = pg, lite\n"
-		"approval = sql\n"
-		"[policy none]\n"
-		"sql.writes = on\n"
-		"sql.workspace = off\n"
-		"[database pg]\n"
-		"driver = postgresql\n"
-		"connection = host=/tmp dbname=x password=p#;w  \n"
-		"timeout = 2s\n"
-		"max_rows = 10\n"
-		"max_bytes = 4K\n"
-		"[database lite]\n"
-		"driver = sqlite\n"
-		"writes = on\n"
-		"connection = /var/lib/x.db\n";
+	static const char good[] = "[default]\n"
+				   "tools = sql\n"
+				   "sql.databases = pg, lite\n"
+				   "approval = sql\n"
+				   "[policy none]\n"
+				   "sql.writes = on\n"
+				   "sql.workspace = off\n"
+				   "[database pg]\n"
+				   "driver = postgresql\n"
+				   "connection = host=/tmp dbname=x password=p#;w  \n"
+				   "timeout = 2s\n"
+				   "max_rows = 10\n"
+				   "max_bytes = 4K\n"
+				   "[database lite]\n"
+				   "driver = sqlite\n"
+				   "writes = on\n"
+				   "connection = /var/lib/x.db\n";
 	const struct engine_database *pg, *lite;
 	struct engine_verdict v = { 0 };
 	struct engine_policies *ps;
@@ -565,12 +613,14 @@ static void tool_keys_and_databases(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (engine_policies_parse(bad[i].text, strlen(bad[i].text), &ps, err, sizeof(err)) != -EINVAL)
+		if (engine_policies_parse(bad[i].text, strlen(bad[i].text), &ps, err,
+					  sizeof(err)) != -EINVAL)
 			fail_msg("'%s' was accepted", bad[i].text);
 		if (!strstr(err, bad[i].want))
 			fail_msg("'%s': message '%s' lacks '%s'", bad[i].text, err, bad[i].want);
 		if (strstr(err, "hunter2"))
-			fail_msg("'%s': the message quotes the connection string: '%s'", bad[i].text, err);
+			fail_msg("'%s': the message quotes the connection string: '%s'",
+				 bad[i].text, err);
 	}
 	ps = parse_ok(good);
 	pg = engine_policies_database(ps, "pg");
@@ -694,7 +744,8 @@ static void sessions_pipeline_refuses_records_and_gives_back(void **state)
 	assert_string_equal(e.verdict.rule, "approval");
 	cl.approve = held_cb;
 	cl.approve_cls = &mode;
-	assert_int_equal(engine_session_check(&cl, entry, ACTION_SESSION_RESTART, &e), -EINPROGRESS);
+	assert_int_equal(engine_session_check(&cl, entry, ACTION_SESSION_RESTART, &e),
+			 -EINPROGRESS);
 	assert_string_equal(e.approval_id, "00112233445566ff");
 	assert_non_null(strstr(slurp(path), "\"pending\""));
 	mode = 0;

@@ -59,11 +59,13 @@ static void seccomp_embedded_matches_fresh_build(void **state)
  * with the high words and the other bits varied. */
 static void seccomp_compact_main_acts_as_libseccomps(void **state)
 {
-	static const uint32_t arches[] = { AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, 0 };
-	static const uint32_t special[] = { 0x0, 0x1, 0x8, 0x11, 0x20000, 0x20008, 0x20009,
-					    0xffffffffu, 0xfffffffeu, 0x1000, 0x2000, 0x4000,
-					    0x6000, 0x8000, 0xa000, 0xc000, 0xe000, 0xf000,
-					    0x11a4, 0x81a4, 0x21a4, 0x01200011, 0x003d0f00 };
+	static const uint32_t arches[] = { AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64,
+					   0 };
+	static const uint32_t special[] = { 0x0,     0x1,	 0x8,	      0x11,	   0x20000,
+					    0x20008, 0x20009,	 0xffffffffu, 0xfffffffeu, 0x1000,
+					    0x2000,  0x4000,	 0x6000,      0x8000,	   0xa000,
+					    0xc000,  0xe000,	 0xf000,      0x11a4,	   0x81a4,
+					    0x21a4,  0x01200011, 0x003d0f00 };
 	const struct sock_fprog *loaded = &sandbox_seccomp_programs[SECCOMP_MAIN];
 	struct sock_fprog *ref;
 	static uint32_t values[64 + 32 + 2 * 3 * 1024];
@@ -86,8 +88,8 @@ static void seccomp_compact_main_acts_as_libseccomps(void **state)
 	n_values += sandbox_bpf_constants(loaded, values + n_values,
 					  sizeof(values) / sizeof(values[0]) - n_values);
 	for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); a++) {
-		for (uint64_t nr = 0; nr < 1100 || (nr >= 0x3ffffff0u && nr < 0x40000010u) ||
-				      nr >= 0xfffffff0u;) {
+		for (uint64_t nr = 0;
+		     nr < 1100 || (nr >= 0x3ffffff0u && nr < 0x40000010u) || nr >= 0xfffffff0u;) {
 			struct seccomp_data d = { .nr = (int)nr, .arch = arches[a] };
 			bool ref_args = false, args = false;
 			uint32_t want = sandbox_bpf_run(ref, &d, &ref_args);
@@ -96,27 +98,33 @@ static void seccomp_compact_main_acts_as_libseccomps(void **state)
 
 			if (sandbox_bpf_run(loaded, &d, &args) != want)
 				fail_msg("call %llu, arch %#x, no arguments: %#x, libseccomp's %#x",
-					 (unsigned long long)nr, arches[a], sandbox_bpf_run(loaded, &d, NULL),
-					 want);
+					 (unsigned long long)nr, arches[a],
+					 sandbox_bpf_run(loaded, &d, NULL), want);
 			checked++;
 			/* a call whose verdict may hang on an argument: each
 			 * argument's low word through the values, the rest varied */
 			if (ref_args || args) {
 				for (int i = 0; i < 6; i++)
 					for (size_t v = 0; v < n_values; v++) {
-						rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+						rnd = rnd * 6364136223846793005ull +
+						      1442695040888963407ull;
 						for (int k = 0; k < 6; k++)
-							d.args[k] = k == i ? ((rnd & 0xffffffff00000000ull) |
-									      values[v])
-									   : (rnd >> (k * 7));
+							d.args[k] =
+								k == i ? ((rnd &
+									   0xffffffff00000000ull) |
+									  values[v])
+								       : (rnd >> (k * 7));
 						if (v % 2)
-							d.args[i] &= 0xffffffffull; /* high word 0 too */
+							d.args[i] &=
+								0xffffffffull; /* high word 0 too */
 						want = sandbox_bpf_run(ref, &d, NULL);
 						if (sandbox_bpf_run(loaded, &d, NULL) != want)
-							fail_msg("call %llu, arg %d = %#llx: %#x, libseccomp's %#x",
-								 (unsigned long long)nr, i,
-								 (unsigned long long)d.args[i],
-								 sandbox_bpf_run(loaded, &d, NULL), want);
+							fail_msg(
+								"call %llu, arg %d = %#llx: %#x, libseccomp's %#x",
+								(unsigned long long)nr, i,
+								(unsigned long long)d.args[i],
+								sandbox_bpf_run(loaded, &d, NULL),
+								want);
 						checked++;
 					}
 			}
@@ -148,17 +156,40 @@ static int errno_under_filter(int which)
 			_exit(255);
 		errno = 0;
 		switch (which) {
-		case 0: r = syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL); break;
-		case 1: r = syscall(SYS_unshare, CLONE_NEWUSER); break;
-		case 2: r = syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0); break;
-		case 3: r = syscall(SYS_clone3, NULL, 0); break;
-		case 4: r = syscall(SYS_bpf, 0, NULL, 0); break;
-		case 5: r = ioctl(0, TIOCSTI, "x"); break;
-		case 6: r = syscall(SYS_ioctl, 0, (0x123UL << 32) | TIOCSTI, "x"); break;
-		case 7: r = syscall(SYS_getpid) > 0 ? 0 : -1; errno = 0; break;
-		case 8: r = syscall(442); break; /* mount_setattr: denied */
-		case 9: r = syscall(1023); break; /* no such call */
-		case 10: r = syscall(SYS_ptrace, 0, 0, 0, 0); break;
+		case 0:
+			r = syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL);
+			break;
+		case 1:
+			r = syscall(SYS_unshare, CLONE_NEWUSER);
+			break;
+		case 2:
+			r = syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0);
+			break;
+		case 3:
+			r = syscall(SYS_clone3, NULL, 0);
+			break;
+		case 4:
+			r = syscall(SYS_bpf, 0, NULL, 0);
+			break;
+		case 5:
+			r = ioctl(0, TIOCSTI, "x");
+			break;
+		case 6:
+			r = syscall(SYS_ioctl, 0, (0x123UL << 32) | TIOCSTI, "x");
+			break;
+		case 7:
+			r = syscall(SYS_getpid) > 0 ? 0 : -1;
+			errno = 0;
+			break;
+		case 8:
+			r = syscall(442);
+			break; /* mount_setattr: denied */
+		case 9:
+			r = syscall(1023);
+			break; /* no such call */
+		case 10:
+			r = syscall(SYS_ptrace, 0, 0, 0, 0);
+			break;
 		}
 		_exit(r < 0 ? errno : 0);
 	}
@@ -223,12 +254,14 @@ static void cgroup_paths(void **state)
 	assert_string_equal(out, "/init.scope");
 	assert_int_equal(cgroup_self_path(CGROUP_V2, v2, CGROUP_CTRL_PIDS, out, sizeof(out)), 0);
 	assert_string_equal(out, "/user.slice/session-1.scope");
-	assert_int_equal(cgroup_self_path(CGROUP_V1, v2, CGROUP_CTRL_MEMORY, out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgroup_self_path(CGROUP_V1, v2, CGROUP_CTRL_MEMORY, out, sizeof(out)),
+			 -ENOENT);
 	/* "cpuacctx" is not "cpuacct" */
 	assert_int_equal(cgroup_self_path(CGROUP_V1, "3:cpuacctx:/a\n", CGROUP_CTRL_CPUACCT, out,
 					  sizeof(out)),
 			 -ENOENT);
-	assert_int_equal(cgroup_self_path(CGROUP_V1, v1, CGROUP_CTRL_MEMORY, out, 4), -ENAMETOOLONG);
+	assert_int_equal(cgroup_self_path(CGROUP_V1, v1, CGROUP_CTRL_MEMORY, out, 4),
+			 -ENAMETOOLONG);
 }
 
 /* On this host (root, cgroup v1 or v2): make a cgroup, check the limits
@@ -416,8 +449,10 @@ static int run_in_sandbox(const char *const *argv, double timeout, struct sandbo
 	if (r == 0)
 		r = sandbox_start(sb);
 	if (r == 0) {
-		struct sandbox_wait_opts o = { .channel_fds = { p[0] }, .n_channels = 1,
-					       .on_output = collect, .userdata = &c };
+		struct sandbox_wait_opts o = { .channel_fds = { p[0] },
+					       .n_channels = 1,
+					       .on_output = collect,
+					       .userdata = &c };
 
 		buf_init(&c.out, 1 << 20);
 		r = sandbox_wait(sb, &o, x);
@@ -511,7 +546,8 @@ static void relative_cwd_is_inside(void **state)
  * init works (child.c, worker_prepare). */
 static void etc_files_are_not_under_mounts(void **state)
 {
-	struct sandbox_limits l = { .tmp_bytes = 1 << 20, .workspace_bytes = 1 << 20,
+	struct sandbox_limits l = { .tmp_bytes = 1 << 20,
+				    .workspace_bytes = 1 << 20,
 				    .memory_bytes = 64 << 20 };
 	struct rootfs *fs = calloc(1, sizeof(*fs));
 	size_t n_files = 0;
@@ -557,12 +593,13 @@ static void ids_ranges(void **state)
 	uint64_t b = 0, c = 0;
 
 	(void)state;
-	assert_int_equal(ids_subid_find("alice:100000:65536\ncodecell:1048576:65536\n", "codecell",
-					&b, &c), 0);
+	assert_int_equal(
+		ids_subid_find("alice:100000:65536\ncodecell:1048576:65536\n", "codecell", &b, &c),
+		0);
 	assert_true(b == 1048576 && c == 65536);
 	/* a name that only starts with ours is not ours; the first line wins */
-	assert_int_equal(ids_subid_find("codecellx:1:2\ncodecell:7:8\ncodecell:9:9", "codecell",
-					&b, &c), 0);
+	assert_int_equal(
+		ids_subid_find("codecellx:1:2\ncodecell:7:8\ncodecell:9:9", "codecell", &b, &c), 0);
 	assert_true(b == 7 && c == 8);
 	assert_int_equal(ids_subid_find("alice:1:2\n", "codecell", &b, &c), -ENOENT);
 	assert_int_equal(ids_subid_find("", "codecell", &b, &c), -ENOENT);
@@ -574,8 +611,8 @@ static void ids_ranges(void **state)
 	assert_int_equal(ids_parse_range("2000000", &b, &c), -EINVAL);
 	assert_int_equal(ids_parse_range(":5", &b, &c), -EINVAL);
 	assert_int_equal(ids_check_range(1048576, 65536), 0);
-	assert_int_equal(ids_check_range(0, 10), -ERANGE);	   /* root */
-	assert_int_equal(ids_check_range(65000, 1000), -ERANGE);   /* nobody */
+	assert_int_equal(ids_check_range(0, 10), -ERANGE);	 /* root */
+	assert_int_equal(ids_check_range(65000, 1000), -ERANGE); /* nobody */
 	assert_int_equal(ids_check_range(100, 0), -ERANGE);
 	assert_int_equal(ids_check_range(0xfffffff0ull, 16), -ERANGE); /* -1, -2 */
 	assert_int_equal(ids_check_range(0x100000000ull, 1), -ERANGE);

@@ -42,7 +42,9 @@ static void opts(struct session_opts *o)
 /* Run code; returns the result object (json_decref it). */
 static json_t *run(struct session *s, const char *code, double timeout)
 {
-	struct session_exec_opts eo = { .timeout_s = timeout, .live_stdout = -1, .live_stderr = -1 };
+	struct session_exec_opts eo = { .timeout_s = timeout,
+					.live_stdout = -1,
+					.live_stderr = -1 };
 	struct run_result r;
 	json_t *j;
 
@@ -209,24 +211,32 @@ static void pool_siblings_are_isolated(void **state)
 	say(a, "open('secret.txt', 'w').write('a')\nopen('/tmp/secret', 'w').write('a')\n"
 	       "import subprocess\np = subprocess.Popen(['sleep', '60'])");
 	/* b sees its own workspace and /tmp, and its own processes only */
-	assert_string_equal(say(b, "import os\nprint(os.listdir('.'), os.path.exists('/tmp/secret'))"),
-			    "[] False\n");
-	snprintf(pids, sizeof(pids), "%s",
-		 say(b, "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"));
+	assert_string_equal(
+		say(b, "import os\nprint(os.listdir('.'), os.path.exists('/tmp/secret'))"),
+		"[] False\n");
+	snprintf(
+		pids, sizeof(pids), "%s",
+		say(b,
+		    "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"));
 	assert_string_equal(pids, "[1, 2]\n");
-	assert_string_equal(say(a, "print(len([p for p in __import__('os').listdir('/proc') if p.isdigit()]))"),
-			    "3\n");
+	assert_string_equal(
+		say(a, "print(len([p for p in __import__('os').listdir('/proc') if p.isdigit()]))"),
+		"3\n");
 	/* a signal to a pid b cannot see goes nowhere */
-	assert_string_equal(say(b, "import os\ntry:\n    os.kill(3, 9)\nexcept OSError as e:\n    print(e.errno)"),
-			    "3\n");
+	assert_string_equal(
+		say(b,
+		    "import os\ntry:\n    os.kill(3, 9)\nexcept OSError as e:\n    print(e.errno)"),
+		"3\n");
 	/* and the template is out of reach: no capability, seccomp and
 	 * no_new_privs on, only fds 0..4 */
-	assert_string_equal(say(b, "s = open('/proc/self/status').read()\n"
-				   "print([l.split()[1] for l in s.splitlines() if l.split()[0] in "
-				   "('CapEff:', 'CapPrm:', 'CapBnd:', 'NoNewPrivs:', 'Seccomp:')])"),
-			    "['0000000000000000', '0000000000000000', '0000000000000000', '1', '2']\n");
-	assert_string_equal(say(b, "import os\nprint(sorted(int(f) for f in os.listdir('/proc/self/fd')))"),
-			    "[0, 1, 2, 3, 4, 5]\n"); /* 5: the listing's own */
+	assert_string_equal(
+		say(b, "s = open('/proc/self/status').read()\n"
+		       "print([l.split()[1] for l in s.splitlines() if l.split()[0] in "
+		       "('CapEff:', 'CapPrm:', 'CapBnd:', 'NoNewPrivs:', 'Seccomp:')])"),
+		"['0000000000000000', '0000000000000000', '0000000000000000', '1', '2']\n");
+	assert_string_equal(
+		say(b, "import os\nprint(sorted(int(f) for f in os.listdir('/proc/self/fd')))"),
+		"[0, 1, 2, 3, 4, 5]\n"); /* 5: the listing's own */
 	session_free(a);
 	session_free(b);
 }
@@ -344,9 +354,10 @@ static pid_t host_pid_of(struct session *s)
 	pid_t found = -1;
 
 	snprintf(want, sizeof(want), "cc%d-%ld", (int)getpid(), (long)random() % 100000);
-	snprintf(code, sizeof(code),
-		 "import ctypes\nctypes.CDLL(None).prctl(15, b'%s', 0, 0, 0)\nprint(open('/proc/self/comm').read().strip())",
-		 want);
+	snprintf(
+		code, sizeof(code),
+		"import ctypes\nctypes.CDLL(None).prctl(15, b'%s', 0, 0, 0)\nprint(open('/proc/self/comm').read().strip())",
+		want);
 	assert_memory_equal(say(s, code), want, strlen(want));
 	while (d && (e = readdir(d))) {
 		char path[300], comm[64] = "";
@@ -380,8 +391,9 @@ static void pool_kernel_killed_from_outside_restarts(void **state)
 	j = run(s, "print('never')", 5);
 	assert_string_equal(status(j), "killed");
 	assert_true(json_is_true(json_object_get(j, "restarted")));
-	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(j, "error"), "value")),
-			       "restarted"));
+	assert_non_null(
+		strstr(json_string_value(json_object_get(json_object_get(j, "error"), "value")),
+		       "restarted"));
 	json_decref(j);
 	/* a fresh kernel from the pool, the workspace carried over */
 	assert_string_equal(say(s, "print(open('kept.txt').read(), 'z' in globals())"),
@@ -407,8 +419,9 @@ struct balloon {
 static void *run_balloon(void *arg)
 {
 	struct balloon *b = arg;
-	struct session_exec_opts eo = { .timeout_s = b->timeout_s, .live_stdout = -1,
-					 .live_stderr = -1 };
+	struct session_exec_opts eo = { .timeout_s = b->timeout_s,
+					.live_stdout = -1,
+					.live_stderr = -1 };
 	struct run_result r;
 	const char *code = b->code;
 
@@ -421,8 +434,9 @@ static void *run_balloon(void *arg)
 
 static void pool_runaway_does_not_disturb_sibling(void **state)
 {
-	struct balloon b = { new_session(NULL), "x = []\nwhile True:\n    x.append(bytearray(16 << 20))",
-			     NULL, BALLOON_TIMEOUT_S };
+	struct balloon b = { new_session(NULL),
+			     "x = []\nwhile True:\n    x.append(bytearray(16 << 20))", NULL,
+			     BALLOON_TIMEOUT_S };
 	struct session *calm = new_session(NULL);
 	pthread_t t;
 
@@ -445,9 +459,11 @@ static void pool_runaway_does_not_disturb_sibling(void **state)
 
 static void pool_fork_bomb_does_not_disturb_sibling(void **state)
 {
-	struct balloon b = { new_session(NULL),
-			     "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-			     NULL, BOMB_TIMEOUT_S };
+	struct balloon b = {
+		new_session(NULL),
+		"import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+		NULL, BOMB_TIMEOUT_S
+	};
 	struct session *calm = new_session(NULL);
 	pthread_t t;
 
@@ -471,14 +487,16 @@ static void pool_fork_bomb_does_not_disturb_sibling(void **state)
 		/* the bomb's copies are gone and its session goes on; its state
 		 * too, unless the interrupt did not take within the grace (a
 		 * loaded machine) and the kernel was replaced, as it says */
-		assert_string_equal(say(b.s, "import os\n"
-					     "def alive(p):\n"
-					     "    try:\n"
-					     "        return open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
-					     "    except OSError:\n"
-					     "        return False\n"
-					     "print(globals().get('kept'), len([p for p in os.listdir('/proc') if p.isdigit() and alive(p)]))"),
-				    restarted ? "None 2\n" : "yes 2\n");
+		assert_string_equal(
+			say(b.s,
+			    "import os\n"
+			    "def alive(p):\n"
+			    "    try:\n"
+			    "        return open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+			    "    except OSError:\n"
+			    "        return False\n"
+			    "print(globals().get('kept'), len([p for p in os.listdir('/proc') if p.isdigit() and alive(p)]))"),
+			restarted ? "None 2\n" : "yes 2\n");
 	}
 	session_free(b.s);
 	session_free(calm);
@@ -601,13 +619,16 @@ static void fork_copies_state_and_workspace_then_diverges(void **state)
 	assert_non_null(strstr(msg, "handle (a file object"));
 	assert_null(strstr(msg, "box"));
 	free(msg);
-	assert_string_equal(say(child, "print(n + 1, items, int(df.a.sum()), double(4), box.v, square(3), np.pi > 3)"),
-			    "42 [1, 2, 3] 6 8 7 9 True\n");
+	assert_string_equal(
+		say(child,
+		    "print(n + 1, items, int(df.a.sum()), double(4), box.v, square(3), np.pi > 3)"),
+		"42 [1, 2, 3] 6 8 7 9 True\n");
 	assert_string_equal(say(child, "print(open('data.txt').read())"), "on disk\n");
 	/* from now on independent, both ways */
 	say(child, "items.append(4)\nopen('data.txt', 'w').write('child')");
 	say(parent, "n = 0");
-	assert_string_equal(say(parent, "print(items, open('data.txt').read())"), "[1, 2, 3] on disk\n");
+	assert_string_equal(say(parent, "print(items, open('data.txt').read())"),
+			    "[1, 2, 3] on disk\n");
 	assert_string_equal(say(child, "print(n)"), "41\n");
 	/* and not the same random stream */
 	snprintf(pr, sizeof(pr), "%s", say(parent, "import random\nprint(random.random())"));
@@ -717,8 +738,9 @@ static void fork_copies_what_refers_to_cells(void **state)
 		    "text = 'refers to __main__ only in words'\n");
 	assert_int_equal(session_fork(parent, &child, &msg), 0);
 	assert_null(msg);
-	assert_string_equal(say(child, "print([p.x for p in pts], fns['inc'](41), int(arr.sum()), text)"),
-			    "[1, 2] 42 6 refers to __main__ only in words\n");
+	assert_string_equal(
+		say(child, "print([p.x for p in pts], fns['inc'](41), int(arr.sum()), text)"),
+		"[1, 2] 42 6 refers to __main__ only in words\n");
 	session_free(child);
 	session_free(parent);
 }
@@ -867,8 +889,11 @@ static void on_result(void *userdata, const json_t *bundle)
 static void results_come_while_the_cell_runs(void **state)
 {
 	struct live l = { new_session(NULL), 0, false };
-	struct session_exec_opts eo = { .timeout_s = 20, .live_stdout = -1, .live_stderr = -1,
-					.on_result = on_result, .userdata = &l };
+	struct session_exec_opts eo = { .timeout_s = 20,
+					.live_stdout = -1,
+					.live_stderr = -1,
+					.on_result = on_result,
+					.userdata = &l };
 	const char *code = "import os, time\n"
 			   "import matplotlib.pyplot as plt\n"
 			   "plt.plot([1, 2, 3])\n"
@@ -1386,7 +1411,8 @@ static void pool_cells_are_charged_to_their_own_cgroup(void **state)
 	snprintf(cell_dir, sizeof(cell_dir), "%s", memcg_dir(k));
 	assert_true(strcmp(cell_dir, tpl_dir) != 0);
 	cell = read_ll(cell_dir, "memory.kmem.usage_in_bytes");
-	fprintf(stderr, "# template kmem %lld -> %lld, all %lld -> %lld after %d cells; one cell's kmem %lld\n",
+	fprintf(stderr,
+		"# template kmem %lld -> %lld, all %lld -> %lld after %d cells; one cell's kmem %lld\n",
 		before, after, used_before, used_after, N, cell);
 	/* a fork of numpy's mappings costs ~0.5 MiB of page tables and
 	 * namespaces: it must be in the cell (there is more: its init's and

@@ -49,8 +49,8 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
 		struct addrinfo **res)
 {
 	int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **) =
-		(int (*)(const char *, const char *, const struct addrinfo *, struct addrinfo **))
-			dlsym(RTLD_NEXT, "getaddrinfo");
+		(int (*)(const char *, const char *, const struct addrinfo *,
+			 struct addrinfo **))dlsym(RTLD_NEXT, "getaddrinfo");
 	struct addrinfo h = { .ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM }, *a, *b;
 	int n;
 
@@ -68,13 +68,14 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
 
 /* ---- the server ---- */
 
-static void reply(int fd, const char *status, const char *type, const char *extra,
-		  const char *body, size_t len)
+static void reply(int fd, const char *status, const char *type, const char *extra, const char *body,
+		  size_t len)
 {
 	char head[1024];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-			 status, type, len, extra ? extra : "");
+	int n = snprintf(
+		head, sizeof(head),
+		"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+		status, type, len, extra ? extra : "");
 
 	/* MSG_NOSIGNAL: a client that hung up (the size cap, a timeout) must
 	 * not take this test process down with SIGPIPE */
@@ -127,18 +128,21 @@ static void *serve_one(void *arg)
 	} else if (!strcmp(path, "/huge")) {
 		static char chunk[65536];
 		char head[256];
-		int n = snprintf(head, sizeof(head),
-				 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n",
-				 64 * 65536);
+		int n = snprintf(
+			head, sizeof(head),
+			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n",
+			64 * 65536);
 
 		memset(chunk, 'x', sizeof(chunk));
 		/* the client stops reading at its cap and hangs up */
 		if (send(fd, head, (size_t)n, MSG_NOSIGNAL) > 0)
-			for (int i = 0; i < 64 && send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL) > 0; i++)
+			for (int i = 0; i < 64 && send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL) > 0;
+			     i++)
 				;
 	} else if (!strcmp(path, "/flaky")) {
 		if (__atomic_add_fetch(&flaky, 1, __ATOMIC_SEQ_CST) <= 2)
-			reply(fd, "503 Service Unavailable", "text/plain", "Retry-After: 0\r\n", "busy", 4);
+			reply(fd, "503 Service Unavailable", "text/plain", "Retry-After: 0\r\n",
+			      "busy", 4);
 		else
 			reply(fd, "200 OK", "text/plain", NULL, "fine", 4);
 	} else {
@@ -217,7 +221,9 @@ static struct engine_policies *policy(const char *fmt)
 static void call(const char *pol, const char *args_fmt, struct outcome *o, ...)
 {
 	struct engine_policies *ps = policy(pol);
-	struct engine_tool_ctx ctx = { .client = &ps->clients[0], .policies = ps, .door = DOOR_API };
+	struct engine_tool_ctx ctx = { .client = &ps->clients[0],
+				       .policies = ps,
+				       .door = DOOR_API };
 	char args[4096];
 	json_error_t je;
 	json_t *args_j;
@@ -257,10 +263,12 @@ static void get_json_text_and_binary(void **state)
 	call(ONLY_SERVER, "{\"url\": \"http://127.0.0.1:%d/json\"}", &o, port);
 	assert_int_equal(o.r, 0);
 	assert_int_equal(json_integer_value(json_object_get(o.res, "status")), 200);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(o.res, "json"), "a")), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o.res, "json"), "a")),
+			 1);
 	assert_string_equal(json_string_value(json_object_get(o.res, "address")), "127.0.0.1");
 	assert_string_equal(json_string_value(json_object_get(json_object_get(o.res, "headers"),
-							      "content-type")), "application/json");
+							      "content-type")),
+			    "application/json");
 	done(&o);
 	call(ONLY_SERVER, "{\"url\": \"http://127.0.0.1:%d/text\"}", &o, port);
 	assert_string_equal(json_string_value(json_object_get(o.res, "text")), "hello");
@@ -268,7 +276,8 @@ static void get_json_text_and_binary(void **state)
 	call(ONLY_SERVER, "{\"url\": \"http://127.0.0.1:%d/bin\"}", &o, port);
 	assert_string_equal(json_string_value(json_object_get(o.res, "base64")), "AP8B");
 	done(&o);
-	call(ONLY_SERVER, "{\"url\": \"http://127.0.0.1:%d/nothing\", \"method\": \"HEAD\"}", &o, port);
+	call(ONLY_SERVER, "{\"url\": \"http://127.0.0.1:%d/nothing\", \"method\": \"HEAD\"}", &o,
+	     port);
 	assert_int_equal(json_integer_value(json_object_get(o.res, "status")), 404);
 	done(&o);
 }
@@ -278,23 +287,40 @@ static void get_json_text_and_binary(void **state)
 static void bypass_spellings_are_refused(void **state)
 {
 	static const char *const hosts[] = {
-		"2130706433",	 "0177.0.0.1", "0x7f.1",	  "127.1",   "0x7f000001",
-		"[::ffff:127.0.0.1]", "[::1]", "0.0.0.0",	  "0",	     "[::]",
-		"169.254.169.254", "0xa9fea9fe", "[fd00:ec2::254]", "[::ffff:169.254.169.254]",
-		"localhost",	 "10.0.0.1",   "[fe80::1]",	  "127.0.0.1.", "[64:ff9b::7f00:1]",
+		"2130706433",
+		"0177.0.0.1",
+		"0x7f.1",
+		"127.1",
+		"0x7f000001",
+		"[::ffff:127.0.0.1]",
+		"[::1]",
+		"0.0.0.0",
+		"0",
+		"[::]",
+		"169.254.169.254",
+		"0xa9fea9fe",
+		"[fd00:ec2::254]",
+		"[::ffff:169.254.169.254]",
+		"localhost",
+		"10.0.0.1",
+		"[fe80::1]",
+		"127.0.0.1.",
+		"[64:ff9b::7f00:1]",
 	};
 	int before = __atomic_load_n(&requests, __ATOMIC_SEQ_CST);
 	struct outcome o;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
-		call("[default]\nhttp.hosts = *\n", "{\"url\": \"http://%s:%d/json\"}", &o, hosts[i], port);
+		call("[default]\nhttp.hosts = *\n", "{\"url\": \"http://%s:%d/json\"}", &o,
+		     hosts[i], port);
 		if (o.r != -EPERM || !o.msg[0])
 			fail_msg("'%s' was not refused: %d %s %s", hosts[i], o.r, o.msg, o.text);
 		done(&o);
 	}
 	/* names the policy lists, resolving to loopback: public only */
-	call("[default]\nhttp.hosts = localhost\n", "{\"url\": \"http://localhost:%d/json\"}", &o, port);
+	call("[default]\nhttp.hosts = localhost\n", "{\"url\": \"http://localhost:%d/json\"}", &o,
+	     port);
 	assert_int_equal(o.r, -EPERM);
 	assert_non_null(strstr(o.msg, "loopback"));
 	done(&o);
@@ -303,7 +329,8 @@ static void bypass_spellings_are_refused(void **state)
 	assert_int_equal(o.r, -EPERM);
 	done(&o);
 	/* a zone id */
-	call("[default]\nhttp.hosts = fe80::/10\n", "{\"url\": \"http://[fe80::1%%25lo]:%d/\"}", &o, port);
+	call("[default]\nhttp.hosts = fe80::/10\n", "{\"url\": \"http://[fe80::1%%25lo]:%d/\"}", &o,
+	     port);
 	assert_int_equal(o.r, -EPERM);
 	done(&o);
 	assert_int_equal(__atomic_load_n(&requests, __ATOMIC_SEQ_CST), before);
@@ -319,13 +346,14 @@ static void named_address_in_any_spelling(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
 		call(ONLY_SERVER, "{\"url\": \"http://%s:%d/text\"}", &o, hosts[i], port);
-		if (o.r != 0 || strcmp(json_string_value(json_object_get(o.res, "text")) ?: "", "hello"))
+		if (o.r != 0 ||
+		    strcmp(json_string_value(json_object_get(o.res, "text")) ?: "", "hello"))
 			fail_msg("'%s': %d %s %s", hosts[i], o.r, o.msg, o.text);
 		done(&o);
 	}
 	/* a name marked private */
-	call("[default]\nhttp.hosts = localhost:%d private\n", "{\"url\": \"http://LocalHost:%d/text\"}",
-	     &o, port);
+	call("[default]\nhttp.hosts = localhost:%d private\n",
+	     "{\"url\": \"http://LocalHost:%d/text\"}", &o, port);
 	assert_int_equal(o.r, 0);
 	assert_string_equal(json_string_value(json_object_get(o.res, "text")), "hello");
 	done(&o);
@@ -334,8 +362,11 @@ static void named_address_in_any_spelling(void **state)
 static void redirects_are_checked_again(void **state)
 {
 	static const char *const to[] = { "http://169.254.169.254/latest/meta-data/",
-					  "http://[::1]:%d/json", "http://0x7f.1:1/", "file:///etc/passwd",
-					  "http://localhost:%d/json", "gopher://127.0.0.1:%d/" };
+					  "http://[::1]:%d/json",
+					  "http://0x7f.1:1/",
+					  "file:///etc/passwd",
+					  "http://localhost:%d/json",
+					  "gopher://127.0.0.1:%d/" };
 	struct outcome o;
 	char url[256];
 
@@ -355,7 +386,8 @@ static void redirects_are_checked_again(void **state)
 	call(ONLY_SERVER, "{\"url\": \"http://127.0.0.1:%d/r?to=/json\"}", &o, port);
 	assert_int_equal(o.r, 0);
 	assert_int_equal(json_integer_value(json_object_get(o.res, "redirects")), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(o.res, "json"), "a")), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o.res, "json"), "a")),
+			 1);
 	done(&o);
 	call(ONLY_SERVER, "{\"url\": \"http://127.0.0.1:%d/loop\"}", &o, port);
 	assert_int_equal(o.r, 0);
@@ -363,8 +395,8 @@ static void redirects_are_checked_again(void **state)
 	done(&o);
 }
 
-#define WITH_SECRETS                                                                              \
-	"[default]\nhttp.hosts = 127.0.0.1:%d, localhost:%d private\n[host 127.0.0.1]\n"           \
+#define WITH_SECRETS                                                                     \
+	"[default]\nhttp.hosts = 127.0.0.1:%d, localhost:%d private\n[host 127.0.0.1]\n" \
 	"header = Authorization: Bearer " SECRET "\nheader = X-Api-Key: " API_KEY "\n"
 
 static void secrets_are_sent_and_never_shown(void **state)
@@ -373,8 +405,10 @@ static void secrets_are_sent_and_never_shown(void **state)
 
 	(void)state;
 	/* the caller's Authorization is replaced by the policy's */
-	call(WITH_SECRETS, "{\"url\": \"http://127.0.0.1:%d/echo\", \"headers\": "
-			   "{\"Authorization\": \"Bearer mine\", \"X-Other\": \"1\"}}", &o, port);
+	call(WITH_SECRETS,
+	     "{\"url\": \"http://127.0.0.1:%d/echo\", \"headers\": "
+	     "{\"Authorization\": \"Bearer mine\", \"X-Other\": \"1\"}}",
+	     &o, port);
 	assert_int_equal(o.r, 0);
 	pthread_mutex_lock(&head_lock);
 	assert_non_null(strstr(last_head, "Authorization: Bearer " SECRET "\r\n"));
@@ -386,12 +420,13 @@ static void secrets_are_sent_and_never_shown(void **state)
 	assert_null(strstr(o.text, SECRET));
 	assert_null(strstr(o.text, API_KEY));
 	assert_non_null(strstr(o.text, "[REDACTED]"));
-	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(o.res, "headers"),
-								 "x-echo")), "[REDACTED]"));
+	assert_non_null(strstr(
+		json_string_value(json_object_get(json_object_get(o.res, "headers"), "x-echo")),
+		"[REDACTED]"));
 	done(&o);
 	/* another host gets none of them, even by a redirect */
-	call(WITH_SECRETS, "{\"url\": \"http://127.0.0.1:%d/r?to=http://localhost:%d/echo\"}", &o, port,
-	     port);
+	call(WITH_SECRETS, "{\"url\": \"http://127.0.0.1:%d/r?to=http://localhost:%d/echo\"}", &o,
+	     port, port);
 	assert_int_equal(o.r, 0);
 	pthread_mutex_lock(&head_lock);
 	assert_null(strstr(last_head, SECRET));
@@ -399,8 +434,8 @@ static void secrets_are_sent_and_never_shown(void **state)
 	pthread_mutex_unlock(&head_lock);
 	done(&o);
 	/* nor do messages show them */
-	call(WITH_SECRETS, "{\"url\": \"http://127.0.0.1:%d/r?to=http://169.254.169.254/" SECRET "\"}",
-	     &o, port);
+	call(WITH_SECRETS,
+	     "{\"url\": \"http://127.0.0.1:%d/r?to=http://169.254.169.254/" SECRET "\"}", &o, port);
 	assert_int_equal(o.r, -EPERM);
 	assert_null(strstr(o.msg, SECRET));
 	done(&o);
@@ -415,14 +450,16 @@ static void slow_huge_and_flaky(void **state)
 	assert_int_equal(o.r, 0);
 	assert_string_equal(error_name(&o), "Timeout");
 	done(&o);
-	call(ONLY_SERVER "http.max_response = 100K\n", "{\"url\": \"http://127.0.0.1:%d/huge\"}", &o, port);
+	call(ONLY_SERVER "http.max_response = 100K\n", "{\"url\": \"http://127.0.0.1:%d/huge\"}",
+	     &o, port);
 	assert_int_equal(o.r, 0);
 	assert_true(json_is_true(json_object_get(o.res, "truncated")));
 	assert_int_equal(json_integer_value(json_object_get(o.res, "bytes")), 100 * 1024);
 	done(&o);
 	/* GET is tried again after a 503; POST is not */
 	__atomic_store_n(&flaky, 0, __ATOMIC_SEQ_CST);
-	call(ONLY_SERVER, "{\"url\": \"http://127.0.0.1:%d/flaky\", \"method\": \"POST\", \"body\": {\"x\": 1}}",
+	call(ONLY_SERVER,
+	     "{\"url\": \"http://127.0.0.1:%d/flaky\", \"method\": \"POST\", \"body\": {\"x\": 1}}",
 	     &o, port);
 	assert_int_equal(json_integer_value(json_object_get(o.res, "status")), 503);
 	assert_int_equal(json_integer_value(json_object_get(o.res, "attempts")), 1);
@@ -475,15 +512,16 @@ static void no_dns_rebinding(void **state)
 
 	(void)state;
 	__atomic_store_n(&lookups, 0, __ATOMIC_SEQ_CST);
-	call("[default]\nhttp.hosts = rebind.test:%d private\n", "{\"url\": \"http://rebind.test:%d/text\"}",
-	     &o, port);
+	call("[default]\nhttp.hosts = rebind.test:%d private\n",
+	     "{\"url\": \"http://rebind.test:%d/text\"}", &o, port);
 	if (o.r != 0 || strcmp(json_string_value(json_object_get(o.res, "text")) ?: "", "hello"))
 		fail_msg("%d %s %s", o.r, o.msg, o.text);
 	assert_string_equal(json_string_value(json_object_get(o.res, "address")), "127.0.0.1");
 	assert_int_equal(__atomic_load_n(&lookups, __ATOMIC_SEQ_CST), 1);
 	done(&o);
 	/* every address of a name is checked, not only the first */
-	call("[default]\nhttp.hosts = mixed.test\n", "{\"url\": \"http://mixed.test:%d/text\"}", &o, port);
+	call("[default]\nhttp.hosts = mixed.test\n", "{\"url\": \"http://mixed.test:%d/text\"}", &o,
+	     port);
 	assert_int_equal(o.r, -EPERM);
 	assert_non_null(strstr(o.msg, "127.0.0.1"));
 	done(&o);
@@ -513,7 +551,8 @@ static void policy_keys(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ps = NULL;
 		err[0] = '\0';
-		if (engine_policies_parse(bad[i], strlen(bad[i]), &ps, err, sizeof(err)) != -EINVAL ||
+		if (engine_policies_parse(bad[i], strlen(bad[i]), &ps, err, sizeof(err)) !=
+			    -EINVAL ||
 		    !err[0] || ps)
 			fail_msg("'%s' was accepted", bad[i]);
 	}
@@ -521,7 +560,8 @@ static void policy_keys(void **state)
 	{
 		const char *t = "[host a.com]\nheader = Bad Name: SECRETVALUE\n";
 
-		assert_int_equal(engine_policies_parse(t, strlen(t), &ps, err, sizeof(err)), -EINVAL);
+		assert_int_equal(engine_policies_parse(t, strlen(t), &ps, err, sizeof(err)),
+				 -EINVAL);
 	}
 	assert_null(strstr(err, "SECRETVALUE"));
 	ps = policy("[default]\nhttp.hosts = a.com, 10.0.0.0/8\nhttp.max_response = 2M\n"

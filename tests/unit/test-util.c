@@ -150,8 +150,8 @@ static void utf8(void **state)
 	assert_int_equal(off, 2);
 	assert_false(utf8_valid("\xc0\xaf", 2, &off)); /* overlong '/' */
 	assert_int_equal(off, 0);
-	assert_false(utf8_valid("\xed\xa0\x80", 3, &off)); /* surrogate */
-	assert_false(utf8_valid("\xe2\x82", 2, &off));	    /* truncated */
+	assert_false(utf8_valid("\xed\xa0\x80", 3, &off));     /* surrogate */
+	assert_false(utf8_valid("\xe2\x82", 2, &off));	       /* truncated */
 	assert_false(utf8_valid("\xf4\x90\x80\x80", 4, &off)); /* > U+10FFFF */
 }
 
@@ -163,9 +163,9 @@ static void utf8_cut_and_repair(void **state)
 	} rep[] = {
 		{ "ok \xc3\xa9", "ok \xc3\xa9" },
 		{ "a\xffz", "a\xef\xbf\xbdz" },
-		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },		     /* overlong */
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },		    /* overlong */
 		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
-		{ "x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd" },		     /* cut */
+		{ "x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd" },		    /* cut */
 		{ "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
 	};
 	size_t len;
@@ -178,7 +178,8 @@ static void utf8_cut_and_repair(void **state)
 		assert_string_equal(t, rep[i].out);
 		assert_int_equal(len, strlen(rep[i].out));
 		assert_true(utf8_valid(t, len, NULL));
-		assert_int_equal(utf8_valid(rep[i].in, strlen(rep[i].in), NULL), !strcmp(rep[i].in, rep[i].out));
+		assert_int_equal(utf8_valid(rep[i].in, strlen(rep[i].in), NULL),
+				 !strcmp(rep[i].in, rep[i].out));
 		free(t);
 	}
 	/* a character split between chunks waits; a bad byte does not */
@@ -234,9 +235,9 @@ static void outorder_keeps_order_and_the_cut(void **state)
 	outorder_init(&o);
 	feed(c, &o, 1, "A\n");
 	feed(c, &o, 0, "B");
-	feed(c, &o, 0, "b\n");	       /* merged with B */
+	feed(c, &o, 0, "b\n");	      /* merged with B */
 	feed(c, &o, 1, "0123456789"); /* stderr cut: 4 head + 4 tail of 12 */
-	feed(c, &o, 0, "");	       /* nothing: no piece */
+	feed(c, &o, 0, "");	      /* nothing: no piece */
 	assert_int_equal(outorder_chunks(&o, caps, &v, &n), 0);
 	text[0] = capture_text(&c[0], &len[0]);
 	text[1] = capture_text(&c[1], &len[1]);
@@ -314,10 +315,12 @@ static void text_diff_hunks(void **state)
 	/* two changes 9 equal lines apart: two hunks with 3 lines of context */
 	for (int i = 1; i <= 20; i++) {
 		snprintf(a + strlen(a), sizeof(a) - strlen(a), "%d\n", i);
-		snprintf(b + strlen(b), sizeof(b) - strlen(b), "%d%s\n", i, i == 2 || i == 18 ? "x" : "");
+		snprintf(b + strlen(b), sizeof(b) - strlen(b), "%d%s\n", i,
+			 i == 2 || i == 18 ? "x" : "");
 	}
-	check_diff(a, b, "@@ -1,5 +1,5 @@\n 1\n-2\n+2x\n 3\n 4\n 5\n"
-			 "@@ -15,6 +15,6 @@\n 15\n 16\n 17\n-18\n+18x\n 19\n 20\n");
+	check_diff(a, b,
+		   "@@ -1,5 +1,5 @@\n 1\n-2\n+2x\n 3\n 4\n 5\n"
+		   "@@ -15,6 +15,6 @@\n 15\n 16\n 17\n-18\n+18x\n 19\n 20\n");
 	/* 6 equal lines apart: one hunk */
 	check_diff("1\n2\n3\n4\n5\n6\n7\n8\n", "0\n2\n3\n4\n5\n6\n7\n9\n",
 		   "@@ -1,8 +1,8 @@\n-1\n+0\n 2\n 3\n 4\n 5\n 6\n 7\n-8\n+9\n");
@@ -330,11 +333,16 @@ static void text_diff_hunks(void **state)
 static void base64_rfc4648(void **state)
 {
 	static const char *const vec[][2] = {
-		{ "", "" },	    { "f", "Zg==" },	    { "fo", "Zm8=" },	       { "foo", "Zm9v" },
-		{ "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" },
+		{ "", "" },
+		{ "f", "Zg==" },
+		{ "fo", "Zm8=" },
+		{ "foo", "Zm9v" },
+		{ "foob", "Zm9vYg==" },
+		{ "fooba", "Zm9vYmE=" },
+		{ "foobar", "Zm9vYmFy" },
 	};
-	static const char *const bad[] = { "Zg", "Zg=", "Z===", "Zm9v\n", "Zm 9", "Zm-_", "=Zm9", "Zg=a",
-					   "Zm9vYg=Y", "Zm9v====" };
+	static const char *const bad[] = { "Zg",   "Zg=",  "Z===", "Zm9v\n",   "Zm 9",
+					   "Zm-_", "=Zm9", "Zg=a", "Zm9vYg=Y", "Zm9v====" };
 	struct buf b;
 
 	(void)state;
@@ -417,7 +425,8 @@ static void percent_variants(void **state)
 		assert_int_equal(percent_decode("a%41", 2, 0, b, sizeof(b), NULL), -EINVAL);
 	}
 	/* in place, and the size holds */
-	assert_int_equal(percent_decode(in, strlen(in), PERCENT_PLUS_SPACE, in, sizeof(in), NULL), 0);
+	assert_int_equal(percent_decode(in, strlen(in), PERCENT_PLUS_SPACE, in, sizeof(in), NULL),
+			 0);
 	assert_string_equal(in, "a b c/d");
 	assert_int_equal(percent_decode("abcd", 4, 0, small, sizeof(small), NULL), -ENOBUFS);
 	assert_string_equal(small, "abc");
@@ -436,16 +445,22 @@ static void env_name_rules(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(ident_ok) / sizeof(ident_ok[0]); i++) {
-		assert_int_equal(env_name_check(ident_ok[i], strlen(ident_ok[i]), ENV_NAME_IDENTIFIER), 0);
+		assert_int_equal(
+			env_name_check(ident_ok[i], strlen(ident_ok[i]), ENV_NAME_IDENTIFIER), 0);
 		assert_int_equal(env_name_check(ident_ok[i], strlen(ident_ok[i]), ENV_NAME_ANY), 0);
 	}
 	for (size_t i = 0; i < sizeof(any_only) / sizeof(any_only[0]); i++) {
-		assert_int_equal(env_name_check(any_only[i], strlen(any_only[i]), ENV_NAME_IDENTIFIER), -EINVAL);
+		assert_int_equal(
+			env_name_check(any_only[i], strlen(any_only[i]), ENV_NAME_IDENTIFIER),
+			-EINVAL);
 		assert_int_equal(env_name_check(any_only[i], strlen(any_only[i]), ENV_NAME_ANY), 0);
 	}
 	for (size_t i = 0; i < sizeof(neither) / sizeof(neither[0]); i++) {
-		assert_int_equal(env_name_check(neither[i], strlen(neither[i]), ENV_NAME_IDENTIFIER), -EINVAL);
-		assert_int_equal(env_name_check(neither[i], strlen(neither[i]), ENV_NAME_ANY), -EINVAL);
+		assert_int_equal(
+			env_name_check(neither[i], strlen(neither[i]), ENV_NAME_IDENTIFIER),
+			-EINVAL);
+		assert_int_equal(env_name_check(neither[i], strlen(neither[i]), ENV_NAME_ANY),
+				 -EINVAL);
 	}
 	/* a NUL inside the length is no name's */
 	assert_int_equal(env_name_check("A\0B", 3, ENV_NAME_ANY), -EINVAL);

@@ -663,7 +663,7 @@ static int add_sys_cpus(struct rootfs *fs)
 	data = buf_detach(&t, &len);
 	if (!keep(fs, data))
 		return -ENOMEM;
-	r = add(fs, OP_TREE, NULL, SYS_CPU + 1, data, 0);
+	r = add(fs, OP_TREE, NULL, &SYS_CPU[1], data, 0); /* relative to the new root */
 	if (r == 0)
 		fs->ops[fs->n - 1].len = len;
 	return r;

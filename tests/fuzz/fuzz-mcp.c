@@ -24,25 +24,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* ---- fake adapter ---- */
 
-struct mcp_tools {
+/* the sessions every call shares: only their count here */
+struct mcp_tools_shared {
 	unsigned n;
 };
 
-int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools **ret, char **ret_error)
+int mcp_tools_new(const struct mcp_config *cfg, struct mcp_tools_shared **ret, char **ret_error)
 {
 	(void)cfg, (void)ret_error;
 	*ret = calloc(1, sizeof(**ret));
 	return *ret ? 0 : -ENOMEM;
 }
 
-void mcp_tools_free(struct mcp_tools *t)
+void mcp_tools_free(struct mcp_tools_shared *sh)
 {
-	free(t);
+	free(sh);
 }
 
-unsigned mcp_tools_count(const struct mcp_tools *t)
+unsigned mcp_tools_count(struct mcp_tools_shared *sh)
 {
-	return t->n;
+	return sh->n;
 }
 
 void mcp_tools_expire(struct mcp_tools *t)
@@ -50,10 +51,11 @@ void mcp_tools_expire(struct mcp_tools *t)
 	(void)t;
 }
 
-/* the policy's clock and the audit log: nothing to do here */
-void mcp_tools_begin(struct mcp_tools *t)
+/* one call's state, on the caller's stack */
+void mcp_tools_begin(struct mcp_tools_shared *sh, struct mcp_tools *t)
 {
-	(void)t;
+	memset(t, 0, sizeof(*t));
+	t->sh = sh;
 }
 
 void mcp_tools_audit(struct mcp_tools *t, const char *tool, const char *session, bool ok)
@@ -110,7 +112,7 @@ int mcp_tools_create_session(struct mcp_tools *t, const char *language, const ch
 	(void)project;
 	if (preload && language && strcmp(language, "python") != 0)
 		return buf_puts(msg, "preload is for Python sessions"), -EINVAL;
-	t->n++;
+	t->sh->n++;
 	*ret = json_pack("{s:s, s:s}", "session_id", "0123456789abcdef", "language",
 			 language ? language : "python");
 	return 0;
@@ -120,8 +122,8 @@ int mcp_tools_close_session(struct mcp_tools *t, const char *id, json_t **ret, s
 {
 	if (fake_session(id, msg) < 0)
 		return -ENOENT;
-	if (t->n)
-		t->n--;
+	if (t->sh->n)
+		t->sh->n--;
 	*ret = json_pack("{s:s, s:b}", "session_id", id, "closed", 1);
 	return 0;
 }
@@ -129,7 +131,7 @@ int mcp_tools_close_session(struct mcp_tools *t, const char *id, json_t **ret, s
 int mcp_tools_list_sessions(struct mcp_tools *t, json_t **ret, struct buf *msg)
 {
 	(void)msg;
-	*ret = json_pack("{s:[], s:i}", "sessions", "count", (int)t->n);
+	*ret = json_pack("{s:[], s:i}", "sessions", "count", (int)t->sh->n);
 	return 0;
 }
 

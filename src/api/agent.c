@@ -316,7 +316,6 @@ static struct agent_job *job_new(void)
 enum MHD_Result api_handle_agent(struct api_call *c)
 {
 	const union MHD_ConnectionInfo *ci;
-	struct MHD_Response *resp;
 	struct agent_job *j;
 	struct api_error e;
 	enum MHD_Result ret;
@@ -365,15 +364,5 @@ enum MHD_Result api_handle_agent(struct api_call *c)
 		return api_respond_errorf(c, 500, "internal", "cannot start the agent: %s",
 					  strerror(err));
 	}
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, j,
-						 stream_free);
-	if (!resp) {
-		stream_free(j);
-		return MHD_NO;
-	}
-	api_response_headers(resp, "application/x-ndjson");
-	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-	ret = MHD_queue_response(c->conn, 200, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return api_respond_stream(c, "application/x-ndjson", stream_read, j, stream_free);
 }

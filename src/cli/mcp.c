@@ -516,8 +516,9 @@ static int serve(struct mcp_conn *conn, struct cli_stopper *st)
 	return r;
 }
 
-static void log_cb(const char *level, const char *msg)
+static void log_cb(void *cls, const char *level, const char *msg)
 {
+	(void)cls;
 	if (!strcmp(level, "error"))
 		log_error("%s", msg);
 	else if (!strcmp(level, "warning"))

@@ -23,6 +23,7 @@
 #include "util/parse.h"
 #include "util/percent.h"
 #include "util/utf8.h"
+#include "util/sha256.h"
 #include "util/banned.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(6))
@@ -372,16 +373,6 @@ static void e2b_release(struct api_call *c)
 }
 
 /* ---- auth ---- */
-
-/* Constant-time in the secret's length. */
-static bool secret_equal(const char *given, size_t glen, const char *secret, size_t slen)
-{
-	unsigned char d = glen != slen;
-
-	for (size_t i = 0; i < slen; i++)
-		d |= (unsigned char)((i < glen ? given[i] : 0) ^ secret[i]);
-	return d == 0;
-}
 
 /* "e2b_" and then the token itself (a token made of lowercase hex, as
  * `openssl rand -hex 32` makes), or the token's bytes in hex. */

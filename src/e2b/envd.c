@@ -959,19 +959,7 @@ static void proc_free(void *cls)
  * streams carry their errors in the end message). */
 static enum MHD_Result stream_answer(struct api_call *c, struct proc_stream *p)
 {
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
-								   proc_read, p, proc_free);
-	enum MHD_Result ret;
-
-	if (!r) {
-		proc_free(p);
-		return MHD_NO;
-	}
-	api_response_headers(r, "application/connect+json");
-	MHD_add_response_header(r, "X-Accel-Buffering", "no");
-	ret = MHD_queue_response(c->conn, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return api_respond_stream(c, "application/connect+json", proc_read, p, proc_free);
 }
 
 /* Start's errors: Connect streams carry them in their end message, with

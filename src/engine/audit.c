@@ -260,8 +260,7 @@ static bool follow(struct engine_audit *a)
 	fd = open_log(a->path);
 	if (fd < 0)
 		return false; /* the old file still takes the records */
-	(void)flock(a->fd, LOCK_UN);
-	close(a->fd);
+	close(a->fd);	      /* and with it our lock on it, if any */
 	a->fd = fd;
 	return true;
 }

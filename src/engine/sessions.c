@@ -766,7 +766,7 @@ int engine_session_cell(struct engine_session *e, const char *code, size_t len,
 
 	pthread_mutex_lock(&e->lock);
 	engine_session_drain(e);
-	if (!e->s || __atomic_load_n(&e->dying, __ATOMIC_SEQ_CST)) {
+	if (!e->s || engine_session_gone(e)) {
 		engine_call_error_set(err, 404, "session_not_found", "the session '%s' was deleted",
 				      e->id);
 		k = -ESRCH;
@@ -885,7 +885,7 @@ int engine_session_restart(struct engine_caller *cl, struct engine_session *e,
 	engine_session_drain(e);
 	__atomic_sub_fetch(&e->restarting, 1, __ATOMIC_SEQ_CST);
 	t0 = now_ns();
-	if (e->s && !__atomic_load_n(&e->dying, __ATOMIC_SEQ_CST))
+	if (e->s && !engine_session_gone(e))
 		r = session_restart(e->s);
 	if (r == 0) {
 		__atomic_store_n(&e->startup_ns, now_ns() - t0, __ATOMIC_RELAXED);

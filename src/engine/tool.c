@@ -255,7 +255,8 @@ int engine_tool_call(struct engine_caller *cl, const struct engine_tool_ctx *ctx
 		     : r == -EINVAL ? "invalid"
 		     : r == -EPERM  ? "refused"
 				    : "error";
-	rec.bytes = res ? json_dumpb(res, NULL, 0, JSON_COMPACT) : 0;
+	/* the result's size, for the record only */
+	rec.bytes = res && cl->audit ? json_dumpb(res, NULL, 0, JSON_COMPACT) : 0;
 	if (r == 0) {
 		err->http = 200;
 		*ret = res;

@@ -90,8 +90,9 @@ struct http_door {
 	 * 0 and the client, or -EINVAL with e set (401). */
 	int (*auth)(struct api_server *srv, struct MHD_Connection *conn,
 		    struct engine_client **ret_client, struct api_error *e);
-	/* The request is over, answered or not: free what start() made.
-	 * Called for every request, the door's or not. */
+	/* The request is over, answered or not: free what start() made
+	 * (c->door_call, NULL if start() made nothing).  Called for every
+	 * request this door took, whether start() ran or not. */
 	void (*release)(struct api_call *c);
 
 	/* A call the door took over (c->door): its shapes.  An error; a

@@ -823,20 +823,7 @@ static void stream_free(void *cls)
 
 static enum MHD_Result start_stream(struct api_call *c, struct exec_job *j)
 {
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
-								   stream_read, j, stream_free);
-	enum MHD_Result ret;
-
-	if (!r) {
-		stream_free(j);
-		return MHD_NO;
-	}
-	api_response_headers(r, "application/x-ndjson");
-	/* no buffering proxies between the events and the client */
-	MHD_add_response_header(r, "X-Accel-Buffering", "no");
-	ret = MHD_queue_response(c->conn, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return api_respond_stream(c, "application/x-ndjson", stream_read, j, stream_free);
 }
 
 enum MHD_Result api_exec(struct api_call *c, struct engine_session *entry, struct api_request *req)

@@ -61,6 +61,12 @@ void api_response_headers(struct MHD_Response *r, const char *type);
 /* A 200 answer of len bytes of body (malloc'd; taken, and freed whatever
  * happens) with the common headers and Content-Type type. */
 enum MHD_Result api_respond_owned(struct api_call *c, const char *type, char *body, size_t len);
+/* A 200 streamed as read(cls, ...) makes it, of type type, through no
+ * buffering proxy; done(cls) frees cls once the stream ends, or at once
+ * if the response cannot be made. */
+enum MHD_Result api_respond_stream(struct api_call *c, const char *type,
+				   MHD_ContentReaderCallback read, void *cls,
+				   MHD_ContentReaderFreeCallback done);
 
 /* Look up the route's session (a new reference) or respond 404. */
 struct engine_session *api_call_session(struct api_call *c, enum MHD_Result *ret);

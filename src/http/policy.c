@@ -219,11 +219,7 @@ int api_approve(void *cls, enum engine_action a, json_t *facts, struct engine_ve
 
 void api_caller(struct api_call *c, struct engine_caller *cl)
 {
-	memset(cl, 0, sizeof(*cl));
-	cl->client = c->client;
-	cl->door = DOOR_API;
-	cl->audit = c->srv->cfg.audit;
-	cl->request_id = c->request_id;
+	caller_of(c->srv, c->client, c->request_id, cl);
 	cl->approve = api_approve;
 	cl->approve_cls = c;
 }
@@ -231,9 +227,7 @@ void api_caller(struct api_call *c, struct engine_caller *cl)
 enum MHD_Result api_session_refused(struct api_call *c, struct engine_caller *cl, int r,
 				    const struct engine_session_error *err)
 {
-	if (cl->audit_err < 0)
-		api_log(c->srv, "warning", "cannot append to the audit log: %s",
-			strerror(-cl->audit_err));
+	audit_failed(c->srv, cl);
 	if (r == -EINPROGRESS)
 		return answer_pending(c, err->approval_id);
 	if (r == -EPERM)

@@ -70,6 +70,26 @@ enum MHD_Result api_respond_owned(struct api_call *c, const char *type, char *bo
 	return ret;
 }
 
+enum MHD_Result api_respond_stream(struct api_call *c, const char *type,
+				   MHD_ContentReaderCallback read, void *cls,
+				   MHD_ContentReaderFreeCallback done)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read, cls, done);
+	enum MHD_Result ret;
+
+	if (!r) {
+		done(cls);
+		return MHD_NO;
+	}
+	api_response_headers(r, type);
+	/* no buffering proxies between the events and the client */
+	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	ret = MHD_queue_response(c->conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 enum MHD_Result api_respond_error(struct api_call *c, const struct api_error *e)
 {
 	size_t len;

@@ -34,6 +34,7 @@
 #include "util/macro.h"
 #include "util/parse.h"
 #include "util/utf8.h"
+#include "util/sha256.h"
 #include "util/banned.h"
 
 #define SERVER_DRAIN_S 5    /* at shutdown, for answers to go out */
@@ -140,17 +141,6 @@ struct request_ctx {
 	bool now;	/* answer at once and close (refuse_now) */
 };
 
-/* Constant-time in the secret's length: nothing about the token leaks
- * through the time a wrong guess takes. */
-static bool token_equal(const char *given, size_t glen, const char *secret, size_t slen)
-{
-	unsigned char d = glen != slen;
-
-	for (size_t i = 0; i < slen; i++)
-		d |= (unsigned char)((i < glen ? given[i] : 0) ^ secret[i]);
-	return d == 0;
-}
-
 /* ":PORT" with 1 to 5 digits, or nothing. */
 static bool port_suffix(const char *s)
 {
@@ -202,7 +192,7 @@ static int client_of(struct api_server *srv, const char *auth, struct engine_cli
 				     "this server needs a key: send 'Authorization: Bearer KEY'");
 	c = engine_policies_client(srv->policies, auth + 7, strlen(auth + 7));
 	if (!c && srv->token &&
-	    token_equal(auth + 7, strlen(auth + 7), srv->token, srv->cfg.token_len))
+	    secret_equal(auth + 7, strlen(auth + 7), srv->token, srv->cfg.token_len))
 		c = &srv->policies->clients[0];
 	if (!c)
 		return api_error_set(e, 401, "unauthorized",
@@ -238,7 +228,7 @@ static int admit(struct api_server *srv, struct MHD_Connection *conn, int entry,
 			return api_error_set(
 				e, 401, "unauthorized",
 				"this server needs a token: send 'Authorization: Bearer TOKEN'");
-		if (!token_equal(auth + 7, strlen(auth + 7), srv->token, srv->cfg.token_len))
+		if (!secret_equal(auth + 7, strlen(auth + 7), srv->token, srv->cfg.token_len))
 			return api_error_set(e, 401, "unauthorized", "the bearer token is wrong");
 	} else if (!host || !host_is_loopback(srv, host)) {
 		return api_error_set(
@@ -462,9 +452,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!x)
 		return;
 	api_upload_release(&x->call);
-	for (size_t i = 0; i < srv->n_doors; i++)
-		if (srv->door[i]->release)
-			srv->door[i]->release(&x->call);
+	/* c->door_call is the state of the door that took the request */
+	if (x->door && x->door->release)
+		x->door->release(&x->call);
 	started = x->started;
 	buf_release(&x->body);
 	free(x);

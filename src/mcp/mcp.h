@@ -59,8 +59,10 @@ struct mcp_config {
 	 * signalfd_siginfo records, SIGTERM); -1 for none. */
 	int stop_fd;
 	const char *server_version; /* serverInfo.version */
-	/* Messages for the operator ("warning", "..."); NULL: none. */
-	void (*log)(const char *level, const char *msg);
+	/* Messages for the operator ("warning", "..."), with log_cls; NULL:
+	 * none. */
+	void (*log)(void *cls, const char *level, const char *msg);
+	void *log_cls;
 	/* The engine's policy check for every call (NULL: none) and the
 	 * audit log (NULL: off); borrowed.  limits_asked: bits of enum
 	 * engine_limit_id the operator's flags set (held to the policy's

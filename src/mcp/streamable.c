@@ -84,9 +84,12 @@ struct mcp_http {
 	struct api_mcp *head;
 };
 
-static void mcp_log(const char *level, const char *msg)
+/* The cores' warnings (an audit record that could not be written) go
+ * to the server's log; their notes (a session expired) do not. */
+static void mcp_log(void *cls, const char *level, const char *msg)
 {
-	(void)level, (void)msg; /* the tools' own warnings (a pool that failed) */
+	if (strcmp(level, "info") != 0)
+		api_log(cls, level, "mcp: %s", msg);
 }
 
 /* client's MCP core, made on first use. */
@@ -131,6 +134,7 @@ static struct api_mcp *get_mcp(struct api_server *srv, struct engine_client *cli
 	cfg.policies = srv->policies;
 	cfg.stop_flag = &srv->stopping;
 	cfg.log = mcp_log;
+	cfg.log_cls = srv;
 	r = mcp_server_new(&cfg, &m->srv, ret_error);
 	if (r < 0) {
 		close(m->stop[0]);

@@ -74,7 +74,7 @@ static void log_msg(const struct mcp_tools *t, const char *level, const char *fm
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	t->cfg.log(level, text);
+	t->cfg.log(t->cfg.log_cls, level, text);
 }
 
 static void base_opts(const struct mcp_tools *t, struct session_opts *so)

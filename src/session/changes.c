@@ -797,7 +797,8 @@ static int copy_fd_all(int in, int out, const struct change *want)
 
 		if (r < 0)
 			return r;
-		sha256_update(&h, chunk, (size_t)k);
+		if (want)
+			sha256_update(&h, chunk, (size_t)k);
 		n += (uint64_t)k;
 	}
 	if (k < 0)

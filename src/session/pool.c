@@ -164,11 +164,6 @@ const char *session_pool_preloaded(const struct session_pool *p)
 	return p->preloaded;
 }
 
-const char *session_pool_preload_failed(const struct session_pool *p)
-{
-	return p->preload_failed;
-}
-
 void session_pool_free(struct session_pool *p)
 {
 	struct pool_tpl *t;

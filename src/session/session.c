@@ -28,11 +28,6 @@ static bool same_key(const char *a, const char *b)
 	return ka == kb && !strncmp(a, b, ka);
 }
 
-void session_envp(const char *const *extra, bool inline_plots, const char **envp)
-{
-	session_envp_net(extra, inline_plots, SANDBOX_NET_LOOPBACK, envp);
-}
-
 void session_envp_net(const char *const *extra, bool inline_plots, enum sandbox_net net,
 		      const char **envp)
 {

@@ -60,13 +60,12 @@ static inline uint64_t codecell_flood_cap(uint64_t output_limit)
 #define SESSION_POOL_MAX 64	       /* kernels a warm pool keeps ready */
 #define SESSION_CONTROL_TIMEOUT_S 10.0 /* a kernel's answer to init, reseed, reap, complete */
 #define SESSION_FORK_TIMEOUT_S 60.0    /* to serialize, and to take over, a session's state */
-/* The sandboxed program's environment: our defaults, then extra
- * (KEY=VALUE); a later KEY replaces an earlier one (interpreters disagree
- * on which duplicate they read).  inline_plots selects the kernel's
- * matplotlib backend.  envp needs room for SESSION_MAX_ENV + 24. */
-void session_envp(const char *const *extra, bool inline_plots, const char **envp);
-/* The same, with the proxy variables of net (SANDBOX_NET_ALLOWLIST:
- * sandbox/egress.h's egress_env) before extra. */
+/* The sandboxed program's environment: our defaults, the proxy
+ * variables of net (SANDBOX_NET_ALLOWLIST: sandbox/egress.h's
+ * egress_env), then extra (KEY=VALUE); a later KEY replaces an earlier
+ * one (interpreters disagree on which duplicate they read).  inline_plots
+ * selects the kernel's matplotlib backend.  envp needs room for
+ * SESSION_MAX_ENV + 24. */
 void session_envp_net(const char *const *extra, bool inline_plots, enum sandbox_net net,
 		      const char **envp);
 
@@ -152,10 +151,8 @@ struct session_pool_health {
 void session_pool_health(struct session_pool *p, struct session_pool_health *ret);
 /* Host pids of the inits of up to max ready kernels, in ret; the count. */
 unsigned session_pool_ready_pids(struct session_pool *p, pid_t *ret, unsigned max);
-/* What the template imported ("numpy,pandas"), and what it could not
- * (as session_preload_failed).  Owned by the pool. */
+/* What the template imported ("numpy,pandas").  Owned by the pool. */
 const char *session_pool_preloaded(const struct session_pool *p);
-const char *session_pool_preload_failed(const struct session_pool *p);
 /* End the template and every kernel not taken.  Accepts NULL. */
 void session_pool_free(struct session_pool *p);
 

@@ -580,19 +580,6 @@ void netguard_list_release(struct netguard_list *l)
 	l->n = 0;
 }
 
-int netguard_list_copy(const struct netguard_list *src, struct netguard_list *ret)
-{
-	struct netguard_entry *v = NULL;
-
-	if (src->n && !(v = malloc(src->n * sizeof(*v))))
-		return -ENOMEM;
-	if (src->n)
-		memcpy(v, src->v, src->n * sizeof(*v));
-	ret->v = v;
-	ret->n = src->n;
-	return 0;
-}
-
 int netguard_list_parse(const char *text, struct netguard_list *ret, char *err, size_t n)
 {
 	struct netguard_list l = { 0 };

@@ -102,8 +102,6 @@ struct netguard_list {
  * a message naming the entry in err (n bytes), -ENOMEM. */
 int netguard_list_parse(const char *text, struct netguard_list *ret, char *err, size_t n);
 void netguard_list_release(struct netguard_list *l);
-/* A deep copy (policies inherit lists).  0 or -ENOMEM. */
-int netguard_list_copy(const struct netguard_list *src, struct netguard_list *ret);
 
 /* May a connection go to host:port at addr?  host is the URL's host
  * (a name or an IP literal, as netguard_parse_ip takes it); addr the

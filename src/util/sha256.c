@@ -120,3 +120,12 @@ void sha256_hex(const void *data, size_t n, char out[2 * SHA256_LEN + 1])
 	}
 	out[2 * SHA256_LEN] = '\0';
 }
+
+bool secret_equal(const char *given, size_t glen, const char *secret, size_t slen)
+{
+	unsigned char d = glen != slen;
+
+	for (size_t i = 0; i < slen; i++)
+		d |= (unsigned char)((i < glen ? given[i] : 0) ^ secret[i]);
+	return d == 0;
+}

@@ -3,6 +3,7 @@
 #ifndef CODECELL_UTIL_SHA256_H
 #define CODECELL_UTIL_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,5 +21,8 @@ void sha256_update(struct sha256 *s, const void *data, size_t n);
 void sha256_final(struct sha256 *s, unsigned char out[SHA256_LEN]);
 /* One call: the digest of data[0..n) as 64 lower-case hex digits and a NUL. */
 void sha256_hex(const void *data, size_t n, char out[2 * SHA256_LEN + 1]);
+/* given[0..glen) == secret[0..slen), in a time that depends on slen only:
+ * nothing about a token leaks through the time a wrong guess takes. */
+bool secret_equal(const char *given, size_t glen, const char *secret, size_t slen);
 
 #endif

@@ -28,6 +28,9 @@ bool e2b_metadata_matches(const json_t *meta, const char *q)
 		char *eq;
 		const json_t *v;
 
+		/* a pair cut to fit would compare its head only */
+		if (n >= sizeof(pair))
+			return false;
 		snprintf(pair, sizeof(pair), "%.*s", (int)n, q);
 		q += n + (q[n] == '&');
 		eq = strchr(pair, '=');

@@ -1,6 +1,6 @@
 /* The doors' parsers of client bytes, without a server: the /v1 router's
  * path decoding, its body reader, and the E2B door's form parsers
- * (api/e2b/parse.c). */
+ * (e2b/parse.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,6 +117,19 @@ static void e2b_metadata_filters(void **state)
 	assert_false(e2b_metadata_matches(meta, "user"));
 	assert_false(e2b_metadata_matches(meta, "other=1"));
 	json_decref(meta);
+	/* a pair longer than the parser holds is no match, not its head's */
+	{
+		char q[4096];
+		json_t *m = json_object();
+
+		memset(q, 'x', sizeof(q) - 1);
+		q[sizeof(q) - 1] = '\0';
+		q[0] = 'k';
+		q[1] = '=';
+		json_object_set_new(m, "k", json_stringn(q + 2, 2045));
+		assert_false(e2b_metadata_matches(m, q));
+		json_decref(m);
+	}
 }
 
 int main(void)

@@ -248,7 +248,7 @@ fuzz: setup
 # it was written: Linux braces, tabs, 100 columns).  CI runs the check.
 FORMAT_SRC := $(wildcard src/*/*.c src/*/*.h src/*.c tests/unit/*.c tests/fuzz/*.c tools/*.c)
 
-format-check:
+format-check: setup
 	clang-format --dry-run --Werror $(FORMAT_SRC)
 
 format:

@@ -601,6 +601,11 @@ class Soak:
         os.mkdir(self.server_tmp)
         self.p = None
         self.failures = []
+        # set by the phases that measure them; a run cut short has none
+        self.clients_cg = None
+        self.baseline_elapsed = 1.0
+        self.split = None
+        self.op_buckets = {}
 
     def start(self):
         cmd = [self.args.codecell, "serve", "--listen", "127.0.0.1:0",
@@ -714,7 +719,7 @@ class Soak:
               % self.clients_cg, flush=True)
 
     def clients_back(self):
-        if not getattr(self, "clients_cg", None):
+        if not self.clients_cg:
             return
         try:
             with open(os.path.join(self.clients_from, "cgroup.procs"), "w") as f:
@@ -863,7 +868,7 @@ class Soak:
         cpu = self.client_cpu
         print("soak: the clients themselves used %.0f s of CPU (%.0f %% of the machine's %d CPUs)"
               % (cpu, 100 * cpu / max(elapsed, 1) / (os.cpu_count() or 1), os.cpu_count() or 1))
-        split = getattr(self, "split", None)
+        split = self.split
         if split:
             cpus = (os.cpu_count() or 1) * max(elapsed, 1)
             print("soak: where the time went (CPU seconds, %% of the %d CPUs' %.0f s): %s; "
@@ -881,7 +886,7 @@ class Soak:
         # which a figure in whole milliseconds cannot tell
         base = self.baseline
         if base.executions:
-            be = getattr(self, "baseline_elapsed", 1)
+            be = self.baseline_elapsed
             print("baseline (1 client, %.0f s, this run): %d executions (%.1f/s); the %d clients "
                   "ran %.1f times as many a second" % (be, base.executions, base.executions / be,
                                                       self.args.clients,
@@ -897,7 +902,7 @@ class Soak:
         for (action, what), n in sorted(base.outcomes.items()):
             if what == "UNEXPECTED":
                 print("  !! baseline %s: UNEXPECTED %d" % (action, n))
-        ops = getattr(self, "op_buckets", {})
+        ops = self.op_buckets
         if ops:
             print("as the server timed them, ms (GET /metrics: interpolated within buckets, "
                   "as Prometheus's histogram_quantile does):")

@@ -41,7 +41,8 @@ class _Response:
                                  % (self._wait_s or 0)) from None
         except (asyncio.IncompleteReadError, ConnectionError) as e:
             raise TransportError("the answer was cut: %s" % e) from None
-        except asyncio.LimitOverrunError:
+        except ValueError:
+            # StreamReader.readline() turns its LimitOverrunError into this
             raise TransportError("a line of the server's answer is too long") from None
 
     async def _line(self) -> bytes:
@@ -83,7 +84,11 @@ class _Response:
                 await self._wait(self._r.readexactly(2))
                 yield data
         elif "content-length" in self.headers:
-            left = int(self.headers["content-length"])
+            try:
+                left = int(self.headers["content-length"])
+            except ValueError:
+                raise TransportError("the answer's Content-Length is not a number: %r"
+                                     % self.headers["content-length"]) from None
             while left > 0:
                 data = await self._wait(self._r.read(min(_READ, left)))
                 if not data:
@@ -130,11 +135,18 @@ class AsyncClient(c.ClientBase):
     """The asyncio twin of `codecell.Client`: the same arguments and methods,
     each a coroutine. `async with AsyncClient(...) as cc:`."""
 
+    _ssl: Optional[ssl.SSLContext] = None
+
     # ---- transport ----------------------------------------------------------
 
     async def _open(self, call: c.Call) -> _Response:
         wait = self.timeout if call.wait is c._DEFAULT else call.wait
-        ctx = ssl.create_default_context() if self._ep.scheme == "https" else None
+        ctx = None
+        if self._ep.scheme == "https":
+            # loading the CA store is the costly part: once a client
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            ctx = self._ssl
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(self._ep.host, self._ep.port, ssl=ctx,
